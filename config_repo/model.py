@@ -1,0 +1,81 @@
+"""The loaded repository: documents with their data and where every value came from."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+PathPart = str | int
+
+
+@dataclass
+class Document:
+    """One parsed file. ``data`` is plain JSON-like data; ``tree`` the ruamel node kept for
+    positions (``None`` for files parsed without it). Lines and columns are 1-based."""
+
+    file: str
+    data: Any
+    tree: Any = None
+    schema_ok: bool = False
+    is_readable: bool = True  # False: a placeholder for a file whose problems are already reported
+
+    @property
+    def stem(self) -> str:
+        name = self.file.rsplit("/", 1)[-1]
+        return name.rsplit(".", 1)[0]
+
+    def position(self, path: Sequence[PathPart], *, key: bool = False) -> tuple[int, int]:
+        """Line and column of the value at ``path`` (of its key when ``key``), or of the
+        deepest enclosing value that has one."""
+        node = self.tree
+        line, col = 1, 1
+        if node is not None and hasattr(node, "lc"):
+            line, col = node.lc.line + 1, node.lc.col + 1
+        for i, part in enumerate(path):
+            lc = getattr(node, "lc", None)
+            if lc is None:
+                break
+            last = i == len(path) - 1
+            try:
+                if isinstance(part, int):
+                    pos = lc.item(part)
+                    child = node[part]
+                else:
+                    pos = lc.key(part) if (key and last) else lc.value(part)
+                    child = node[part]
+            except (KeyError, IndexError, TypeError):
+                break
+            if pos is not None:
+                line, col = pos[0] + 1, pos[1] + 1
+            node = child
+        return line, col
+
+
+@dataclass
+class Environment:
+    name: str
+    doc: Document | None = None
+    networks: dict[str, Document] = field(default_factory=dict)
+    services: dict[str, Document] = field(default_factory=dict)
+    placement: Document | None = None  # node.json
+
+    @property
+    def dir(self) -> str:
+        return f"environments/{self.name}"
+
+
+@dataclass
+class ConfigRepo:
+    """A whole repository at one commit (``commit`` is ``None`` for a directory)."""
+
+    nodes: dict[str, Document] = field(default_factory=dict)
+    environments: dict[str, Environment] = field(default_factory=dict)
+    commit: str | None = None
+
+    def documents(self) -> list[Document]:
+        docs = list(self.nodes.values())
+        for env in self.environments.values():
+            docs += [d for d in (env.doc, env.placement) if d is not None]
+            docs += list(env.networks.values()) + list(env.services.values())
+        return docs

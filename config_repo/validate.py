@@ -1,0 +1,76 @@
+"""Validation: every file against its JSON Schema, then the semantic rules across files.
+
+Returns all problems of a repository in one run, sorted by file and line; never raises
+for bad content. Schema errors are turned into one-line messages that name the key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jsonschema.exceptions import ValidationError
+
+import schemas
+from config_repo.model import ConfigRepo, Document
+from config_repo.problems import Problem
+from config_repo.rules import semantic_problems
+from schemas.registry import pointer
+
+
+def schema_name(kind: str, doc: Document) -> str:
+    if kind == "service":
+        is_process = isinstance(doc.data, dict) and doc.data.get("kind") == "process"
+        return "service-process" if is_process else "service-container"
+    return kind
+
+
+def _message(error: ValidationError) -> tuple[list[Any], str]:
+    """A readable message, and the path it should point at."""
+    path = list(error.absolute_path)
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    keyword = error.validator
+    if keyword == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set(schema.get("properties", {}))
+        extra = sorted(k for k in error.instance if k not in allowed)
+        if extra:
+            known = ", ".join(sorted(allowed))
+            return [*path, extra[0]], f"unknown key {extra[0]!r} (allowed: {known})"
+    if keyword in ("oneOf", "anyOf", "pattern") and "description" in schema:
+        return path, f"{error.instance!r} is not valid: {schema['description']}"
+    if keyword == "propertyNames":
+        bad = error.instance if isinstance(error.instance, str) else None
+        return path, error.message if bad is None else f"invalid key {bad!r}: {error.message}"
+    if keyword == "type" and error.instance is None and not path:
+        return path, "the file is empty; it must hold a mapping"
+    return path, error.message
+
+
+def schema_problems(kind: str, doc: Document) -> list[Problem]:
+    validator = schemas.validator(schema_name(kind, doc))
+    problems = []
+    for error in validator.iter_errors(doc.data):
+        path, message = _message(error)
+        is_key = error.validator in ("additionalProperties", "propertyNames")
+        line, col = doc.position(path, key=is_key)
+        problems.append(Problem(doc.file, line, col, "schema", message, pointer(path)))
+    doc.schema_ok = not problems
+    return problems
+
+
+def validate(repo: ConfigRepo, read_problems: list[Problem] | None = None) -> list[Problem]:
+    """All problems of ``repo``: those found while reading, schema, then semantic rules."""
+    problems = list(read_problems or [])
+    checks: list[tuple[str, Document]] = [("node", d) for d in repo.nodes.values()]
+    for env in repo.environments.values():
+        if env.doc is not None:
+            checks.append(("environment", env.doc))
+        if env.placement is not None:
+            checks.append(("placement", env.placement))
+        checks += [("network", d) for d in env.networks.values()]
+        checks += [("service", d) for d in env.services.values()]
+    for kind, doc in checks:
+        if not doc.is_readable:
+            continue  # unreadable: already reported by the reader
+        problems += schema_problems(kind, doc)
+    problems += semantic_problems(repo)
+    return sorted(set(problems), key=lambda p: (p.file, p.line, p.column, p.rule, p.message))

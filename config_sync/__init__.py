@@ -1,0 +1,1 @@
+"""config_sync: see DESIGN.md; built by its own issue."""

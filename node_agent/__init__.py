@@ -1,0 +1,1 @@
+"""node_agent: see DESIGN.md; built by its own issue."""

@@ -1,0 +1,1 @@
+"""The ``phrame`` console command that ties the parts together for people."""

@@ -1,0 +1,5 @@
+import sys
+
+from phrame.cli import main
+
+sys.exit(main())

@@ -1,0 +1,45 @@
+"""``phrame``: one sub-command per task and per service.
+
+Each sub-command lives in its own module exposing ``configure(parser)`` and
+``run(args) -> int``; this file only lists them, so a service adds itself with one line.
+Exit codes: 0 success, 1 the task found a problem (e.g. invalid config), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# sub-command name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": (
+        "phrame.cmd_validate",
+        "validate a config repo; print file:line:col: rule: message",
+    ),
+    "render": ("phrame.cmd_render", "print each node's desired state as config-sync publishes it"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="phrame", description="Phrame GitOps")
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        sub = subs.add_parser(name, help=help_text, description=help_text)
+        sub.set_defaults(_module=module)
+        importlib.import_module(module).configure(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_module", None):
+        parser.print_help(sys.stderr)
+        return 2
+    code: int = importlib.import_module(args._module).run(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""``phrame render [PATH] [--ref REF] [--node N] [--format documents|topics]``.
+
+Prints each node's desired state exactly as config-sync publishes it for that tree:
+``documents`` groups items and manifest per node; ``topics`` maps every desired-plane
+topic to its payload. A fresh rendering has generation 1; config-sync continues the
+generation it finds on the broker. An invalid repo prints its problems and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from config_repo import render, validate
+from phrame.repo_args import add_repo_args, load_from_args
+from schemas import Topics
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_repo_args(parser)
+    parser.add_argument("--node", help="only this node's documents")
+    parser.add_argument("--format", choices=("documents", "topics"), default="documents")
+    parser.add_argument("--prefix", default="phrame", help="topic prefix (PHRAME_TOPIC_PREFIX)")
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = load_from_args(args)
+    if loaded is None:
+        return 2
+    repo, read_problems = loaded
+    problems = validate(repo, read_problems)
+    if problems:
+        for p in problems:
+            print(p.format(), file=sys.stderr)
+        print(f"phrame render: {len(problems)} problem(s); nothing rendered", file=sys.stderr)
+        return 1
+    if args.node is not None and args.node not in repo.nodes:
+        print(f"phrame render: node {args.node!r} is not in nodes/", file=sys.stderr)
+        return 2
+    rendered = render(repo)
+    out: Any
+    if args.format == "topics":
+        topics = Topics(args.prefix)
+        out = rendered.topics(topics)
+        if args.node is not None:
+            node_prefix = topics.desired_node(args.node) + "/"
+            out = {t: p for t, p in out.items() if t.startswith(node_prefix)}
+    else:
+        nodes = {
+            n: {"manifest": nd.manifest, "items": nd.items}
+            for n, nd in rendered.nodes.items()
+            if args.node in (None, n)
+        }
+        out = {"commit": rendered.commit, "nodes": nodes, "unassigned": rendered.unassigned}
+    print(json.dumps(out, indent=2, sort_keys=True, ensure_ascii=False))
+    return 0

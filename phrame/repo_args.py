@@ -1,0 +1,37 @@
+"""The ``PATH [--ref REF]`` arguments shared by sub-commands that read a config repo."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from config_repo import ConfigError, ConfigRepo, Problem, load
+from config_repo.sources import DirectorySource, GitSource, Source
+
+
+def add_repo_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", nargs="?", default=".", help="config repo: a directory or a git repository")
+    parser.add_argument("--ref", help="read this git ref (branch, tag, sha) instead of the files on disk")
+
+
+def _is_bare(path: Path) -> bool:
+    return (path / "HEAD").is_file() and (path / "objects").is_dir() and not (path / ".git").exists()
+
+
+def open_source(path: str, ref: str | None) -> Source:
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"{path}: no such directory")
+    if ref is not None or _is_bare(p):
+        return GitSource(p, ref or "HEAD")
+    return DirectorySource(p)
+
+
+def load_from_args(args: argparse.Namespace) -> tuple[ConfigRepo, list[Problem]] | None:
+    """Load the repo the arguments name; print the reason and return None when it cannot be read."""
+    try:
+        return load(open_source(args.path, args.ref))
+    except ConfigError as e:
+        print(f"phrame {args.command}: {e}", file=sys.stderr)
+        return None

@@ -1,0 +1,1 @@
+"""placement: see DESIGN.md; built by its own issue."""

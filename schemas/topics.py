@@ -1,0 +1,164 @@
+"""The MQTT topic layout (DESIGN §3), built and parsed in this one place.
+
+Every service builds topics with :class:`Topics` and parses incoming ones with
+:meth:`Topics.parse`; nobody formats a topic string by hand. A topic that does not fit
+the layout raises ``ValueError`` naming the topic.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ITEM_KINDS = ("containers", "networks", "processes")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+_ITEM_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}\.[a-z0-9][a-z0-9-]{0,62}(\.[0-9]+)?$")
+
+# Which schema validates the payload of each topic kind.
+SCHEMA_OF = {
+    ("desired", "containers"): "desired-container",
+    ("desired", "networks"): "desired-network",
+    ("desired", "processes"): "desired-process",
+    ("desired", "manifest"): "desired-manifest",
+    ("desired", "service"): "desired-service",
+    ("desired", "sync"): "desired-sync",
+    ("desired", "placement"): "desired-placement",
+    ("actual", "status"): "actual-status",
+    ("actual", "heartbeat"): "actual-heartbeat",
+    ("actual", "containers"): "actual-item",
+    ("actual", "networks"): "actual-item",
+    ("actual", "processes"): "actual-item",
+    ("cmd", "restart"): "cmd-restart",
+}
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A parsed topic. ``kind`` is an item kind, ``manifest``, ``status``, ``heartbeat``,
+    ``service``, ``sync``, ``placement`` or ``restart``."""
+
+    plane: str  # desired | actual | cmd
+    kind: str
+    node: str | None = None
+    environment: str | None = None
+    item_id: str | None = None
+    service: str | None = None
+
+    @property
+    def schema_name(self) -> str:
+        return SCHEMA_OF[(self.plane, self.kind)]
+
+
+def _check(pattern: re.Pattern[str], value: str, what: str) -> str:
+    if not pattern.match(value):
+        raise ValueError(f"invalid {what} {value!r} in topic")
+    return value
+
+
+@dataclass(frozen=True)
+class Topics:
+    """Topic builder and parser bound to one prefix (``PHRAME_TOPIC_PREFIX``)."""
+
+    prefix: str = "phrame"
+
+    def __post_init__(self) -> None:
+        if not self.prefix or any(c in self.prefix for c in "#+") or self.prefix.endswith("/"):
+            raise ValueError(f"invalid topic prefix {self.prefix!r}")
+
+    # -- desired plane
+    def desired_node(self, node: str) -> str:
+        return f"{self.prefix}/desired/nodes/{_check(_NAME, node, 'node')}"
+
+    def desired_item(self, node: str, kind: str, item_id: str) -> str:
+        if kind not in ITEM_KINDS:
+            raise ValueError(f"unknown item kind {kind!r}")
+        return f"{self.desired_node(node)}/{kind}/{_check(_ITEM_ID, item_id, 'item id')}"
+
+    def manifest(self, node: str) -> str:
+        return f"{self.desired_node(node)}/manifest"
+
+    def environment(self, env: str) -> str:
+        return f"{self.prefix}/desired/environments/{_check(_NAME, env, 'environment')}"
+
+    def env_service(self, env: str, service: str) -> str:
+        return f"{self.environment(env)}/services/{_check(_NAME, service, 'service')}"
+
+    def env_sync(self, env: str) -> str:
+        return f"{self.environment(env)}/sync"
+
+    def env_placement(self, env: str) -> str:
+        return f"{self.environment(env)}/placement"
+
+    # -- actual plane
+    def actual_node(self, node: str) -> str:
+        return f"{self.prefix}/actual/nodes/{_check(_NAME, node, 'node')}"
+
+    def status(self, node: str) -> str:
+        return f"{self.actual_node(node)}/status"
+
+    def heartbeat(self, node: str) -> str:
+        return f"{self.actual_node(node)}/heartbeat"
+
+    def actual_item(self, node: str, kind: str, item_id: str) -> str:
+        if kind not in ITEM_KINDS:
+            raise ValueError(f"unknown item kind {kind!r}")
+        return f"{self.actual_node(node)}/{kind}/{_check(_ITEM_ID, item_id, 'item id')}"
+
+    # -- commands
+    def cmd_node(self, node: str) -> str:
+        return f"{self.prefix}/cmd/nodes/{_check(_NAME, node, 'node')}"
+
+    def restart(self, node: str, item_id: str) -> str:
+        return f"{self.cmd_node(node)}/containers/{_check(_ITEM_ID, item_id, 'item id')}/restart"
+
+    # -- subscription filters
+    def desired_node_filter(self, node: str) -> str:
+        return f"{self.desired_node(node)}/#"
+
+    def desired_filter(self) -> str:
+        return f"{self.prefix}/desired/#"
+
+    def actual_filter(self, node: str | None = None) -> str:
+        return f"{self.actual_node(node)}/#" if node else f"{self.prefix}/actual/#"
+
+    def cmd_node_filter(self, node: str) -> str:
+        return f"{self.cmd_node(node)}/#"
+
+    def parse(self, topic: str) -> Topic:
+        """Parse ``topic``; raise ``ValueError`` when it does not fit the layout."""
+        head = self.prefix + "/"
+        if not topic.startswith(head):
+            raise ValueError(f"topic {topic!r} is outside prefix {self.prefix!r}")
+        parts = topic[len(head) :].split("/")
+        try:
+            return _parse_parts(parts)
+        except (ValueError, IndexError) as e:
+            raise ValueError(f"topic {topic!r} does not fit the layout: {e}") from None
+
+
+def _parse_parts(p: list[str]) -> Topic:
+    plane = p[0]
+    if plane in ("desired", "actual") and len(p) >= 3 and p[1] == "nodes":
+        node = _check(_NAME, p[2], "node")
+        if len(p) == 4 and p[3] in ("manifest", "status", "heartbeat"):
+            valid = {"desired": ("manifest",), "actual": ("status", "heartbeat")}[plane]
+            if p[3] in valid:
+                return Topic(plane, p[3], node=node)
+        if len(p) == 5 and p[3] in ITEM_KINDS:
+            item = _check(_ITEM_ID, p[4], "item id")
+            env, service = item.split(".")[:2]
+            svc = service if p[3] != "networks" else None
+            return Topic(plane, p[3], node=node, environment=env, item_id=item, service=svc)
+    if plane == "desired" and len(p) >= 4 and p[1] == "environments":
+        env = _check(_NAME, p[2], "environment")
+        if len(p) == 5 and p[3] == "services":
+            return Topic(plane, "service", environment=env, service=_check(_NAME, p[4], "service"))
+        if len(p) == 4 and p[3] in ("sync", "placement"):
+            return Topic(plane, p[3], environment=env)
+    if plane == "cmd" and len(p) == 6 and p[1] == "nodes" and p[3] == "containers":
+        node = _check(_NAME, p[2], "node")
+        item = _check(_ITEM_ID, p[4], "item id")
+        if p[5] == "restart":
+            env, service = item.split(".")[:2]
+            return Topic("cmd", "restart", node=node, environment=env, item_id=item, service=service)
+    raise ValueError("unknown topic shape")
