@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from config_repo.problems import Problem
+
 PathPart = str | int
 
 
@@ -72,6 +74,7 @@ class ConfigRepo:
     nodes: dict[str, Document] = field(default_factory=dict)
     environments: dict[str, Environment] = field(default_factory=dict)
     commit: str | None = None
+    problems: list[Problem] | None = None  # set by validate(); None = not validated yet
 
     def documents(self) -> list[Document]:
         docs = list(self.nodes.values())

@@ -16,6 +16,7 @@ from typing import Any
 
 from config_repo.assignment import Replica, replicas
 from config_repo.model import ConfigRepo, Environment
+from config_repo.problems import ConfigError
 from config_repo.quantities import memory_bytes, parse_ports
 from schemas import Topics, digest
 
@@ -171,6 +172,10 @@ def _stamp(spec: dict[str, Any], commit: str) -> dict[str, Any]:
 def render(repo: ConfigRepo, *, commit: str | None = None) -> Rendered:
     """Each inventory node's items and manifest at ``commit`` (generation 1 everywhere;
     :func:`carry_forward` continues an earlier rendering's generations and commits)."""
+    if repo.problems is None:
+        raise ConfigError("render() needs a repository that validate() has checked")
+    if repo.problems:
+        raise ConfigError(f"cannot render an invalid repository: {repo.problems[0].format()}")
     sha = commit or repo.commit or WORKTREE
     nodes = {n: NodeDesired(n) for n in sorted(repo.nodes)}
     all_replicas = replicas(repo)

@@ -73,4 +73,5 @@ def validate(repo: ConfigRepo, read_problems: list[Problem] | None = None) -> li
             continue  # unreadable: already reported by the reader
         problems += schema_problems(kind, doc)
     problems += semantic_problems(repo)
-    return sorted(set(problems), key=lambda p: (p.file, p.line, p.column, p.rule, p.message))
+    repo.problems = sorted(set(problems), key=lambda p: (p.file, p.line, p.column, p.rule, p.message))
+    return repo.problems

@@ -122,6 +122,9 @@ def _marked(file: str, e: MarkedYAMLError, rule: str) -> Problem:
     if rule == "yaml-duplicate-key" and e.context_mark is not None:
         first = e.context_mark.line + 1
         problem = f"{problem.split(' with value')[0]} (the mapping starts at line {first})"
+    elif e.context and e.context_mark is not None and e.context_mark is not mark:
+        cm = e.context_mark
+        problem = f"{problem} ({e.context.strip()} started at line {cm.line + 1}, column {cm.column + 1})"
     return Problem(file, line, col, rule, problem.replace("\n", " "))
 
 

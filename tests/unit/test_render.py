@@ -1,0 +1,130 @@
+"""Rendering: deterministic, schema-valid payloads; placement resolved; commits carried forward."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import git
+
+from config_repo import load_directory, load_git, render, validate
+from config_repo.render import carry_forward
+from schemas import Topics, check_payload, digest
+
+SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
+T = Topics()
+
+
+def rendered_topics(root: Path, commit: str | None = None) -> dict[str, dict]:
+    repo, read = load_directory(root)
+    assert validate(repo, read) == []
+    return render(repo, commit=commit).topics()
+
+
+def test_every_payload_fits_its_schema_and_digest_covers_the_spec() -> None:
+    topics = rendered_topics(SAMPLE)
+    for topic, payload in topics.items():
+        check_payload(T.parse(topic).schema_name, payload)
+        if "digest" in payload:
+            spec = {k: v for k, v in payload.items() if k not in ("digest", "commit")}
+            assert payload["digest"] == digest(spec)
+
+
+def test_placement_pins_and_node_json(tmp_path: Path) -> None:
+    topics = rendered_topics(SAMPLE)
+    assert T.desired_item("edge-01", "containers", "studio-a.input-proc.0") in topics
+    assert T.desired_item("edge-02", "containers", "studio-a.mixer.0") in topics
+    assert T.desired_item("edge-03", "containers", "studio-a.mixer.1") in topics
+    assert T.desired_item("edge-01", "processes", "studio-a.ptp-monitor.0") in topics
+    process = topics[T.desired_item("edge-01", "processes", "studio-a.ptp-monitor.0")]
+    assert process["replaces"] == ["studio-a.ptp-monitor-legacy.0"]
+    # networks go only where a container uses them
+    assert T.desired_item("edge-01", "networks", "studio-a.media") in topics
+    manifest = topics[T.manifest("edge-01")]
+    items = {
+        k for k in topics if k.startswith("phrame/desired/nodes/edge-01/") and not k.endswith("manifest")
+    }
+    assert {f"phrame/desired/nodes/edge-01/{k}" for k in manifest["items"]} == items
+
+
+def test_every_inventory_node_gets_a_manifest_even_when_empty(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    (root / "nodes" / "spare-01.yaml").write_text("name: spare-01\n")
+    topics = rendered_topics(root)
+    assert topics[T.manifest("spare-01")]["items"] == {}
+
+
+def test_defaults_merge_and_values_become_strings() -> None:
+    topics = rendered_topics(SAMPLE)
+    tams = topics[T.desired_item("core-01", "containers", "studio-a.tams.0")]
+    assert tams["env"]["TZ"] == "Europe/London"  # environment default
+    assert tams["labels"]["studio"] == "a"
+    assert tams["restart"] == "unless-stopped"
+    assert all(isinstance(v, str | dict) for v in tams["env"].values())
+    egress = topics[T.desired_item("core-01", "containers", "studio-a.egress.0")]
+    assert egress["depends_on"] == ["studio-a.tams.0"]
+
+
+def test_render_is_byte_identical_and_stable_under_key_reordering(tmp_path: Path) -> None:
+    first = json.dumps(rendered_topics(SAMPLE), sort_keys=True)
+    assert json.dumps(rendered_topics(SAMPLE), sort_keys=True) == first
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    svc = root / "environments/studio-a/services/tams.yaml"
+    lines = svc.read_text().splitlines(keepends=True)
+    # move the top-level "name:" line to the end of the file
+    name_line = next(line for line in lines if line.startswith("name:"))
+    lines.remove(name_line)
+    svc.write_text("".join(lines) + name_line)
+    assert json.dumps(rendered_topics(root), sort_keys=True) == first
+
+
+def test_change_moves_only_the_changed_item_and_carry_forward_keeps_the_rest(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    before = carry_forward(rendered_topics(root, "c1"), {}, T)
+    svc = root / "environments/studio-a/services/tams.yaml"
+    svc.write_text(svc.read_text().replace("image: ", "image: x", 1))
+    after = carry_forward(rendered_topics(root, "c2"), before, T)
+    changed = sorted(t for t in after if after[t] != before.get(t))
+    tams = T.desired_item("core-01", "containers", "studio-a.tams.0")
+    assert changed == [T.env_service("studio-a", "tams"), tams, T.manifest("core-01")]
+    assert after[tams]["commit"] == "c2"
+    assert after[T.manifest("core-01")]["generation"] == 2
+    assert after[T.manifest("edge-01")] == before[T.manifest("edge-01")]  # commit c1, generation 1
+    assert after[T.desired_item("edge-01", "containers", "studio-a.input-proc.0")]["commit"] == "c1"
+
+
+def test_two_commits_read_from_git_do_not_interfere(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    repo = git.Repo.init(root)
+    repo.git.add(A=True)
+    c1 = repo.index.commit("one").hexsha
+    (root / "environments/studio-a/services/egress.yaml").unlink()
+    repo.git.add(A=True)
+    c2 = repo.index.commit("two").hexsha
+    one, _ = load_git(root, c1)
+    two, _ = load_git(root, c2)
+    assert validate(one) == validate(two) == []
+    assert "egress" in one.environments["studio-a"].services
+    assert "egress" not in two.environments["studio-a"].services
+    assert (one.commit, two.commit) == (c1, c2)
+    payload = render(one).topics()[T.desired_item("core-01", "containers", "studio-a.egress.0")]
+    assert payload["commit"] == c1
+
+
+def test_render_refuses_an_unvalidated_or_invalid_repo(tmp_path: Path) -> None:
+    import pytest
+
+    from config_repo import ConfigError
+
+    repo, _ = load_directory(SAMPLE)
+    with pytest.raises(ConfigError, match="validate"):
+        render(repo)
+    bad, read = load_directory(SAMPLE.parent / "invalid" / "unknown-node")
+    validate(bad, read)
+    with pytest.raises(ConfigError, match="unknown-node"):
+        render(bad)
