@@ -1,1 +1,6 @@
-"""node_agent: see DESIGN.md; built by its own issue."""
+"""node_agent: one per host; converges the local Docker daemon and host processes to the
+node's desired state from the desired plane, and reports actual state on the actual plane.
+
+Entry point: ``phrame node-agent`` (see ``phrame/cmd_node_agent.py``); the decision is
+``node_agent.plan.compute_plan``, the only Docker adapter is ``node_agent.docker_port``.
+"""

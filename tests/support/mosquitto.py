@@ -6,6 +6,8 @@ it writes its config into a temporary directory and never touches the system bro
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -25,6 +27,8 @@ class Mosquitto:
     ) -> None:
         self.binary = require_binary("mosquitto", "mosquitto")
         self.dir = Path(tempfile.mkdtemp(prefix="phrame-mosquitto-"))
+        # Kept across restart() (the log is read after a failure); removed at exit.
+        atexit.register(shutil.rmtree, self.dir, True)
         self.port = port or free_port()
         self.extra = extra or []
         self.defaults = defaults

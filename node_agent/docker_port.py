@@ -1,0 +1,271 @@
+"""The only module that talks to Docker: list, create, start, remove, pull, watch events.
+
+The executor and the loop call it; it converts every SDK error into ``node_agent.errors``
+and retries transient ones with backoff (tenacity). It lists with a label filter, one
+call per kind, and it never acts on a name it was not given by the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import docker
+import docker.errors
+import requests
+import tenacity
+from docker.types import IPAMConfig, IPAMPool
+from docker.utils import parse_repository_tag
+
+from node_agent.container_config import create_params, managed_labels
+from node_agent.errors import DockerError, NameConflict, NotFound
+from node_agent.models import MANAGED, NETWORK, NODE, ObservedContainer, ObservedNetwork, Spec
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+EVENTS = ("die", "destroy", "oom", "health_status")
+_EXITED = re.compile(r"Exited \((-?\d+)\)")
+_HEALTH = re.compile(r"\((healthy|unhealthy|health: starting)\)")
+_PERMANENT_500 = ("port is already allocated", "address already in use", "no such image")
+
+
+def _convert(what: str, e: Exception) -> DockerError:
+    if isinstance(e, DockerError):
+        return e
+    if isinstance(e, docker.errors.NotFound):
+        return NotFound(f"{what}: not found ({e.explanation or e})")
+    if isinstance(e, docker.errors.APIError):
+        status = e.status_code or 0
+        text = str(e.explanation or e)
+        transient = status >= 500 and not any(p in text.lower() for p in _PERMANENT_500)
+        return DockerError(f"{what}: {text}", transient=transient, status=status)
+    if isinstance(e, requests.exceptions.ConnectionError | requests.exceptions.Timeout):
+        return DockerError(f"{what}: Docker unreachable: {e}", transient=True)
+    return DockerError(f"{what}: {e}")
+
+
+def detect_own_container_id(root: Path = Path("/proc/self")) -> str | None:
+    """The id of the container this process runs in, or None on a bare host."""
+    pattern = re.compile(r"(?:/containers/|/docker[-/])([0-9a-f]{64})")
+    for name in ("mountinfo", "cgroup"):
+        try:
+            match = pattern.search((root / name).read_text())
+        except OSError:
+            continue
+        if match:
+            return match.group(1)
+    return None
+
+
+class DockerPort:
+    """Docker for one node. ``calls`` counts API calls by name (used by the benchmarks)."""
+
+    def __init__(
+        self,
+        node: str,
+        *,
+        client: docker.DockerClient | None = None,
+        registry_auth: dict[str, str] | None = None,
+        stop_timeout: int = 10,
+        attempts: int = 4,
+    ) -> None:
+        self.node = node
+        self.client = client or docker.from_env(timeout=120)
+        self.api = self.client.api
+        self.registry_auth = registry_auth
+        self.stop_timeout = stop_timeout
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._retry = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(lambda e: getattr(e, "transient", False)),
+            stop=tenacity.stop_after_attempt(attempts),
+            wait=tenacity.wait_exponential(multiplier=0.2, max=3.0),
+            reraise=True,
+        )
+
+    def _call(self, what: str, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+        def once() -> T:
+            with self._lock:
+                self.calls[fn.__name__] += 1
+            try:
+                return fn(*args, **kw)
+            except Exception as e:  # every SDK error leaves as a DockerError
+                raise _convert(what, e) from e
+
+        return self._retry(once)
+
+    # -- reading
+    def list_containers(self) -> list[ObservedContainer]:
+        """Every managed container on this daemon (any node): one API call."""
+        rows = self._call(
+            "list containers", self.api.containers, all=True, filters={"label": f"{MANAGED}=true"}
+        )
+        return [_observed(r) for r in rows]
+
+    def list_networks(self) -> list[ObservedNetwork]:
+        """This node's managed networks: one API call."""
+        labels = [f"{MANAGED}=true", f"{NODE}={self.node}"]
+        rows = self._call("list networks", self.api.networks, filters={"label": labels})
+        return [ObservedNetwork(r["Id"], r["Name"], r.get("Labels") or {}) for r in rows]
+
+    def inspect_container(self, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call(f"inspect {name}", self.api.inspect_container, name)
+        return result
+
+    # -- images
+    def ensure_image(self, image: str, *, always: bool = False) -> None:
+        if not always:
+            try:
+                self._call(f"inspect image {image}", self.api.inspect_image, image)
+                return
+            except NotFound:
+                pass
+        repo, tag = parse_repository_tag(image)
+        log.info("pulling %s", image)
+
+        def pull() -> None:
+            stream = self.api.pull(
+                repo, tag=tag or "latest", stream=True, decode=True, auth_config=self.registry_auth
+            )
+            for line in stream:
+                if "error" in line:
+                    raise DockerError(f"pull {image}: {line['error']}")
+
+        self._call(f"pull {image}", pull)
+
+    # -- containers
+    def create_container(self, spec: Spec) -> str:
+        """Create and start the container of ``spec``; its name must be free."""
+        p = create_params(spec, self.node)
+        api = self.api
+        net_config = None
+        if p.networks:
+            endpoint = api.create_endpoint_config(aliases=p.aliases)
+            net_config = api.create_networking_config({p.networks[0]: endpoint})
+        host_config = api.create_host_config(
+            port_bindings=p.bindings or None,
+            binds=p.binds or None,
+            restart_policy={"Name": p.restart} if p.restart else None,
+            nano_cpus=p.nano_cpus,
+            mem_limit=p.memory,
+            network_mode=p.networks[0] if p.networks else None,
+        )
+        try:
+            created = self._call(
+                f"create {p.name}",
+                api.create_container,
+                p.image,
+                command=p.command,
+                entrypoint=p.entrypoint,
+                name=p.name,
+                environment=p.environment,
+                labels=p.labels,
+                ports=p.exposed or None,
+                volumes=p.anonymous_volumes or None,
+                host_config=host_config,
+                networking_config=net_config,
+                healthcheck=p.healthcheck,
+            )
+        except DockerError as e:
+            if e.status == 409:
+                raise NameConflict(
+                    f"container {p.name}: the name is taken by a container phrame does not "
+                    f"manage on node {self.node}; it is left untouched - rename or remove it"
+                ) from e
+            raise
+        cid: str = created["Id"]
+        for net in p.networks[1:]:
+            self._call(
+                f"connect {p.name} to {net}",
+                api.connect_container_to_network,
+                cid,
+                net,
+                aliases=p.aliases,
+            )
+        self.start(cid, name=p.name)
+        return cid
+
+    def start(self, ref: str, *, name: str | None = None) -> None:
+        self._call(f"start {name or ref}", self.api.start, ref)
+
+    def restart(self, name: str) -> None:
+        self._call(f"restart {name}", self.api.restart, name, timeout=self.stop_timeout)
+
+    def remove_container(self, ref: str) -> None:
+        """Stop (SIGTERM, then SIGKILL after ``stop_timeout``) and remove; absent is fine."""
+        try:
+            self._call(f"stop {ref}", self.api.stop, ref, timeout=self.stop_timeout)
+            self._call(f"remove {ref}", self.api.remove_container, ref, force=True)
+        except NotFound:
+            return
+
+    def wait_ready(self, name: str, *, timeout: float = 120.0, poll: float = 0.2) -> None:
+        """Return once ``name`` runs (and is healthy if it has a healthcheck)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.inspect_container(name)["State"]
+            health = (state.get("Health") or {}).get("Status")
+            if state.get("Running") and health in (None, "healthy"):
+                return
+            if not state.get("Running") and state.get("Status") in ("exited", "dead"):
+                raise DockerError(f"{name} is {state.get('Status')} (exit {state.get('ExitCode')})")
+            if time.monotonic() > deadline:
+                raise DockerError(f"{name} not ready after {timeout:.0f}s (health {health})")
+            time.sleep(poll)
+
+    # -- networks
+    def create_network(self, spec: Spec) -> None:
+        labels = managed_labels(spec, self.node)
+        labels[NETWORK] = spec["network"]
+        ipam = None
+        if spec.get("subnet"):
+            ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=spec["subnet"])])
+        self._call(
+            f"create network {spec['name']}",
+            self.api.create_network,
+            spec["name"],
+            driver=spec.get("driver") or "bridge",
+            internal=bool(spec.get("internal")),
+            labels=labels,
+            ipam=ipam,
+            check_duplicate=True,
+        )
+
+    def remove_network(self, ref: str) -> None:
+        try:
+            self._call(f"remove network {ref}", self.api.remove_network, ref)
+        except NotFound:
+            return
+
+    # -- events
+    def events(self) -> Iterator[dict[str, Any]]:
+        """A blocking stream of this node's container events; ``close()`` it to stop."""
+        filters = {
+            "type": ["container"],
+            "event": list(EVENTS),
+            "label": [f"{MANAGED}=true", f"{NODE}={self.node}"],
+        }
+        stream: Iterator[dict[str, Any]] = self.api.events(decode=True, filters=filters)
+        return stream
+
+
+def _observed(row: dict[str, Any]) -> ObservedContainer:
+    status = row.get("Status") or ""
+    exited = _EXITED.search(status)
+    health = _HEALTH.search(status)
+    return ObservedContainer(
+        id=row["Id"],
+        name=(row.get("Names") or ["/?"])[0].lstrip("/"),
+        state=row.get("State") or "unknown",
+        labels=row.get("Labels") or {},
+        image=row.get("Image"),
+        image_id=row.get("ImageID"),
+        health=health.group(1).replace("health: ", "") if health else None,
+        exit_code=int(exited.group(1)) if exited else None,
+    )

@@ -1,0 +1,129 @@
+"""Running a plan: networks, then images, then items in dependency order, then removals.
+
+The loop and ``phrame node-agent --once`` call :meth:`Executor.apply`. Independent actions
+run in parallel (at most ``parallelism`` at a time); an item whose dependency failed is
+skipped with that reason, and any other failure stays confined to its own item.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+from node_agent.errors import AgentError
+from node_agent.models import Action, Op, Outcome, Plan, Spec
+from node_agent.plan import dependency_levels
+
+log = logging.getLogger(__name__)
+
+_CONTAINER_OPS = (Op.CREATE, Op.RECREATE, Op.START)
+_ITEM_OPS = (*_CONTAINER_OPS, Op.START_PROCESS, Op.RESTART_PROCESS)
+
+
+class ContainerRuntime(Protocol):
+    def ensure_image(self, image: str, *, always: bool = False) -> None: ...
+    def create_container(self, spec: Spec) -> str: ...
+    def start(self, ref: str, *, name: str | None = None) -> None: ...
+    def remove_container(self, ref: str) -> None: ...
+    def wait_ready(self, name: str, *, timeout: float = 120.0, poll: float = 0.2) -> None: ...
+    def create_network(self, spec: Spec) -> None: ...
+    def remove_network(self, ref: str) -> None: ...
+
+
+class ProcessRuntime(Protocol):
+    def start(self, spec: Spec) -> None: ...
+    def stop(self, item_id: str) -> None: ...
+
+
+class Executor:
+    def __init__(
+        self,
+        docker: ContainerRuntime,
+        processes: ProcessRuntime | None = None,
+        *,
+        parallelism: int = 4,
+        ready_timeout: float = 120.0,
+    ) -> None:
+        self.docker = docker
+        self.processes = processes
+        self.parallelism = max(1, parallelism)
+        self.ready_timeout = ready_timeout
+
+    def apply(self, plan: Plan) -> list[Outcome]:
+        """Execute ``plan``; return one outcome per action, in the plan's order."""
+        by_op = {op: [a for a in plan.actions if a.op is op] for op in Op}
+        results: dict[Action, Outcome] = {}
+        with ThreadPoolExecutor(self.parallelism, thread_name_prefix="agent-exec") as pool:
+
+            def run(actions: Iterable[Action], fn: Callable[[Action], None]) -> None:
+                for outcome in pool.map(lambda a: _timed(a, fn), list(actions)):
+                    results[outcome.action] = outcome
+
+            run(by_op[Op.CREATE_NETWORK], lambda a: self.docker.create_network(_spec(a)))
+            run(by_op[Op.PULL_IMAGE], lambda a: self.docker.ensure_image(a.target, always=a.always))
+            failed_images = {a.target: results[a].error for a in by_op[Op.PULL_IMAGE] if results[a].error}
+            items = [a for a in plan.actions if a.op in _ITEM_OPS]
+            for level in dependency_levels(items):
+                run(level, lambda a: self._item(a, results, failed_images))
+            run(by_op[Op.REMOVE], lambda a: self.docker.remove_container(a.target))
+            run(by_op[Op.STOP_PROCESS], lambda a: self._process_runtime().stop(a.target))
+            run(by_op[Op.REMOVE_NETWORK], lambda a: self.docker.remove_network(a.target))
+        outcomes = [results[a] for a in plan.actions]
+        for o in outcomes:
+            if o.error:
+                log.warning("%s failed: %s", o.action.describe(), o.error)
+        return outcomes
+
+    def _process_runtime(self) -> ProcessRuntime:
+        if self.processes is None:
+            raise AgentError("host processes are not supported by this agent")
+        return self.processes
+
+    def _item(
+        self, action: Action, results: dict[Action, Outcome], failed_images: dict[str, str | None]
+    ) -> None:
+        spec = _spec(action)
+        done = {a.target: o for a, o in results.items() if a.op in _ITEM_OPS}
+        for dep in action.depends_on:
+            outcome = done.get(dep)
+            if outcome is None:
+                continue  # not changed in this pass (or unknown): counts as satisfied
+            if outcome.error:
+                raise AgentError(f"dependency {dep} failed: {outcome.error}")
+            if outcome.action.op in _CONTAINER_OPS:
+                self.docker.wait_ready(dep, timeout=self.ready_timeout)
+        if action.op in (Op.CREATE, Op.RECREATE) and spec["image"] in failed_images:
+            raise AgentError(f"image {spec['image']}: {failed_images[spec['image']]}")
+        if action.op is Op.CREATE:
+            self.docker.create_container(spec)
+        elif action.op is Op.RECREATE:
+            self.docker.remove_container(action.target)
+            self.docker.create_container(spec)
+        elif action.op is Op.START:
+            self.docker.start(action.target)
+        elif action.op is Op.START_PROCESS:
+            self._process_runtime().start(spec)
+        elif action.op is Op.RESTART_PROCESS:
+            self._process_runtime().stop(action.target)
+            self._process_runtime().start(spec)
+
+
+def _spec(action: Action) -> Spec:
+    if action.spec is None:
+        raise AgentError(f"{action.describe()}: no spec")
+    return action.spec
+
+
+def _timed(action: Action, fn: Callable[[Action], None]) -> Outcome:
+    start = time.monotonic()
+    try:
+        fn(action)
+    except AgentError as e:
+        return Outcome(action, str(e), time.monotonic() - start)
+    except Exception as e:  # a bug in one item must not stop the others
+        log.exception("unexpected error in %s", action.describe())
+        return Outcome(action, f"{type(e).__name__}: {e}", time.monotonic() - start)
+    return Outcome(action, None, time.monotonic() - start)

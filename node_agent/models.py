@@ -1,0 +1,157 @@
+"""The agent's value types: what is desired, what Docker and the host have, what to do.
+
+Frozen dataclasses shared by the pure planner (``plan.py``), the adapters and the loop.
+Nothing here performs I/O; specs are the validated desired-plane payloads, kept as dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+Spec = Mapping[str, Any]
+
+# Docker labels (DESIGN §4).
+MANAGED = "io.phrame.managed"
+NODE = "io.phrame.node"
+ENVIRONMENT = "io.phrame.environment"
+SERVICE = "io.phrame.service"
+REPLICA = "io.phrame.replica"
+DIGEST = "io.phrame.digest"
+COMMIT = "io.phrame.commit"
+NETWORK = "io.phrame.network"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    generation: int
+    commit: str
+    items: Mapping[str, str]  # "containers/<id>" -> digest
+
+
+@dataclass(frozen=True)
+class DesiredState:
+    """Everything received for one node. ``manifest`` None means *unknown*, not empty."""
+
+    containers: Mapping[str, Spec] = field(default_factory=dict)
+    networks: Mapping[str, Spec] = field(default_factory=dict)
+    processes: Mapping[str, Spec] = field(default_factory=dict)
+    manifest: Manifest | None = None
+
+    def kind(self, kind: str) -> Mapping[str, Spec]:
+        return {"containers": self.containers, "networks": self.networks}.get(kind, self.processes)
+
+    @property
+    def is_complete(self) -> bool:
+        """True when every item of the manifest was received with the manifest's digest."""
+        if self.manifest is None:
+            return False
+        for key, want in self.manifest.items.items():
+            kind, _, item_id = key.partition("/")
+            spec = self.kind(kind).get(item_id)
+            if spec is None or spec.get("digest") != want:
+                return False
+        return True
+
+    def in_manifest(self, kind: str, item_id: str) -> bool:
+        return self.manifest is not None and f"{kind}/{item_id}" in self.manifest.items
+
+
+@dataclass(frozen=True)
+class ObservedContainer:
+    id: str
+    name: str
+    state: str  # created | running | paused | restarting | exited | dead | removing
+    labels: Mapping[str, str] = field(default_factory=dict)
+    image: str | None = None
+    image_id: str | None = None
+    health: str | None = None  # starting | healthy | unhealthy | None (no healthcheck)
+    exit_code: int | None = None
+
+    @property
+    def digest(self) -> str | None:
+        return self.labels.get(DIGEST)
+
+    @property
+    def is_managed(self) -> bool:
+        return self.labels.get(MANAGED) == "true"
+
+
+@dataclass(frozen=True)
+class ObservedNetwork:
+    id: str
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str | None:
+        return self.labels.get(DIGEST)
+
+
+@dataclass(frozen=True)
+class ObservedProcess:
+    item_id: str
+    pid: int | None
+    state: str  # running | exited | backoff
+    digest: str | None
+    started_at: float | None = None
+    restart_count: int = 0
+    exit_code: int | None = None
+    is_stable: bool = False  # up across two consecutive checks
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ActualState:
+    containers: Mapping[str, ObservedContainer] = field(default_factory=dict)  # by name
+    networks: Mapping[str, ObservedNetwork] = field(default_factory=dict)
+    processes: Mapping[str, ObservedProcess] = field(default_factory=dict)
+
+
+class Op(StrEnum):
+    CREATE_NETWORK = "create_network"
+    PULL_IMAGE = "pull_image"
+    CREATE = "create"  # create + start
+    START = "start"
+    RECREATE = "recreate"
+    START_PROCESS = "start_process"
+    RESTART_PROCESS = "restart_process"
+    REMOVE = "remove"
+    STOP_PROCESS = "stop_process"
+    REMOVE_NETWORK = "remove_network"
+
+
+@dataclass(frozen=True)
+class Action:
+    op: Op
+    target: str  # item id, network name or image reference
+    reason: str = ""
+    spec: Spec | None = field(default=None, compare=False, repr=False)
+    depends_on: tuple[str, ...] = ()
+    always: bool = False  # PULL_IMAGE: pull even when present
+
+    def describe(self) -> str:
+        return f"{self.op.value} {self.target}" + (f" ({self.reason})" if self.reason else "")
+
+
+@dataclass(frozen=True)
+class Plan:
+    actions: tuple[Action, ...] = ()
+    errors: tuple[str, ...] = ()  # things the planner refuses to do, said clearly
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.actions
+
+
+@dataclass(frozen=True)
+class Outcome:
+    action: Action
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None

@@ -1,0 +1,198 @@
+"""Supervised host processes (``kind: process``): start, watch, restart with backoff, stop.
+
+The executor starts and stops them; the reconcile pass calls :meth:`Supervisor.check` once
+per pass. Each process runs in its own session with its log in
+``PHRAME_STATE_DIR/processes/<id>/output.log`` and a ``meta.json`` holding pid and start
+time, so a restarted agent re-adopts it instead of starting a duplicate. It must never
+signal a pid whose start time does not match its record (the pid may have been reused).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from node_agent.container_config import resolve_env
+from node_agent.errors import ProcessError, SpecError
+from node_agent.models import ObservedProcess, Spec
+
+log = logging.getLogger(__name__)
+INHERITED = ("PATH", "LANG", "LC_ALL", "TZ")
+
+
+@dataclass
+class _Entry:
+    spec: dict[str, Any]
+    pid: int | None = None
+    create_time: float | None = None
+    started_at: float | None = None
+    popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    up_checks: int = 0
+    failures: int = 0
+    restart_count: int = 0
+    exit_code: int | None = None
+    retry_at: float = 0.0
+    error: str | None = None
+
+
+class Supervisor:
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        base_backoff: float = 1.0,
+        max_backoff: float = 60.0,
+        stop_timeout: float = 10.0,
+    ) -> None:
+        self.root = state_dir / "processes"
+        self.clock = clock
+        self.base_backoff = base_backoff
+        self.max_backoff = max_backoff
+        self.stop_timeout = stop_timeout
+        self._entries: dict[str, _Entry] = {}
+        self._adopt()
+
+    # -- records on disk
+    def _dir(self, item_id: str) -> Path:
+        return self.root / item_id
+
+    def _save(self, item_id: str, e: _Entry) -> None:
+        meta: dict[str, Any] = {"pid": e.pid, "create_time": e.create_time}
+        meta |= {"started_at": e.started_at, "restart_count": e.restart_count, "spec": e.spec}
+        tmp = self._dir(item_id) / "meta.json.tmp"
+        tmp.write_text(json.dumps(meta))
+        tmp.replace(self._dir(item_id) / "meta.json")
+
+    def _adopt(self) -> None:
+        """Re-attach to processes a previous agent started (matched by pid + start time)."""
+        if not self.root.is_dir():
+            return
+        for meta_file in sorted(self.root.glob("*/meta.json")):
+            try:
+                meta = json.loads(meta_file.read_text())
+            except (OSError, ValueError):
+                continue
+            e = _Entry(spec=meta["spec"], restart_count=int(meta.get("restart_count") or 0))
+            if _alive(meta.get("pid"), meta.get("create_time")):
+                e.pid, e.create_time = meta["pid"], meta["create_time"]
+                e.started_at = meta.get("started_at")
+                log.info("re-adopted process %s (pid %s)", meta_file.parent.name, e.pid)
+            self._entries[meta_file.parent.name] = e
+
+    # -- the runtime used by the executor
+    def start(self, spec: Spec) -> None:
+        item_id = spec["name"]
+        e = self._entries.get(item_id) or _Entry(spec=dict(spec))
+        e.spec = dict(spec)
+        self._entries[item_id] = e
+        self._spawn(item_id, e)
+
+    def _spawn(self, item_id: str, e: _Entry) -> None:
+        directory = self._dir(item_id)
+        directory.mkdir(parents=True, exist_ok=True)
+        env = {k: os.environ[k] for k in INHERITED if k in os.environ}
+        try:
+            env |= resolve_env(e.spec.get("env"), item_id)
+            with open(directory / "output.log", "ab") as out:
+                e.popen = subprocess.Popen(
+                    e.spec["command"],
+                    cwd=e.spec.get("workdir") or None,
+                    env=env,
+                    user=e.spec.get("user") or None,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # survives the agent; signalled as a group
+                )
+        except (OSError, ValueError, SpecError, subprocess.SubprocessError) as err:
+            e.pid, e.error = None, f"cannot start {e.spec['command']!r}: {err}"
+            e.retry_at = self.clock() + min(self.max_backoff, self.base_backoff * 2**e.failures)
+            e.failures += 1
+            raise ProcessError(f"{item_id}: {e.error}") from err
+        e.pid = e.popen.pid
+        e.create_time = psutil.Process(e.pid).create_time()
+        e.started_at, e.up_checks, e.error, e.exit_code = time.time(), 0, None, None
+        self._save(item_id, e)
+        log.info("started process %s (pid %s)", item_id, e.pid)
+
+    def stop(self, item_id: str) -> None:
+        e = self._entries.pop(item_id, None)
+        if e is not None and _alive(e.pid, e.create_time):
+            assert e.pid is not None
+            try:
+                os.killpg(e.pid, signal.SIGTERM)
+                psutil.Process(e.pid).wait(self.stop_timeout)
+            except psutil.TimeoutExpired:
+                os.killpg(e.pid, signal.SIGKILL)
+            except (ProcessLookupError, psutil.NoSuchProcess):
+                pass
+            if e.popen is not None:
+                e.popen.wait(5)
+        (self._dir(item_id) / "meta.json").unlink(missing_ok=True)
+        log.info("stopped process %s", item_id)
+
+    # -- the per-pass check
+    def check(self) -> dict[str, ObservedProcess]:
+        """Count up checks, restart dead processes once their backoff elapsed."""
+        now = self.clock()
+        for item_id, e in self._entries.items():
+            if e.popen is not None and e.popen.poll() is not None:
+                e.exit_code = e.popen.returncode
+            if _alive(e.pid, e.create_time):
+                e.up_checks += 1
+                if e.up_checks >= 2:
+                    e.failures = 0
+                continue
+            if e.pid is not None:  # just found dead: schedule a restart
+                log.warning("process %s (pid %s) exited with %s", item_id, e.pid, e.exit_code)
+                e.pid, e.up_checks = None, 0
+                e.retry_at = now + min(self.max_backoff, self.base_backoff * 2**e.failures)
+                e.failures += 1
+            elif now >= e.retry_at:
+                e.restart_count += 1
+                try:
+                    self._spawn(item_id, e)
+                except ProcessError as err:
+                    log.warning("%s", err)
+        return {item_id: self._observed(item_id, e) for item_id, e in self._entries.items()}
+
+    def next_retry(self) -> float | None:
+        """Clock time of the earliest pending restart, for the loop's next wake-up."""
+        times = [e.retry_at for e in self._entries.values() if e.pid is None]
+        return min(times) if times else None
+
+    def _observed(self, item_id: str, e: _Entry) -> ObservedProcess:
+        running = e.pid is not None
+        return ObservedProcess(
+            item_id=item_id,
+            pid=e.pid,
+            state="running" if running else "backoff",
+            digest=e.spec.get("digest"),
+            started_at=e.started_at if running else None,
+            restart_count=e.restart_count,
+            exit_code=e.exit_code,
+            is_stable=running and e.up_checks >= 2,
+            error=e.error,
+        )
+
+
+def _alive(pid: int | None, create_time: float | None) -> bool:
+    if not pid:
+        return False
+    try:
+        p = psutil.Process(pid)
+        same = create_time is None or abs(p.create_time() - create_time) < 0.01
+        return same and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

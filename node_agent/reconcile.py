@@ -1,0 +1,81 @@
+"""One reconcile pass: observe Docker and processes, plan, execute.
+
+The loop calls :meth:`Reconciler.run_pass` on every trigger and ``--once`` calls it a
+single time. It re-reads everything each pass (level-triggered), so a lost or repeated
+trigger is harmless; it never decides anything itself (``plan.py`` does).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from node_agent.docker_port import DockerPort
+from node_agent.executor import Executor
+from node_agent.models import ActualState, DesiredState, ObservedProcess, Outcome, Plan, Spec
+from node_agent.plan import compute_plan
+
+log = logging.getLogger(__name__)
+
+
+class Supervisor(Protocol):
+    def check(self) -> dict[str, ObservedProcess]: ...
+    def start(self, spec: Spec) -> None: ...
+    def stop(self, item_id: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class PassResult:
+    plan: Plan
+    outcomes: tuple[Outcome, ...]
+    actual: ActualState  # as observed before acting
+    errors: tuple[str, ...] = field(default=())
+
+    @property
+    def converged(self) -> bool:
+        return not self.errors and all(o.ok for o in self.outcomes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "plan": [{"op": a.op.value, "target": a.target, "reason": a.reason} for a in self.plan.actions],
+            "results": [
+                {"op": o.action.op.value, "target": o.action.target, "ok": o.ok, "error": o.error}
+                for o in self.outcomes
+            ],
+            "errors": list(self.errors),
+            "converged": self.converged,
+        }
+
+
+class Reconciler:
+    def __init__(
+        self,
+        node: str,
+        docker: DockerPort,
+        *,
+        supervisor: Supervisor | None = None,
+        parallelism: int = 4,
+        own_container_id: str | None = None,
+    ) -> None:
+        self.node = node
+        self.docker = docker
+        self.supervisor = supervisor
+        self.own_container_id = own_container_id
+        self.executor = Executor(docker, supervisor, parallelism=parallelism)
+
+    def observe(self) -> ActualState:
+        """Two Docker list calls (containers, networks) and a local process check."""
+        containers = {c.name: c for c in self.docker.list_containers()}
+        networks = {n.name: n for n in self.docker.list_networks()}
+        processes = self.supervisor.check() if self.supervisor else {}
+        return ActualState(containers, networks, processes)
+
+    def run_pass(self, desired: DesiredState, *, dry_run: bool = False) -> PassResult:
+        actual = self.observe()
+        plan = compute_plan(desired, actual, node=self.node, own_container_id=self.own_container_id)
+        for error in plan.errors:
+            log.warning("node %s: %s", self.node, error)
+        outcomes = () if dry_run else tuple(self.executor.apply(plan))
+        errors = (*plan.errors, *(f"{o.action.describe()}: {o.error}" for o in outcomes if o.error))
+        return PassResult(plan, outcomes, actual, tuple(errors))

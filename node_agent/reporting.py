@@ -1,0 +1,187 @@
+"""Actual-plane payloads (item state, node status, heartbeat) and publishing only changes.
+
+The loop calls :class:`Reporter` after each pass and on the heartbeat timer. Each payload
+is validated against its ``schemas`` schema before it leaves; an unchanged payload is not
+republished, and an item that vanished is cleared with an empty retained message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import psutil
+
+from node_agent.models import NODE, ActualState, DesiredState, ObservedContainer, ObservedProcess
+from schemas import Topics, canonical_json, check_payload
+
+AGENT_VERSION = "0.1.0"
+Inspect = Callable[[str], Mapping[str, Any]]
+
+
+class Publisher(Protocol):
+    def publish(self, topic: str, payload: bytes | None, retain: bool = True, qos: int = 1) -> None: ...
+
+
+def container_payload(
+    c: ObservedContainer, details: Mapping[str, Any] | None, error: str | None
+) -> dict[str, Any]:
+    state = (details or {}).get("State") or {}
+    return {
+        "state": c.state,
+        "health": c.health,
+        "image": c.image,
+        "image_id": c.image_id,
+        "digest": c.digest,
+        "started_at": state.get("StartedAt"),
+        "restart_count": (details or {}).get("RestartCount"),
+        "exit_code": state.get("ExitCode", c.exit_code) if c.state != "running" else None,
+        "error": error or state.get("Error") or None,
+    }
+
+
+def process_payload(p: ObservedProcess, error: str | None) -> dict[str, Any]:
+    return {
+        "state": p.state,
+        "health": None,
+        "digest": p.digest,
+        "pid": p.pid,
+        "started_at": p.started_at,
+        "restart_count": p.restart_count,
+        "exit_code": p.exit_code,
+        "error": error or p.error,
+    }
+
+
+def missing_payload(spec: Mapping[str, Any], error: str | None) -> dict[str, Any]:
+    return {"state": "missing", "digest": None, "image": spec.get("image"), "error": error}
+
+
+def host_stats(disk_path: Path) -> dict[str, float]:
+    mem = psutil.virtual_memory()
+    disk = psutil.disk_usage(str(disk_path if disk_path.exists() else Path("/")))
+    return {
+        "cpu_percent": psutil.cpu_percent(interval=None),
+        "load1": os.getloadavg()[0],
+        "mem_total": mem.total,
+        "mem_used": mem.total - mem.available,
+        "disk_total": disk.total,
+        "disk_used": disk.used,
+    }
+
+
+class Reporter:
+    """Publishes this node's actual state; remembers what it sent to skip unchanged payloads."""
+
+    def __init__(
+        self,
+        publisher: Publisher,
+        topics: Topics,
+        node: str,
+        *,
+        inspect: Inspect,
+        state_dir: Path = Path("/"),
+    ) -> None:
+        self.publisher = publisher
+        self.topics = topics
+        self.node = node
+        self.inspect = inspect
+        self.state_dir = state_dir
+        self.sent: dict[str, bytes] = {}
+        self.seq = 0
+        self._details: dict[str, tuple[tuple[str, str, str | None], Mapping[str, Any]]] = {}
+
+    def forget(self) -> None:
+        """Republish everything next time (after a reconnect: the broker may have lost it)."""
+        self.sent.clear()
+
+    def _send(self, topic: str, schema: str, doc: dict[str, Any] | None) -> bool:
+        payload = None if doc is None else canonical_json(doc)
+        if self.sent.get(topic, b"") == (payload or b""):
+            return False
+        if doc is not None:
+            check_payload(schema, doc)  # only what leaves is validated: no-op passes stay cheap
+        self.publisher.publish(topic, payload, retain=True, qos=1)
+        if payload is None:
+            self.sent.pop(topic, None)
+        else:
+            self.sent[topic] = payload
+        return True
+
+    def _details_of(self, c: ObservedContainer) -> Mapping[str, Any] | None:
+        key = (c.id, c.state, c.health)  # inspect again only when the container changed
+        cached = self._details.get(c.name)
+        if cached and cached[0] == key:
+            return cached[1]
+        try:
+            details = self.inspect(c.id)
+        except Exception:  # vanished meanwhile: the next pass reports it
+            return None
+        self._details[c.name] = (key, details)
+        return details
+
+    def report_items(self, desired: DesiredState, actual: ActualState, errors: Mapping[str, str]) -> int:
+        """Publish changed item payloads and clear vanished ones; return how many were sent."""
+        wanted: dict[str, dict[str, Any]] = {}
+        for name, c in actual.containers.items():
+            if c.labels.get(NODE) == self.node:
+                topic = self.topics.actual_item(self.node, "containers", name)
+                wanted[topic] = container_payload(c, self._details_of(c), errors.get(name))
+        for name in actual.networks:
+            topic = self.topics.actual_item(self.node, "networks", name)
+            wanted[topic] = {"state": "present", "digest": actual.networks[name].digest}
+        for pid, p in actual.processes.items():
+            wanted[self.topics.actual_item(self.node, "processes", pid)] = process_payload(p, errors.get(pid))
+        for kind in ("containers", "networks", "processes"):
+            for item_id, spec in desired.kind(kind).items():
+                topic = self.topics.actual_item(self.node, kind, item_id)
+                wanted.setdefault(topic, missing_payload(spec, errors.get(item_id)))
+        for gone in set(self._details) - set(actual.containers):
+            del self._details[gone]
+        sent = sum(self._send(t, "actual-item", doc) for t, doc in sorted(wanted.items()))
+        prefix = self.topics.actual_node(self.node) + "/"
+        for topic in [t for t in self.sent if t.startswith(prefix) and t not in wanted]:
+            if not topic.endswith(("/status", "/heartbeat")):
+                sent += self._send(topic, "actual-item", None)
+        return sent
+
+    def report_status(
+        self,
+        state: str,
+        *,
+        applied: tuple[int, str] | None = None,
+        converged: bool = False,
+        errors: list[str] | None = None,
+    ) -> bool:
+        """``applied`` is the (generation, commit) of the last manifest fully converged."""
+        doc = {
+            "state": state,
+            "agent": AGENT_VERSION,
+            "generation": applied[0] if applied else None,
+            "commit": applied[1] if applied else None,
+            "converged": converged,
+            "errors": errors or [],
+        }
+        return self._send(self.topics.status(self.node), "actual-status", doc)
+
+    def status_bytes(self, state: str) -> bytes:
+        """A minimal status payload (for the MQTT last will)."""
+        doc = {"state": state, "agent": AGENT_VERSION}
+        check_payload("actual-status", doc)
+        return json.dumps(doc).encode()
+
+    def heartbeat(self, interval_s: float, counts: Mapping[str, int]) -> None:
+        doc = {
+            "ts": time.time(),
+            "seq": self.seq,
+            "interval_s": interval_s,
+            "host": host_stats(self.state_dir),
+            "counts": dict(counts),
+        }
+        self.seq += 1
+        check_payload("actual-heartbeat", doc)
+        self.publisher.publish(self.topics.heartbeat(self.node), canonical_json(doc), True, 1)

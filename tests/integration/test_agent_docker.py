@@ -1,0 +1,175 @@
+"""The reconcile pass against the real Docker daemon: converge, repair, recreate, prune, safety."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from node_agent.docker_port import DockerPort
+from node_agent.models import DIGEST, MANAGED, NODE
+from node_agent.reconcile import Reconciler
+from tests.support import agent_support as spec
+from tests.support.agent_support import AgentEnv as Env
+from tests.support.docker import TEST_LABEL
+from tests.support.services import free_port
+
+
+@pytest.fixture
+def env(docker_client, busybox_image, docker_cleanup) -> Iterator[Env]:
+    yield Env(docker_client, busybox_image, docker_cleanup)
+
+
+def converge(env: Env, specs: list[dict[str, Any]], **kw: Any):
+    result = env.reconciler().run_pass(spec.desired(specs, **kw))
+    assert result.converged, result.errors
+    return result
+
+
+def test_converge_from_empty_then_nothing_to_do(env: Env):
+    port = free_port()
+    net = env.network("back")
+    db = env.container("db", networks=[net["name"]])
+    web = env.container(
+        "web",
+        command=["httpd", "-f", "-p", "8080"],
+        ports=[{"host_ip": "127.0.0.1", "host_port": port, "container_port": 8080, "protocol": "tcp"}],
+        networks=[net["name"]],
+        depends_on=[db["name"]],
+        env={"GREETING": "hi"},
+        resources={"memory": 64 * 1024 * 1024},
+    )
+    result = converge(env, [net, db, web], with_manifest=True)
+    assert [(a.op.value, a.target) for a in result.plan.actions] == [
+        ("create_network", net["name"]),
+        ("pull_image", env.image),
+        ("create", db["name"]),
+        ("create", web["name"]),
+    ]
+    c = env.get(web["name"])
+    assert c.status == "running"
+    assert c.labels[MANAGED] == "true" and c.labels[NODE] == env.node
+    assert c.labels[DIGEST] == web["digest"]
+    assert "GREETING=hi" in c.attrs["Config"]["Env"]
+    assert c.attrs["HostConfig"]["Memory"] == 64 * 1024 * 1024
+    assert net["name"] in c.attrs["NetworkSettings"]["Networks"]
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
+    except urllib.error.HTTPError as e:  # busybox httpd answers 404 for /: it is up
+        assert e.code == 404
+    again = converge(env, [net, db, web], with_manifest=True)
+    assert again.plan.actions == ()
+
+
+def test_digest_change_recreates(env: Env):
+    old = env.container("web")
+    converge(env, [old])
+    old_id = env.get(old["name"]).id
+    new = env.container("web", command=["sleep", "3601"])
+    result = converge(env, [new])
+    assert [a.op.value for a in result.plan.actions] == ["pull_image", "recreate"]
+    c = env.get(new["name"])
+    assert c.id != old_id and c.labels[DIGEST] == new["digest"] and c.status == "running"
+
+
+def test_prune_only_against_a_complete_manifest(env: Env):
+    keep, drop = env.container("keep"), env.container("drop")
+    converge(env, [keep, drop], with_manifest=True)
+    converge(env, [keep])  # no manifest: unknown, nothing removed
+    assert env.exists(drop["name"])
+    other = env.container("other")
+    converge(env, [keep], with_manifest=[keep, other])  # incomplete: nothing removed
+    assert env.exists(drop["name"])
+    result = converge(env, [keep], with_manifest=True)
+    assert [(a.op.value, a.target) for a in result.plan.actions] == [("remove", drop["name"])]
+    assert not env.exists(drop["name"]) and env.exists(keep["name"])
+
+
+def test_unmanaged_container_with_the_same_name_is_untouched(env: Env):
+    web = env.container("web")
+    squatter = env.client.containers.run(
+        env.image, ["sleep", "3600"], name=web["name"], detach=True, labels={TEST_LABEL: env.label}
+    )
+    result = env.reconciler().run_pass(spec.desired([web], with_manifest=True))
+    assert not result.converged
+    assert "does not manage" in result.errors[0] and web["name"] in result.errors[0]
+    squatter.reload()
+    assert squatter.status == "running" and MANAGED not in squatter.labels
+
+
+def test_killed_container_is_started_and_removed_one_recreated(env: Env):
+    web, api = env.container("web"), env.container("api")
+    converge(env, [web, api])
+    env.get(web["name"]).kill()
+    env.client.api.remove_container(api["name"], force=True)
+    result = converge(env, [web, api])
+    assert sorted((a.op.value, a.target) for a in result.plan.actions) == [
+        ("create", api["name"]),
+        ("pull_image", env.image),
+        ("start", web["name"]),
+    ]
+    assert env.get(web["name"]).status == "running"
+    assert env.get(api["name"]).status == "running"
+
+
+def test_another_nodes_containers_are_never_touched(env: Env):
+    mine = env.container("web")
+    converge(env, [mine], with_manifest=True)
+    env.get(mine["name"]).kill()
+    other = env.reconciler(node=f"{env.node}-b")
+    result = other.run_pass(spec.desired([], with_manifest=True))  # complete and empty
+    assert result.plan.actions == () and result.converged
+    assert env.get(mine["name"]).status == "exited"  # node b neither removed nor started it
+
+
+def test_one_failing_item_does_not_block_the_others(env: Env):
+    good = env.container("good")
+    bad = env.container("bad", image="phrame-test/absent:never")
+    dependant = env.container("dep", depends_on=[bad["name"]])
+    result = env.reconciler().run_pass(spec.desired([good, bad, dependant]))
+    failed = {o.action.target: o.error for o in result.outcomes if not o.ok}
+    assert set(failed) == {"phrame-test/absent:never", bad["name"], dependant["name"]}
+    assert "dependency" in (failed[dependant["name"]] or "")
+    assert env.get(good["name"]).status == "running"
+
+
+def test_depends_on_waits_for_a_healthy_dependency(env: Env):
+    db = env.container(
+        "db",
+        command=["sh", "-c", "sleep 1; touch /tmp/ready; sleep 3600"],
+        healthcheck={"test": ["CMD", "test", "-f", "/tmp/ready"], "interval": "200ms", "retries": 20},
+    )
+    web = env.container("web", depends_on=[db["name"]])
+    converge(env, [db, web])
+    db_state = env.get(db["name"]).attrs["State"]
+    web_started = env.get(web["name"]).attrs["State"]["StartedAt"]
+    assert db_state["Health"]["Status"] == "healthy"
+    assert web_started > db_state["StartedAt"]
+    log = db_state["Health"]["Log"]
+    assert any(entry["ExitCode"] == 0 and entry["End"] <= web_started for entry in log)
+
+
+def test_authenticated_pull_from_the_registry(env: Env, registry):
+    repo = f"{registry.url}/phrame-agent-{env.env}"
+    env.client.images.get(env.image).tag(repo, "1")
+    try:
+        for line in env.client.api.push(
+            repo, "1", auth_config=registry.auth_config, stream=True, decode=True
+        ):
+            assert "error" not in line, line
+    finally:
+        env.client.images.remove(f"{repo}:1")
+    web = env.container("web", image=f"{repo}:1")
+    anonymous = env.reconciler().run_pass(spec.desired([web]))
+    assert not anonymous.converged and not env.exists(web["name"])
+    port = DockerPort(env.node, client=env.client, registry_auth=registry.auth_config, stop_timeout=1)
+    try:
+        result = Reconciler(env.node, port).run_pass(spec.desired([web]))
+        assert result.converged, result.errors
+        assert env.get(web["name"]).status == "running"
+    finally:
+        env.client.api.remove_container(web["name"], force=True)
+        env.client.images.remove(f"{repo}:1", force=True)

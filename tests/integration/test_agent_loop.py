@@ -1,0 +1,211 @@
+"""The agent loop as a subprocess against real mosquitto and dockerd.
+
+Desired state is published retained to the broker; the agent's actual-plane reports are
+read back with a watcher. Covers triggers, repair, the restart verb, bad payloads, a
+broker restart without persistence, and SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from node_agent.processes import Supervisor
+from schemas import Topics
+from tests.support import agent_support as spec
+from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess
+
+T = Topics()
+
+
+@pytest.fixture
+def env(docker_client, busybox_image, docker_cleanup) -> Iterator[AgentEnv]:
+    yield AgentEnv(docker_client, busybox_image, docker_cleanup)
+
+
+@pytest.fixture
+def watcher(mosquitto, env: AgentEnv) -> Iterator[ActualWatcher]:
+    w = ActualWatcher(mosquitto.url, env.node)
+    yield w
+    w.stop()
+
+
+@pytest.fixture
+def agent(mosquitto, env: AgentEnv, tmp_path: Path) -> Iterator[AgentProcess]:
+    proc = AgentProcess(
+        env.process_env(str(tmp_path / "state"), PHRAME_DESIRED_MQTT_URL=mosquitto.url),
+        str(tmp_path / "agent.log"),
+    )
+    yield proc
+    proc.terminate()
+
+
+def running(env: AgentEnv, name: str) -> bool:
+    return env.exists(name) and env.get(name).status == "running"
+
+
+def wait_until(cond: Any, timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def converged_on(watcher: ActualWatcher, generation: int = 1) -> bool:
+    s = watcher.status()
+    return bool(s) and s["state"] == "online" and s["converged"] and s["generation"] == generation
+
+
+def test_loop_converges_reports_repairs_and_exits_cleanly(
+    env: AgentEnv, watcher: ActualWatcher, agent: AgentProcess
+):
+    web, db = env.container("web"), env.container("db")
+    watcher.publish(spec.topics_doc(env.node, [web, db]))
+    watcher.wait_for(lambda: converged_on(watcher), what="converged status")
+    assert running(env, web["name"]) and running(env, db["name"])
+    item = watcher.item("containers", web["name"])
+    assert item["state"] == "running" and item["digest"] == web["digest"]
+    assert item["image_id"] and item["started_at"]
+    watcher.wait_for(
+        lambda: (watcher.latest.get(T.heartbeat(env.node)) or {}).get("seq", 0) >= 2,
+        what="heartbeats",
+    )
+    assert watcher.latest[T.heartbeat(env.node)]["host"]["mem_total"] > 0
+
+    # docker kill: back within one resync (a die event triggers it sooner)
+    env.get(web["name"]).kill()
+    wait_until(lambda: running(env, web["name"]), 10, "killed container back")
+    # docker rm -f: recreated
+    env.client.api.remove_container(db["name"], force=True)
+    wait_until(lambda: running(env, db["name"]), 10, "removed container recreated")
+
+    # a digest change published: recreated, old id gone
+    old_id = env.get(web["name"]).id
+    web2 = env.container("web", command=["sleep", "3602"])
+    doc = spec.topics_doc(env.node, [web2, db])
+    doc[T.manifest(env.node)]["generation"] = 2
+    watcher.publish(doc)
+    watcher.wait_for(lambda: converged_on(watcher, 2), what="generation 2")
+    assert env.get(web["name"]).id != old_id
+
+    # the restart verb restarts one managed container; other verbs are refused
+    started = env.get(db["name"]).attrs["State"]["StartedAt"]
+    watcher.client.publish(T.restart(env.node, db["name"]), b'{"requested_by": "test"}', False)
+    wait_until(lambda: env.get(db["name"]).attrs["State"]["StartedAt"] != started, 15, "restart")
+    watcher.client.publish(f"phrame/cmd/nodes/{env.node}/containers/{db['name']}/stop", b"{}", False)
+
+    # SIGTERM: offline published, exit 0, containers left running
+    assert agent.terminate() == 0, agent.log()
+    watcher.wait_for(lambda: watcher.status()["state"] == "offline", 10, "offline status")
+    assert running(env, web["name"]) and running(env, db["name"])
+    assert "refused command" in agent.log()
+
+
+def test_bad_payloads_are_reported_and_change_nothing(
+    env: AgentEnv, watcher: ActualWatcher, agent: AgentProcess
+):
+    web = env.container("web")
+    watcher.publish(spec.topics_doc(env.node, [web]))
+    watcher.wait_for(lambda: converged_on(watcher), what="converged")
+    web_id = env.get(web["name"]).id
+    bad = env.container("bad")
+    item = T.desired_item(env.node, "containers", bad["name"])
+    watcher.client.publish_batch([(item, b"{not json")])
+    watcher.wait_for(lambda: any("invalid JSON" in e for e in watcher.status()["errors"]))
+    watcher.client.publish_batch([(item, b'{"kind": "container"}')])
+    watcher.wait_for(lambda: any("required" in e for e in watcher.status()["errors"]))
+    big = T.desired_item(env.node, "containers", f"{env.env}.big.0")
+    watcher.client.publish_batch([(big, b"x" * (60 * 1024 * 1024))], timeout=60)
+    watcher.wait_for(lambda: any("exceeds" in e for e in watcher.status()["errors"]), 60)
+    other = T.desired_item(f"{env.node}-other", "containers", bad["name"])
+    watcher.client.publish_batch([(other, json.dumps(bad).encode())])
+    time.sleep(1.5)  # a resync passes
+    assert [c.id for c in env.managed()] == [web_id]
+    assert not watcher.status()["converged"] or watcher.status()["errors"]
+    watcher.client.publish_batch([(big, None), (item, None)])  # clear the retained junk
+
+
+def test_broker_restart_without_persistence_keeps_everything_running(
+    env: AgentEnv, watcher: ActualWatcher, agent: AgentProcess, mosquitto
+):
+    specs = [env.container(f"s{i}") for i in range(3)]
+    watcher.publish(spec.topics_doc(env.node, specs))
+    watcher.wait_for(lambda: converged_on(watcher), what="converged")
+    ids = sorted(c.id for c in env.managed())
+    status, first = T.status(env.node), T.actual_item(env.node, "containers", specs[0]["name"])
+    before = {t: watcher.counts.get(t, 0) for t in (status, first)}
+    mosquitto.restart()  # persistence false: every retained message is gone
+    # the agent reconnects and republishes its state; it removes nothing
+    # (mosquitto may send the agent's will on shutdown: wait for online, not any status)
+    watcher.wait_for(lambda: watcher.counts[first] > before[first], 40, "items again")
+    watcher.wait_for(lambda: watcher.status()["state"] == "online", 10, "online again")
+    assert watcher.counts[status] > before[status]
+    time.sleep(2)  # two more resyncs
+    assert sorted(c.id for c in env.managed()) == ids
+    assert all(c.status == "running" for c in env.managed())
+
+
+def test_sigkilled_agent_is_reported_offline_by_its_will(
+    env: AgentEnv, watcher: ActualWatcher, mosquitto, tmp_path: Path
+):
+    proc = AgentProcess(
+        env.process_env(
+            str(tmp_path / "state"),
+            PHRAME_DESIRED_MQTT_URL=mosquitto.url,
+            PHRAME_MQTT_WILL_DELAY_S="0",
+        ),
+        str(tmp_path / "agent.log"),
+    )
+    try:
+        watcher.wait_for(lambda: (watcher.status() or {}).get("state") == "online", 20, "online")
+    finally:
+        proc.kill()
+    watcher.wait_for(lambda: watcher.status()["state"] == "offline", 20, "will: offline")
+
+
+def test_process_replaces_container_through_the_loop_with_no_gap(
+    env: AgentEnv, watcher: ActualWatcher, agent: AgentProcess, tmp_path: Path
+):
+    old = env.container("web")
+    watcher.publish(spec.topics_doc(env.node, [old]))
+    watcher.wait_for(lambda: converged_on(watcher), what="container converged")
+    proc = spec.process(env.env, "web", ["sleep", "600"], replaces=["web"])
+    doc = spec.topics_doc(env.node, [proc])
+    doc[T.manifest(env.node)]["generation"] = 2
+    doc[T.desired_item(env.node, "containers", old["name"])] = None  # config-sync clears it
+    meta = tmp_path / "state" / "processes" / proc["name"] / "meta.json"
+
+    def process_up() -> bool:
+        try:
+            pid = json.loads(meta.read_text())["pid"]
+        except (OSError, ValueError):
+            return False
+        return bool(pid) and pid_alive(pid)
+
+    watcher.publish(doc)
+    gaps, deadline = 0, time.monotonic() + 30
+    while env.exists(old["name"]) and time.monotonic() < deadline:
+        if not (running(env, old["name"]) or process_up()):
+            gaps += 1
+        time.sleep(0.1)
+    assert not env.exists(old["name"]), "the replaced container should be removed"
+    assert process_up() and gaps == 0
+    watcher.wait_for(lambda: converged_on(watcher, 2), what="generation 2")
+    assert watcher.item("processes", proc["name"])["state"] == "running"
+    assert watcher.item("containers", old["name"]) is None  # cleared
+    assert agent.terminate() == 0
+    assert process_up(), "SIGTERM leaves processes running"
+    Supervisor(tmp_path / "state").stop(proc["name"])  # clean up by recorded pid
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

@@ -1,0 +1,183 @@
+"""OAuth2 client credentials end to end: a real token endpoint and a broker that checks tokens.
+
+The token endpoint (Starlette/uvicorn) issues HMAC-signed tokens living 3 s; the broker
+(amqtt with :class:`tests.support.oauth_server.TokenAuthPlugin`) admits only a valid,
+unexpired token for the user name. amqtt speaks MQTT 3.1.1, so these clients use the
+3.1.1 setting. Both servers are child processes, stopped and restarted by pid.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings
+from tests.support.oauth_server import TokenBroker, TokenServer, mint_token
+from tests.support.services import require
+
+pytestmark = pytest.mark.mqtt
+SECRET = "test-signing-key"
+LIFETIME = 3.0
+
+
+@pytest.fixture
+def token_server() -> Iterator[TokenServer]:
+    server = TokenServer(SECRET, {"agent-a": "a-secret", "observer": "o-secret"}, lifetime=LIFETIME)
+    yield server.start()
+    server.stop()
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[TokenBroker]:
+    try:
+        import amqtt  # noqa: F401
+    except ImportError:
+        require(False, "amqtt not installed (dev dependency)")
+    b = TokenBroker(SECRET, tmp_path / "auth.log")
+    yield b.start()
+    b.stop()
+
+
+@pytest.fixture
+def clients() -> Iterator[list[MqttClient]]:
+    started: list[MqttClient] = []
+    yield started
+    for c in started:
+        c.stop()
+
+
+def oauth_settings(broker: TokenBroker, server: TokenServer, client_id: str, secret: str) -> MqttSettings:
+    return MqttSettings(
+        url=broker.url,
+        protocol="3.1.1",
+        oauth2_token_url=server.url,
+        oauth2_client_id=client_id,
+        oauth2_client_secret=secret,
+        oauth2_retry_max_s=1.5,
+        reconnect_max_s=1,
+    )
+
+
+def token_settings(broker: TokenBroker, user: str, token: str) -> MqttSettings:
+    return MqttSettings(url=broker.url, protocol="3.1.1", username=user, password=token)
+
+
+def start(clients: list[MqttClient], settings: MqttSettings, cid: str) -> MqttClient:
+    client = MqttClient(settings, cid)
+    client.start(timeout=5)
+    clients.append(client)
+    return client
+
+
+def observer(clients: list[MqttClient], broker: TokenBroker) -> MqttClient:
+    token = mint_token(SECRET, "observer", time.time() + 120)
+    return start(clients, token_settings(broker, "observer", token), "observer")
+
+
+class Inbox:
+    def __init__(self) -> None:
+        self.payloads: list[bytes] = []
+        self.cond = threading.Condition()
+
+    def __call__(self, message: Message) -> None:
+        with self.cond:
+            self.payloads.append(message.payload)
+            self.cond.notify_all()
+
+    def wait_for(self, payload: bytes, timeout: float = 5.0) -> bool:
+        with self.cond:
+            return self.cond.wait_for(lambda: payload in self.payloads, timeout)
+
+
+def wait_until(condition: object, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_valid_token_connects_expired_and_forged_are_refused(broker: TokenBroker) -> None:
+    valid = mint_token(SECRET, "agent-a", time.time() + 30)
+    client = MqttClient(token_settings(broker, "agent-a", valid), "agent-a")
+    client.start(timeout=5)
+    client.stop()
+    expired = mint_token(SECRET, "agent-a", time.time() - 1)
+    forged = mint_token("another-key", "agent-a", time.time() + 30)
+    someone_elses = mint_token(SECRET, "observer", time.time() + 30)
+    for token in (expired, forged, someone_elses):
+        with pytest.raises(MqttError, match="refused"):
+            MqttClient(token_settings(broker, "agent-a", token), "agent-a").start(timeout=5)
+    assert broker.decisions("agent-a") == ["ok", "refused", "refused", "refused"]
+
+
+def test_wrong_client_secret_gets_no_token(token_server: TokenServer, broker: TokenBroker) -> None:
+    settings = oauth_settings(broker, token_server, "agent-a", "not-the-secret")
+    with pytest.raises(MqttError, match="no OAuth2 token"):
+        MqttClient(settings, "agent-a").start(timeout=2)
+    assert token_server.issued() == 0
+
+
+def test_refresh_before_expiry_keeps_subscriptions_and_inflight_messages(
+    token_server: TokenServer, broker: TokenBroker, clients: list[MqttClient]
+) -> None:
+    agent = start(clients, oauth_settings(broker, token_server, "agent-a", "a-secret"), "agent-a")
+    inbox_agent, inbox_obs = Inbox(), Inbox()
+    agent.subscribe("cmd/#", inbox_agent)
+    watcher = observer(clients, broker)
+    watcher.subscribe("out/#", inbox_obs)
+    # Publish a steady stream across at least two token refreshes (every 2.25 s).
+    payloads = [f"m{i}".encode() for i in range(120)]
+    for i, payload in enumerate(payloads):
+        agent.publish(f"out/{i % 7}", payload, retain=False)
+        time.sleep(0.05)
+    agent.publish_batch([("out/end", b"end")], retain=False, timeout=10)
+    assert inbox_obs.wait_for(b"end")
+    with inbox_obs.cond:
+        assert inbox_obs.cond.wait_for(lambda: set(payloads) <= set(inbox_obs.payloads), 5), (
+            f"lost: {sorted(set(payloads) - set(inbox_obs.payloads))[:5]}"
+        )
+    oks = [d for d in broker.decisions("agent-a") if d == "ok"]
+    assert len(oks) >= 3, "the client did not reconnect with fresh tokens"
+    assert agent.connect_count >= 3
+    # Each new token was fetched and used before the previous one expired.
+    times = broker.connect_times("agent-a")
+    assert all(b - a < LIFETIME for a, b in itertools.pairwise(times)), times
+    # The subscription made before the refreshes still delivers.
+    watcher.publish_batch([("cmd/x", b"still-subscribed")], retain=False)
+    assert inbox_agent.wait_for(b"still-subscribed")
+
+
+def test_token_endpoint_down_for_10s_is_retried_then_recovered(
+    token_server: TokenServer, broker: TokenBroker, clients: list[MqttClient]
+) -> None:
+    agent = start(clients, oauth_settings(broker, token_server, "agent-a", "a-secret"), "agent-a")
+    inbox = Inbox()
+    agent.subscribe("cmd/#", inbox)
+    issued_before = token_server.issued()
+    token_server.stop()
+    time.sleep(LIFETIME + 1)  # the agent's token has now expired
+    # A broker restart now: reconnecting needs a token the endpoint cannot give.
+    broker.stop()
+    broker.start()
+    assert wait_until(lambda: "refused" in broker.decisions("agent-a"), 5)
+    assert not agent.is_connected
+    time.sleep(max(0.0, 10 - (LIFETIME + 1) - 1))
+    token_server.start()  # same port, after ~10 s down
+    assert wait_until(lambda: agent.is_connected, 10), "no recovery after the endpoint returned"
+    assert token_server.issued() >= 1 and issued_before >= 1
+    observer(clients, broker).publish_batch([("cmd/y", b"after")], retain=False)
+    assert inbox.wait_for(b"after"), "subscription not renewed after recovery"
+
+
+def test_mqtt5_against_a_311_only_broker_says_which_setting_to_change(broker: TokenBroker) -> None:
+    token = mint_token(SECRET, "agent-a", time.time() + 30)
+    v5 = MqttSettings(url=broker.url, username="agent-a", password=token)  # protocol 5 by default
+    with pytest.raises(MqttError, match=r"PHRAME_MQTT_PROTOCOL=3\.1\.1"):
+        MqttClient(v5, "agent-a").start(timeout=1.5)

@@ -1,0 +1,104 @@
+"""Spec -> Docker create parameters, settings, durations, own-container detection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from node_agent.container_config import create_params, duration_ns
+from node_agent.docker_port import detect_own_container_id
+from node_agent.errors import SettingsError, SpecError
+from node_agent.models import DIGEST, MANAGED, NODE, REPLICA
+from node_agent.settings import AgentSettings
+from tests.support import agent_support as spec
+
+
+def test_create_params_carry_labels_ports_volumes_resources_and_health(tmp_path: Path):
+    secret = tmp_path / "pw"
+    secret.write_text("s3cret\n")
+    web = spec.container(
+        "prod",
+        "web",
+        2,
+        image="web:1",
+        command=["run"],
+        env={"A": "1", "PW": {"file": str(secret)}},
+        ports=[
+            {"host_ip": "127.0.0.1", "host_port": 8080, "container_port": 80, "protocol": "tcp"},
+            {"host_ip": None, "host_port": None, "container_port": 53, "protocol": "udp"},
+        ],
+        volumes=["/srv/data:/data:ro", "/cache"],
+        networks=["prod.front", "prod.back"],
+        resources={"nano_cpus": 500_000_000, "memory": 1 << 28},
+        healthcheck={"test": "wget -q localhost", "interval": "1m30s", "retries": 3},
+        restart="unless-stopped",
+        labels={"team": "a"},
+    )
+    p = create_params(web, "node-a")
+    assert p.name == "prod.web.2" and p.command == ["run"]
+    assert p.environment == {"A": "1", "PW": "s3cret"}
+    assert p.labels[MANAGED] == "true" and p.labels[NODE] == "node-a"
+    assert p.labels[DIGEST] == web["digest"] and p.labels[REPLICA] == "2"
+    assert p.labels["team"] == "a"
+    assert p.bindings == {"80/tcp": [("127.0.0.1", 8080)], "53/udp": [("", None)]}
+    assert p.exposed == [(80, "tcp"), (53, "udp")]
+    assert p.binds == ["/srv/data:/data:ro"] and p.anonymous_volumes == ["/cache"]
+    assert p.networks == ["prod.front", "prod.back"] and p.aliases == ["web"]
+    assert (p.nano_cpus, p.memory, p.restart) == (500_000_000, 1 << 28, "unless-stopped")
+    assert p.healthcheck == {
+        "test": ["CMD-SHELL", "wget -q localhost"],
+        "interval": 90 * 10**9,
+        "retries": 3,
+    }
+
+
+def test_unreadable_env_file_names_the_file_not_a_value():
+    web = spec.container("e", "web", env={"PW": {"file": "/nonexistent/pw"}})
+    with pytest.raises(SpecError, match="/nonexistent/pw"):
+        create_params(web, "n")
+
+
+@pytest.mark.parametrize(
+    ("text", "ns"),
+    [("10s", 10**10), ("1m30s", 9 * 10**10), ("500ms", 5 * 10**8), ("2", 2 * 10**9), (1.5, 15 * 10**8)],
+)
+def test_durations(text, ns):
+    assert duration_ns(text) == ns
+
+
+def test_bad_duration():
+    with pytest.raises(SpecError, match="invalid duration"):
+        duration_ns("10 parsecs")
+
+
+def test_settings_from_env(tmp_path: Path):
+    pw = tmp_path / "pw"
+    pw.write_text("hunter2\n")
+    s = AgentSettings.from_env(
+        {
+            "PHRAME_NODE_NAME": "n1",
+            "PHRAME_RESYNC_S": "2.5",
+            "PHRAME_PARALLELISM": "8",
+            "PHRAME_REGISTRY_USERNAME": "u",
+            "PHRAME_REGISTRY_PASSWORD_FILE": str(pw),
+        }
+    )
+    assert (s.node, s.resync_s, s.parallelism, s.heartbeat_s) == ("n1", 2.5, 8, 5.0)
+    assert s.registry_auth == {"username": "u", "password": "hunter2"}
+    assert AgentSettings.from_env({"PHRAME_NODE_NAME": "n"}).registry_auth is None
+    with pytest.raises(SettingsError, match="PHRAME_RESYNC_S"):
+        AgentSettings.from_env({"PHRAME_RESYNC_S": "soon"})
+
+
+def test_own_container_detection(tmp_path: Path):
+    cid = "ab" * 32
+    (tmp_path / "mountinfo").write_text(
+        f"1 2 0:1 /var/lib/docker/containers/{cid}/hostname /etc/hostname rw - ext4 rw\n"
+    )
+    assert detect_own_container_id(tmp_path) == cid
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "mountinfo").write_text("1 2 0:1 / / rw - ext4 /dev/sda1 rw\n")
+    (bare / "cgroup").write_text("0::/user.slice\n")
+    assert detect_own_container_id(bare) is None

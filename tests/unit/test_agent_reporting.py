@@ -1,0 +1,74 @@
+"""Reporter: actual payloads are valid, only changes are published, vanished items cleared."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from node_agent.models import DIGEST, MANAGED, NODE, ActualState, ObservedContainer
+from node_agent.reporting import Reporter
+from schemas import Topics, check_payload
+from tests.support import agent_support as spec
+
+T = Topics()
+
+
+class RecordingPublisher:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, Any]] = []
+
+    def publish(self, topic: str, payload: bytes | None, retain: bool = True, qos: int = 1) -> None:
+        assert retain and qos == 1
+        self.sent.append((topic, json.loads(payload) if payload else None))
+
+
+def container(name: str, state: str = "running", node: str = "a") -> ObservedContainer:
+    labels = {MANAGED: "true", NODE: node, DIGEST: "sha256:" + "1" * 64}
+    return ObservedContainer(id="id-" + name, name=name, state=state, labels=labels, image="i:1")
+
+
+def test_items_published_once_then_only_changes_and_clears():
+    pub, inspected = RecordingPublisher(), []
+
+    def inspect(cid: str) -> dict[str, Any]:
+        inspected.append(cid)
+        return {"State": {"StartedAt": "2026-01-01T00:00:00Z", "ExitCode": 0}, "RestartCount": 0}
+
+    r = Reporter(pub, T, "a", inspect=inspect)
+    desired = spec.desired([spec.container("e", "web"), spec.container("e", "db")])
+    web = container("e.web.0")
+    other = container("e.x.0", node="b")  # another node's container is never reported
+    assert r.report_items(desired, ActualState(containers={web.name: web, other.name: other}), {}) == 2
+    topics = dict(pub.sent)
+    assert topics[T.actual_item("a", "containers", "e.web.0")]["state"] == "running"
+    assert topics[T.actual_item("a", "containers", "e.db.0")]["state"] == "missing"
+    for payload in topics.values():
+        check_payload("actual-item", payload)
+    pub.sent.clear()
+    assert r.report_items(desired, ActualState(containers={web.name: web}), {}) == 0
+    assert pub.sent == [] and inspected == ["id-e.web.0"]  # no re-inspect when unchanged
+    failed = {"e.db.0": "image missing"}
+    assert r.report_items(desired, ActualState(containers={web.name: web}), failed) == 1
+    assert pub.sent[0][1]["error"] == "image missing"
+    pub.sent.clear()
+    r.report_items(spec.desired([]), ActualState(), {})
+    assert sorted(t for t, p in pub.sent if p is None) == [
+        T.actual_item("a", "containers", "e.db.0"),
+        T.actual_item("a", "containers", "e.web.0"),
+    ]
+
+
+def test_status_only_on_change_and_heartbeat_always():
+    pub = RecordingPublisher()
+    r = Reporter(pub, T, "a", inspect=lambda _c: {})
+    assert r.report_status("online", applied=(3, "abc"), converged=True)
+    assert not r.report_status("online", applied=(3, "abc"), converged=True)
+    r.forget()
+    assert r.report_status("online", applied=(3, "abc"), converged=True)
+    status = pub.sent[-1][1]
+    assert status["generation"] == 3 and status["commit"] == "abc" and status["converged"]
+    r.heartbeat(5.0, {"containers": 2})
+    r.heartbeat(5.0, {"containers": 2})
+    beats = [p for t, p in pub.sent if t == T.heartbeat("a")]
+    assert [b["seq"] for b in beats] == [0, 1]
+    check_payload("actual-heartbeat", beats[0])

@@ -1,0 +1,90 @@
+"""The generated mosquitto configuration and ACL, checked as text (no broker)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from phrame.cli import main
+from phrame_mqtt.broker_config import BrokerOptions, acl_text, mosquitto_conf
+from phrame_mqtt.errors import SettingsError
+
+
+def blocks(acl: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for block in acl.split("\n\n"):
+        lines = [line for line in block.splitlines() if not line.startswith("#")]
+        if lines:
+            out[lines[0].removeprefix("user ")] = lines[1:]
+    return out
+
+
+def test_each_agent_gets_only_its_own_node() -> None:
+    acl = blocks(acl_text(["b", "a"]))
+    assert acl["node-a"] == [
+        "topic read phrame/desired/nodes/a/#",
+        "topic read phrame/cmd/nodes/a/#",
+        "topic readwrite phrame/actual/nodes/a/#",
+    ]
+    assert not any("/nodes/b/" in line for line in acl["node-a"])
+
+
+def test_service_accounts_get_one_plane_each() -> None:
+    acl = blocks(acl_text([], prefix="site1"))
+    assert acl["config-sync"] == ["topic readwrite site1/desired/#"]
+    assert acl["placement"] == [
+        "topic read site1/desired/#",
+        "topic read site1/actual/#",
+        "topic write site1/desired/environments/+/placement",
+    ]
+    assert acl["mirror-desired"] == ["topic read site1/desired/#"]
+    assert acl["mirror-actual"] == ["topic read site1/actual/#"]
+    assert "topic write site1/cmd/#" in acl["topic-api"]
+    assert not any("write" in line for line in acl["mirror-actual"] + acl["mirror-desired"])
+
+
+@pytest.mark.parametrize("bad", [["a/b"], ["#"], ["A"], ["x\ntopic write #"]])
+def test_node_names_that_could_widen_the_acl_are_refused(bad: list[str]) -> None:
+    with pytest.raises(SettingsError, match="invalid node name"):
+        acl_text(bad)
+
+
+def test_bad_prefix_is_refused() -> None:
+    with pytest.raises(SettingsError, match="prefix"):
+        acl_text(["a"], prefix="phrame/#")
+
+
+def test_config_has_tls_listeners_and_no_anonymous_access() -> None:
+    conf = mosquitto_conf(BrokerOptions(bind="10.0.0.1", plain_port=1883, persistence_dir=None))
+    assert "allow_anonymous false" in conf.splitlines()
+    assert "acl_file /mosquitto/config/acl" in conf
+    assert "listener 8883 10.0.0.1\nprotocol mqtt\ncafile /mosquitto/certs/ca.crt" in conf
+    assert "listener 8443 10.0.0.1\nprotocol websockets\ncafile" in conf
+    assert "listener 1883 127.0.0.1\nprotocol mqtt" in conf
+    assert "persistence" not in conf
+    assert conf.count("require_certificate false") == 2
+
+
+def test_command_writes_both_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = tmp_path / "repo"
+    (repo / "nodes").mkdir(parents=True)
+    (repo / "nodes" / "n1.yaml").write_text("name: n1\ncapacity: {cpus: 1, memory: 1Gi}\n")
+    out = tmp_path / "out"
+    assert main(["broker-config", "--inventory", str(repo), "--out", str(out),
+                 "--prefix", "p", "--require-certificate"]) == 0  # fmt: skip
+    assert "user node-n1\ntopic read p/desired/nodes/n1/#" in (out / "acl").read_text()
+    assert "require_certificate true" in (out / "mosquitto.conf").read_text()
+    assert str(out / "acl") in capsys.readouterr().out
+
+
+def test_command_without_inventory_is_a_usage_error(tmp_path: Path) -> None:
+    assert main(["broker-config", "--inventory", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_sample_example_in_compose_is_current() -> None:
+    root = Path(__file__).parents[2]
+    from phrame_mqtt.broker_config import inventory_nodes
+
+    expected = acl_text(inventory_nodes(root / "fixtures" / "phrame-config"))
+    assert (root / "compose" / "mosquitto" / "acl").read_text() == expected

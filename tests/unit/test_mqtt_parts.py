@@ -1,0 +1,79 @@
+"""The client's pure parts: token responses, retained collection, acks, topic filters."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from phrame_mqtt import Message, MqttError, PublishRefused, PublishTimeout, TokenError
+from phrame_mqtt.acks import AckTracker
+from phrame_mqtt.messages import check_filter
+from phrame_mqtt.oauth import Token, parse_token_response
+from phrame_mqtt.reading import RetainedCollector
+from tests.support.oauth_server import mint_token, verify_token
+
+
+def test_token_response_and_refresh_time() -> None:
+    token = parse_token_response(b'{"access_token": "abc", "expires_in": 100}', now=50.0)
+    assert token == Token("abc", 100.0, 50.0)
+    assert token.refresh_at() == 125.0  # at three quarters of the lifetime
+    unknown = parse_token_response(b'{"access_token": "abc"}', now=0.0)
+    assert unknown.lifetime_s == 300.0
+
+
+@pytest.mark.parametrize("body", [b"<html>", b"[]", b'{"token_type": "Bearer"}'])
+def test_bad_token_responses(body: bytes) -> None:
+    with pytest.raises(TokenError):
+        parse_token_response(body, now=0.0)
+
+
+def test_test_tokens_check_signature_and_expiry() -> None:
+    good = mint_token("k", "node-a", time.time() + 10)
+    assert verify_token("k", good) == "node-a"
+    assert verify_token("other", good) is None
+    assert verify_token("k", mint_token("k", "node-a", time.time() - 1)) is None
+    assert verify_token("k", "garbage") is None
+
+
+def test_collector_keeps_retained_drops_cleared_ignores_live() -> None:
+    c = RetainedCollector("p/#", settle=0.05, timeout=2)
+    c.add(Message("p/a", b"1", True))
+    c.add(Message("p/b", b"2", True))
+    c.add(Message("p/b", b"", True))
+    c.add(Message("p/c", b"live", False))
+    assert c.wait() == {"p/a": b"1"}
+
+
+def test_collector_gives_up_when_messages_never_stop() -> None:
+    now = [0.0]
+    c = RetainedCollector("p/#", settle=1.0, timeout=2.0, clock=lambda: now[0])
+    c.add(Message("p/a", b"1", True))
+    now[0] = 5.0  # past the deadline, and not one quiet second since the wait began
+    with pytest.raises(MqttError, match="kept arriving"):
+        c.wait()
+
+
+def test_acks_count_only_after_the_mark_and_report_refusals() -> None:
+    acks = AckTracker()
+    acks.acked(7, refused=False)  # an old use of mid 7
+    mark = acks.mark()
+    with pytest.raises(PublishTimeout) as timeout:
+        acks.wait_batch({7: "t/a"}, mark, 0.05, "broker")
+    assert timeout.value.pending == ["t/a"]
+    acks.acked(7, refused=False)
+    acks.acked(8, refused=True)
+    with pytest.raises(PublishRefused) as refused:
+        acks.wait_batch({7: "t/a", 8: "t/b"}, mark, 1, "broker")
+    assert refused.value.topics == ["t/b"]
+
+
+@pytest.mark.parametrize("good", ["a/b", "a/+/c", "#", "a/#", "+"])
+def test_valid_filters(good: str) -> None:
+    assert check_filter(good) == good
+
+
+@pytest.mark.parametrize("bad", ["", "a/#/b", "a#", "a/b+", "x\x00"])
+def test_invalid_filters(bad: str) -> None:
+    with pytest.raises(ValueError, match="invalid topic filter"):
+        check_filter(bad)
