@@ -1,1 +1,6 @@
-"""placement: see DESIGN.md; built by its own issue."""
+"""The placement reconciler (DESIGN §1, §2, §7): chooses nodes for label-placed services and
+commits ``environments/<env>/node.json`` to a branch, never to a tag.
+
+``decide`` is the pure decision; ``git_repo`` and ``gitlab_api`` are the adapters;
+``reconcile`` runs one pass per environment; ``loop`` wires MQTT, the lock and the timer.
+"""

@@ -1,0 +1,69 @@
+"""``phrame placement [--once]``: the placement reconciler (DESIGN §1, issue 6).
+
+Without ``--once`` it runs the loop until SIGTERM/SIGINT: liveness from the actual plane,
+a pass every ``PHRAME_PLACEMENT_INTERVAL_S``, ``node.json`` committed when the decision
+changed, state published on ``<prefix>/desired/environments/<env>/placement``. With
+``--once`` it reads the retained liveness, does one pass, prints each environment's state
+as JSON and exits 0 (1 when an environment failed). Exit 2: bad settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+
+from phrame_mqtt import MqttError
+from placement.errors import PlacementError
+from placement.loop import build_loop
+from placement.settings import PlacementSettings
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--once", action="store_true", help="one pass: print each environment's state")
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {"ts": record.created, "level": record.levelname, "logger": record.name}
+        doc["message"] = record.getMessage()
+        return json.dumps(doc)
+
+
+def _setup_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if os.environ.get("PHRAME_LOG_FORMAT") == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+
+
+def run(args: argparse.Namespace) -> int:
+    _setup_logging()
+    try:
+        settings = PlacementSettings.from_env()
+        loop = build_loop(settings)
+    except (PlacementError, MqttError) as e:
+        print(f"phrame placement: {e}", file=sys.stderr)
+        return 2
+    if not args.once:
+        signal.signal(signal.SIGTERM, lambda *_: loop.stop())
+        signal.signal(signal.SIGINT, lambda *_: loop.stop())
+        return loop.run()
+    try:
+        loop.connect()
+        if loop.lock is not None and not loop.lock.try_acquire():
+            print(f"phrame placement: another instance holds {loop.lock.path}", file=sys.stderr)
+            return 1
+        results = loop.run_pass()
+    except MqttError as e:
+        print(f"phrame placement: {e}", file=sys.stderr)
+        return 1
+    finally:
+        loop.close()
+    print(json.dumps([loop.state_of(r) for r in results], indent=2, sort_keys=True))
+    return 1 if any(r.error for r in results) else 0

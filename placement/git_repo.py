@@ -1,0 +1,179 @@
+"""The git adapter of the placement reconciler: a bare clone cache, fetch, commit, push.
+
+Commits are built with plumbing on top of an explicit parent sha (no work tree, no
+checkout), and pushed without force: the push only fast-forwards, so it is a
+compare-and-swap on the branch and a rejection means someone committed meanwhile. It
+never writes to ``refs/tags/*``. The only module of the package that imports gitpython.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+from io import BytesIO
+from pathlib import Path
+
+import git
+from gitdb import IStream
+
+from placement.errors import GitError, PushRejected, TagTargetError
+
+log = logging.getLogger(__name__)
+
+AUTHOR = ("phrame-placement", "placement@phrame.invalid")
+
+
+def branch_ref(branch: str) -> str:
+    """``main`` → ``refs/heads/main``; any ``refs/tags/*`` target raises :class:`TagTargetError`."""
+    if branch.startswith("refs/tags/"):
+        raise TagTargetError(
+            f"refusing to write placement to {branch}: placement never writes to a tag; "
+            "track a branch, or use placement: review (which pushes its own branch)"
+        )
+    if branch.startswith("refs/") and not branch.startswith("refs/heads/"):
+        raise GitError(f"refusing to write placement to {branch}: only branches (refs/heads/*) are written")
+    return branch if branch.startswith("refs/heads/") else f"refs/heads/{branch}"
+
+
+class GitRepo:
+    """A bare clone of the config repo at ``cache``, fetched from ``url`` (path or URL)."""
+
+    def __init__(self, url: str, cache: Path, *, author: tuple[str, str] = AUTHOR) -> None:
+        self.url = url
+        self.cache = cache
+        self.author = author
+        self._repo: git.Repo | None = None
+
+    @property
+    def repo(self) -> git.Repo:
+        if self._repo is None:
+            try:
+                if (self.cache / "HEAD").exists():
+                    self._repo = git.Repo(self.cache)
+                else:
+                    self.cache.mkdir(parents=True, exist_ok=True)
+                    self._repo = git.Repo.init(self.cache, bare=True)
+                if "origin" not in [r.name for r in self._repo.remotes]:
+                    self._repo.create_remote("origin", self.url)
+                else:
+                    self._repo.remote("origin").set_url(self.url)
+            except (git.exc.GitError, OSError) as e:
+                raise GitError(f"cannot open the clone cache {self.cache}: {e}") from e
+        return self._repo
+
+    @property
+    def path(self) -> Path:
+        return self.cache
+
+    def fetch(self) -> None:
+        try:
+            self.repo.git.fetch(
+                "--prune",
+                "origin",  # "+" updates our remote-tracking refs only; nothing is ever force-pushed
+                "+refs/heads/*:refs/remotes/origin/*",
+                "+refs/tags/*:refs/tags/*",
+            )
+        except git.exc.GitCommandError as e:
+            raise GitError(f"cannot fetch {self._where()}: {_stderr(e)}") from e
+
+    def is_tag(self, ref: str) -> bool:
+        """Whether ``ref`` names a tag (``refs/tags/x``, or a short name with no such branch)."""
+        if ref.startswith("refs/tags/"):
+            return True
+        if ref.startswith("refs/"):
+            return False
+        return (
+            self._resolve(f"refs/remotes/origin/{ref}") is None
+            and self._resolve(f"refs/tags/{ref}") is not None
+        )
+
+    def head(self, ref: str) -> str:
+        """The commit sha ``ref`` (a branch or tag of the remote, as last fetched) points at."""
+        if ref.startswith("refs/heads/"):
+            candidates = [f"refs/remotes/origin/{ref[len('refs/heads/') :]}"]
+        elif ref.startswith("refs/tags/"):
+            candidates = [ref]
+        else:
+            candidates = [f"refs/remotes/origin/{ref}", f"refs/tags/{ref}"]
+        for name in candidates:
+            sha = self._resolve(name)
+            if sha is not None:
+                return sha
+        raise GitError(f"{self._where()} has no branch or tag {ref!r}")
+
+    def branch_head(self, branch: str) -> str | None:
+        """Sha of remote branch ``branch`` as last fetched, or ``None`` if it does not exist."""
+        return self._resolve(f"refs/remotes/origin/{branch}")
+
+    def read_file(self, sha: str, path: str) -> bytes | None:
+        try:
+            blob = self.repo.commit(sha).tree / path
+        except KeyError:
+            return None
+        except (git.exc.GitError, ValueError) as e:
+            raise GitError(f"cannot read {path} at {sha[:12]}: {e}") from e
+        data: bytes = blob.data_stream.read()
+        return data
+
+    def is_ancestor(self, ancestor: str, sha: str) -> bool:
+        try:
+            self.repo.git.merge_base("--is-ancestor", ancestor, sha)
+        except git.exc.GitCommandError:
+            return False
+        return True
+
+    def commit_file(self, parent: str, path: str, content: bytes, message: str) -> str:
+        """A new commit whose parent is ``parent`` and whose tree is ``parent``'s with
+        ``path`` set to ``content``. Touches no branch; returns the new sha."""
+        name, email = self.author
+        env = dict(
+            os.environ,
+            GIT_AUTHOR_NAME=name,
+            GIT_AUTHOR_EMAIL=email,
+            GIT_COMMITTER_NAME=name,
+            GIT_COMMITTER_EMAIL=email,
+        )
+        with tempfile.TemporaryDirectory(prefix="phrame-placement-index-") as tmp:
+            env["GIT_INDEX_FILE"] = str(Path(tmp, "index"))
+            g = self.repo.git
+            try:
+                g.read_tree(parent, env=env)
+                blob = self.repo.odb.store(IStream("blob", len(content), BytesIO(content)))
+                g.update_index("--add", "--cacheinfo", f"100644,{blob.hexsha.decode()},{path}", env=env)
+                tree = g.write_tree(env=env)
+                sha: str = g.commit_tree(tree, "-p", parent, "-m", message, env=env)
+            except (git.exc.GitError, ValueError) as e:
+                raise GitError(f"cannot commit {path} on {parent[:12]}: {e}") from e
+        return sha.strip()
+
+    def push(self, sha: str, branch: str) -> None:
+        """Fast-forward ``branch`` on the remote to ``sha``; never forced.
+
+        Raises :class:`PushRejected` when the branch moved since it was read (fetch,
+        recompute, retry) and :class:`TagTargetError` for a tag."""
+        target = branch_ref(branch)
+        try:
+            self.repo.git.push("--porcelain", "origin", f"{sha}:{target}")
+        except git.exc.GitCommandError as e:
+            text = f"{e.stdout or ''}\n{e.stderr or ''}"
+            if "[rejected]" in text or "non-fast-forward" in text or "fetch first" in text:
+                raise PushRejected(f"push of {sha[:12]} to {target} rejected: the branch moved") from e
+            raise GitError(f"cannot push {sha[:12]} to {target} on {self._where()}: {_stderr(e)}") from e
+        log.info("pushed %s to %s", sha[:12], target)
+
+    def _resolve(self, name: str) -> str | None:
+        try:
+            return str(self.repo.commit(name).hexsha)
+        except (git.exc.BadName, git.exc.GitError, ValueError):
+            return None
+
+    def _where(self) -> str:
+        # Never print a URL with credentials in it.
+        return re.sub(r"://[^/@\s]+@", "://", self.url)
+
+
+def _stderr(e: git.exc.GitCommandError) -> str:
+    text = str(e.stderr or e).strip().replace("stderr: ", "").strip("'\n ")
+    return re.sub(r"://[^/@\s]+@", "://***@", text)[:500]  # no token in logs

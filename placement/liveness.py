@@ -1,0 +1,82 @@
+"""Node liveness from the actual plane: heartbeat age and the retained ``status``.
+
+The loop feeds every heartbeat/status message in (from the MQTT network thread) and asks
+for :meth:`Liveness.health` at a clock value before each decision. A node is offline when
+its last heartbeat is older than ``PHRAME_NODE_TIMEOUT_S`` or its status says ``offline``
+(the agent's last will). Never acts on an invalid payload; never reads the clock itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from placement.models import NodeHealth
+
+
+@dataclass
+class _Seen:
+    last_heartbeat: float | None = None
+    offline_at: float | None = None  # when a status "offline" arrived after the last heartbeat
+
+
+class Liveness:
+    """Thread-safe record of when each node was last heard from."""
+
+    def __init__(self, *, timeout_s: float, started_at: float) -> None:
+        self.timeout_s = timeout_s
+        self.started_at = started_at  # a node never heard from is offline from here + timeout
+        self._seen: dict[str, _Seen] = {}
+        self._lock = threading.Lock()
+
+    def heartbeat(self, node: str, ts: float, *, received_at: float, is_retained: bool) -> None:
+        """A heartbeat. A live one counts from its arrival (immune to clock skew); a retained
+        one from its own ``ts`` (never later than its arrival), so a stale retained heartbeat
+        of a dead node does not make it look alive after a restart of the reconciler."""
+        seen_at = min(ts, received_at) if is_retained else received_at
+        with self._lock:
+            state = self._seen.setdefault(node, _Seen())
+            if state.last_heartbeat is None or seen_at >= state.last_heartbeat:
+                state.last_heartbeat = seen_at
+                if state.offline_at is not None and seen_at >= state.offline_at:
+                    state.offline_at = None
+
+    def status(self, node: str, state: str, *, received_at: float) -> None:
+        with self._lock:
+            seen = self._seen.setdefault(node, _Seen())
+            if state == "offline":
+                if seen.offline_at is None:
+                    seen.offline_at = received_at
+            else:
+                seen.offline_at = None
+
+    def forget(self, node: str) -> None:
+        with self._lock:
+            self._seen.pop(node, None)
+
+    def health(self, nodes: Iterable[str], now: float) -> dict[str, NodeHealth]:
+        with self._lock:
+            return {n: self._health(self._seen.get(n), now) for n in nodes}
+
+    def _health(self, seen: _Seen | None, now: float) -> NodeHealth:
+        if seen is None or seen.last_heartbeat is None:
+            # Never heard from: not alive (nothing new goes there), and offline, as for any
+            # node, once a whole timeout has passed without a heartbeat since we started.
+            since = self.started_at + self.timeout_s
+            if seen is not None and seen.offline_at is not None:
+                since = min(since, seen.offline_at)
+            return NodeHealth(alive=False, offline_since=since)
+        candidates = []
+        if now - seen.last_heartbeat > self.timeout_s:
+            candidates.append(seen.last_heartbeat + self.timeout_s)
+        if seen.offline_at is not None:
+            candidates.append(max(seen.offline_at, seen.last_heartbeat))
+        if not candidates:
+            return NodeHealth(alive=True)
+        return NodeHealth(alive=False, offline_since=min(candidates))
+
+
+def gc_candidates(health: dict[str, NodeHealth], now: float, gc_after_s: float) -> list[str]:
+    """Inventory nodes offline for longer than ``PHRAME_NODE_GC_S``: candidates for removal."""
+    return sorted(n for n, h in health.items() if not h.alive and h.offline_for(now) > gc_after_s)

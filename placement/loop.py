@@ -1,0 +1,225 @@
+"""The placement service: liveness from the actual plane, a pass per interval, state published.
+
+``phrame placement`` builds one :class:`PlacementLoop` and runs it until SIGTERM. MQTT
+messages only update liveness (they never trigger a decision by themselves); every
+``PHRAME_PLACEMENT_INTERVAL_S`` a pass re-reads git and decides every environment. With
+``PHRAME_LOCK_FILE`` set it decides only while holding the lock; a standby stays
+connected, so it takes over within a second. The loop logs and continues; it never dies.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings
+from placement.git_repo import GitRepo
+from placement.gitlab_api import MergeRequests
+from placement.liveness import Liveness
+from placement.lock import ProcessLock
+from placement.reconcile import EnvResult, Reconciler
+from placement.settings import PlacementSettings
+from schemas import PayloadError, Topics, check_payload
+
+log = logging.getLogger(__name__)
+
+
+class PlacementLoop:
+    def __init__(
+        self,
+        reconciler: Reconciler,
+        liveness: Liveness,
+        *,
+        actual: MqttClient,
+        desired: MqttClient,
+        topics: Topics,
+        clock: Callable[[], float],
+        interval_s: float,
+        lock: ProcessLock | None = None,
+        instance: str = "",
+    ) -> None:
+        self.reconciler = reconciler
+        self.liveness = liveness
+        self.actual = actual
+        self.desired = desired
+        self.topics = topics
+        self.clock = clock
+        self.interval_s = interval_s
+        self.lock = lock
+        self.instance = instance or reconciler.instance
+        self._stop = threading.Event()
+        self._published: dict[str, dict[str, Any]] = {}
+        self._last_commit: dict[str, str] = {}
+        self._gc_reported: set[str] = set()
+        self._last_retained = 0.0  # monotonic time of the last retained message seen
+
+    # -- liveness input (runs on the MQTT network thread: quick, never raises)
+    def handle(self, msg: Message) -> None:
+        if msg.retain:
+            self._last_retained = time.monotonic()
+        try:
+            topic = self.topics.parse(msg.topic)
+            if topic.plane != "actual" or topic.kind not in ("heartbeat", "status") or topic.node is None:
+                return
+            if not msg.payload:
+                if topic.kind == "heartbeat":
+                    self.liveness.forget(topic.node)  # node removed: cleared retained heartbeat
+                return
+            doc = json.loads(msg.payload)
+            check_payload(topic.schema_name, doc)
+        except (ValueError, PayloadError) as e:
+            log.warning("ignoring invalid message on %s: %s", msg.topic, e)
+            return
+        now = self.clock()
+        if topic.kind == "heartbeat":
+            self.liveness.heartbeat(topic.node, float(doc["ts"]), received_at=now, is_retained=msg.retain)
+        else:
+            self.liveness.status(topic.node, doc["state"], received_at=now)
+
+    def _filters(self) -> list[str]:
+        # Topics has builders for one node only; the wildcard level stands for every node.
+        base = f"{self.topics.prefix}/actual/nodes/+"
+        return [f"{base}/heartbeat", f"{base}/status"]
+
+    def connect(self, *, settle_s: float = 0.5, max_wait_s: float = 5.0) -> None:
+        """Connect, follow heartbeats and statuses, and return once the retained ones are in.
+
+        Not ``collect_retained``: with many nodes live heartbeats never leave a quiet gap.
+        Retained copies arrive first and carry the retain flag; once none came for
+        ``settle_s`` the first decision can trust what it knows (a node never heard from
+        counts as offline, so deciding too early would leave new replicas unassigned)."""
+        self.actual.start()
+        if self.desired is not self.actual:
+            self.desired.start()
+        start = time.monotonic()
+        self._last_retained = start
+        for topic_filter in self._filters():
+            self.actual.subscribe(topic_filter, self.handle)
+        while time.monotonic() - start < max_wait_s and not self._stop.is_set():
+            if time.monotonic() - self._last_retained >= settle_s:
+                break
+            time.sleep(0.05)
+
+    # -- the loop
+    def run(self) -> int:
+        try:
+            self.connect()
+        except MqttError as e:
+            log.error("cannot start placement: %s", e)
+            self.close()
+            return 1
+        try:
+            if self.lock is not None and not self.lock.acquire(self._stop):
+                return 0
+            log.info(
+                "placement %s is active (lock %s)", self.instance, self.lock.path if self.lock else "none"
+            )
+            while not self._stop.is_set():
+                self.run_pass()
+                self._stop.wait(self.interval_s)
+        finally:
+            self.close()
+        return 0
+
+    def run_pass(self) -> list[EnvResult]:
+        try:
+            results = self.reconciler.run_pass()
+        except Exception:  # the loop never dies from one pass
+            log.exception("placement pass failed")
+            return []
+        for result in results:
+            self._publish(result)
+        return results
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        for client in {id(c): c for c in (self.actual, self.desired)}.values():
+            client.stop()
+        if self.lock is not None:
+            self.lock.release()
+
+    # -- state output
+    def state_of(self, result: EnvResult) -> dict[str, Any]:
+        if result.commit:
+            self._last_commit[result.environment] = result.commit
+        for node in result.gc_candidates:
+            if node not in self._gc_reported:
+                log.warning("node %s has been offline for over the GC period: remove it from nodes/", node)
+        self._gc_reported = set(result.gc_candidates)
+        decision = result.decision
+        doc: dict[str, Any] = {
+            "environment": result.environment,
+            "mode": result.mode,
+            "track": result.track,
+            "base": result.base,
+            "last_commit": self._last_commit.get(result.environment),
+            "branch": result.branch,
+            "merge_request": result.merge_request,
+            "gc_candidates": result.gc_candidates,
+            "error": result.error,
+            "instance": self.instance,
+        }
+        if decision is not None:
+            doc["assignments"] = decision.doc["assignments"]
+            doc["unassigned"] = [u.to_dict() for u in decision.unassigned]
+            doc["pending"] = [p.to_dict() for p in decision.pending]
+            doc["moves"] = [m.describe() for m in decision.moves] if decision.is_changed else []
+        return doc
+
+    def _publish(self, result: EnvResult) -> None:
+        doc = self.state_of(result)
+        if self._published.get(result.environment) == doc:
+            return  # unchanged: no retained republish every pass
+        payload = doc | {"ts": self.clock()}
+        topic = self.topics.env_placement(result.environment)
+        try:
+            check_payload("desired-placement", payload)
+            # Waits for the PUBACK (briefly): a state that did not reach the broker is retried next pass.
+            self.desired.publish_batch([(topic, json.dumps(payload).encode())], timeout=2.0)
+        except (PayloadError, MqttError, ValueError) as e:
+            log.error("cannot publish the placement state of %s on %s: %s", result.environment, topic, e)
+            return
+        self._published[result.environment] = doc
+
+
+def build_loop(settings: PlacementSettings, *, clock: Callable[[], float] = time.time) -> PlacementLoop:
+    """Wire the real parts from settings (``phrame placement``)."""
+    actual_settings = MqttSettings.from_env(plane="actual")
+    desired_settings = MqttSettings.from_env(plane="desired")
+    name = f"phrame-placement-{settings.instance.replace('/', '-')}"
+    actual = MqttClient(actual_settings, f"{name}-actual")
+    desired = (
+        actual if desired_settings == actual_settings else MqttClient(desired_settings, f"{name}-desired")
+    )
+    liveness = Liveness(timeout_s=settings.node_timeout_s, started_at=clock())
+    merge_requests = None
+    if settings.git_host == "gitlab" and settings.gitlab_url and settings.gitlab_project:
+        merge_requests = MergeRequests(settings.gitlab_url, settings.gitlab_token, settings.gitlab_project)
+    reconciler = Reconciler(
+        GitRepo(settings.authenticated_url(), settings.clone_cache),
+        liveness,
+        clock=clock,
+        reschedule_after_s=settings.reschedule_after_s,
+        node_gc_s=settings.node_gc_s,
+        default_branch=settings.default_branch,
+        instance=settings.instance,
+        merge_requests=merge_requests,
+    )
+    lock = ProcessLock(settings.lock_file, owner=settings.instance) if settings.lock_file else None
+    return PlacementLoop(
+        reconciler,
+        liveness,
+        actual=actual,
+        desired=desired,
+        topics=Topics(settings.topic_prefix),
+        clock=clock,
+        interval_s=settings.interval_s,
+        lock=lock,
+        instance=settings.instance,
+    )

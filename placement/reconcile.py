@@ -1,0 +1,181 @@
+"""One placement pass over one environment: read git, decide, commit and push if changed.
+
+Called by the loop (and ``phrame placement --once``). Every pass re-reads the tracked
+head, so a rejected push (someone committed meanwhile) is retried from a fresh fetch
+with tenacity and never forced. ``auto`` commits onto the tracked branch; ``review``
+pushes ``placement/<env>/<short-sha>`` and opens one merge request. Never writes a tag.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random
+
+from config_repo import ConfigRepo, load_git, validate
+from placement import inventory
+from placement.decide import decide
+from placement.errors import GitError, PlacementError, PushRejected, TagTargetError
+from placement.git_repo import GitRepo
+from placement.liveness import Liveness, gc_candidates
+from placement.models import Decision
+
+log = logging.getLogger(__name__)
+
+PUSH_ATTEMPTS = 5
+
+
+class MergeRequestPort(Protocol):
+    def ensure(self, source_branch: str, target_branch: str, title: str, description: str) -> Any: ...
+
+
+@dataclass
+class EnvResult:
+    """What one pass did for one environment (published as the placement state)."""
+
+    environment: str
+    mode: str = "auto"
+    track: str = "main"
+    base: str | None = None
+    decision: Decision | None = None
+    commit: str | None = None  # the commit this pass pushed, if any
+    branch: str | None = None  # review mode: the placement branch
+    merge_request: str | None = None
+    gc_candidates: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def render_document(doc: dict[str, Any]) -> bytes:
+    return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+
+
+class Reconciler:
+    def __init__(
+        self,
+        git: GitRepo,
+        liveness: Liveness,
+        *,
+        clock: Callable[[], float],
+        reschedule_after_s: float,
+        node_gc_s: float,
+        default_branch: str = "main",
+        instance: str = "",
+        merge_requests: MergeRequestPort | None = None,
+    ) -> None:
+        self.git = git
+        self.liveness = liveness
+        self.clock = clock
+        self.reschedule_after_s = reschedule_after_s
+        self.node_gc_s = node_gc_s
+        self.default_branch = default_branch
+        self.instance = instance
+        self.merge_requests = merge_requests
+
+    def run_pass(self) -> list[EnvResult]:
+        """Every environment of the default branch; one failing environment never stops the rest."""
+        try:
+            self.git.fetch()
+            repo = self._load(self.git.head(self.default_branch))
+        except PlacementError as e:
+            log.warning("placement pass skipped: %s", e)
+            return []
+        return [self.sync_environment(name, fetch=False) for name in sorted(repo.environments)]
+
+    def sync_environment(self, name: str, *, fetch: bool = True) -> EnvResult:
+        """Decide ``name`` and write the result; a rejected push → fetch, decide again, retry."""
+        retrying = Retrying(
+            retry=retry_if_exception_type(PushRejected),
+            stop=stop_after_attempt(PUSH_ATTEMPTS),
+            wait=wait_random(0, 0.2),
+            reraise=True,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    if fetch or attempt.retry_state.attempt_number > 1:
+                        self.git.fetch()  # a retry starts from the branch's new head
+                    try:
+                        return self._sync(name)
+                    except PushRejected:
+                        log.info("environment %s: the branch moved meanwhile; deciding again", name)
+                        raise
+        except PlacementError as e:
+            log.error("placement of environment %s failed: %s", name, e)
+            return EnvResult(name, error=str(e))
+        raise AssertionError("unreachable: tenacity either returned or raised")
+
+    def _sync(self, name: str) -> EnvResult:
+        main = self._load(self.git.head(self.default_branch))
+        env_main = main.environments.get(name)
+        if env_main is None:
+            raise PlacementError(f"environment {name} is gone from {self.default_branch}")
+        _, track = inventory.mode_and_track(env_main)
+        base = self.git.head(track)
+        repo = main if base == main.commit else self._load(base)
+        env = repo.environments.get(name) or env_main
+        mode, _ = inventory.mode_and_track(env)
+        result = EnvResult(name, mode=mode, track=track, base=base)
+        if mode == "auto" and self.git.is_tag(track):
+            raise TagTargetError(
+                f"environment {name} tracks the tag {track!r} with placement: auto; placement never "
+                f"writes to a tag: set placement: review in environments/{name}/environment.yaml"
+            )
+        nodes = inventory.nodes_of(repo)
+        now = self.clock()
+        health = self.liveness.health(nodes, now)
+        result.gc_candidates = gc_candidates(health, now, self.node_gc_s)
+        decision = decide(
+            name,
+            nodes=nodes,
+            services=inventory.services_of(env),
+            current=inventory.current_document(env),
+            health=health,
+            now=now,
+            reschedule_after=self.reschedule_after_s,
+            reserved=inventory.reserved_elsewhere(repo, name),
+        )
+        result.decision = decision
+        if not decision.is_changed:
+            return result
+        content = render_document(decision.doc)
+        message = decision.commit_message(name) + f"\nPlacement-By: {self.instance}\n"
+        path = f"environments/{name}/node.json"
+        if mode == "auto":
+            result.commit = self.git.commit_file(base, path, content, message)
+            self.git.push(result.commit, track)
+            log.info("environment %s: committed %s onto %s: %s", name, result.commit[:12], track, message)
+            return result
+        return self._review(result, base, path, content, message)
+
+    def _review(self, result: EnvResult, base: str, path: str, content: bytes, message: str) -> EnvResult:
+        """Push the decision to ``placement/<env>/<short-sha of the base>`` and open one MR."""
+        branch = f"placement/{result.environment}/{base[:8]}"
+        result.branch = branch
+        head = self.git.branch_head(branch)
+        if head is not None and not self.git.is_ancestor(base, head):
+            raise GitError(f"branch {branch} exists but does not start from {base[:12]}; leaving it alone")
+        if head is None or self.git.read_file(head, path) != content:
+            # On top of our own earlier proposal: a fast-forward, so no force is ever needed.
+            result.commit = self.git.commit_file(head or base, path, content, message)
+            self.git.push(result.commit, branch)
+            log.info(
+                "environment %s: pushed %s to %s for review", result.environment, result.commit[:12], branch
+            )
+        if self.merge_requests is not None and not self.git.is_tag(result.track):
+            title = message.splitlines()[0]
+            mr = self.merge_requests.ensure(branch, result.track, title, message)
+            result.merge_request = str(getattr(mr, "web_url", mr))
+        return result
+
+    def _load(self, sha: str) -> ConfigRepo:
+        repo, problems = load_git(self.git.path, sha)
+        problems = validate(repo, problems)
+        if problems:
+            # Still decide: the schema-valid parts are usable, and a placement may fix a
+            # capacity problem. The problems themselves are config-sync's to report.
+            log.debug("config at %s has %d problems", sha[:12], len(problems))
+        return repo

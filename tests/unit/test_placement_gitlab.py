@@ -1,0 +1,86 @@
+"""The review-mode merge request adapter (placement.gitlab_api) against canned GitLab API
+responses (the `responses` library; payloads shaped like GitLab's documented ones)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import responses
+
+from placement.errors import GitLabError
+from placement.gitlab_api import MergeRequests
+
+GITLAB = "https://gitlab.example.test"
+MRS = f"{GITLAB}/api/v4/projects/broadcast%2Fphrame-config/merge_requests"
+BRANCH = "placement/studio-a/0123abcd"
+
+
+def mr(iid: int = 7, source: str = BRANCH) -> dict[str, Any]:
+    return {
+        "id": 1000 + iid,
+        "iid": iid,
+        "project_id": 42,
+        "title": "placement studio-a: 2 replica moves",
+        "state": "opened",
+        "source_branch": source,
+        "target_branch": "main",
+        "web_url": f"{GITLAB}/broadcast/phrame-config/-/merge_requests/{iid}",
+    }
+
+
+def client() -> MergeRequests:
+    return MergeRequests(GITLAB, "glpat-test", "broadcast/phrame-config")
+
+
+@responses.activate
+def test_opens_a_merge_request_when_none_is_open() -> None:
+    listing = responses.get(MRS, json=[])
+    created = responses.post(MRS, json=mr(), status=201)
+    got = client().ensure(BRANCH, "main", "placement studio-a: 2 replica moves", "body")
+    assert got.iid == 7 and got.is_new and got.web_url.endswith("/merge_requests/7")
+    assert listing.call_count == 1 and created.call_count == 1
+    query = responses.calls[0].request.url or ""
+    assert "state=opened" in query and "source_branch=placement%2Fstudio-a%2F0123abcd" in query
+    assert responses.calls[0].request.headers["PRIVATE-TOKEN"] == "glpat-test"
+    sent = json.loads(responses.calls[1].request.body or "{}")
+    assert sent["source_branch"] == BRANCH and sent["target_branch"] == "main"
+    assert sent["title"] == "placement studio-a: 2 replica moves"
+
+
+@responses.activate
+def test_an_open_merge_request_is_reused_never_a_second_one() -> None:
+    responses.get(MRS, json=[mr(iid=9)])
+    created = responses.post(MRS, json=mr(), status=201)
+    got = client().ensure(BRANCH, "main", "t", "d")
+    assert got.iid == 9 and not got.is_new
+    assert created.call_count == 0
+
+
+@responses.activate
+def test_a_merge_request_from_another_branch_does_not_count() -> None:
+    responses.get(MRS, json=[mr(iid=3, source="placement/studio-a/ffffffff")])
+    created = responses.post(MRS, json=mr(iid=4), status=201)
+    assert client().ensure(BRANCH, "main", "t", "d").iid == 4
+    assert created.call_count == 1
+
+
+@responses.activate
+def test_conflict_on_create_returns_the_merge_request_someone_else_opened() -> None:
+    responses.get(MRS, json=[])
+    responses.post(
+        MRS,
+        status=409,
+        json={"message": ["Another open merge request already exists for this source branch: !11"]},
+    )
+    responses.get(MRS, json=[mr(iid=11)])
+    got = client().ensure(BRANCH, "main", "t", "d")
+    assert got.iid == 11 and not got.is_new
+
+
+@responses.activate
+def test_api_errors_become_gitlab_errors() -> None:
+    responses.get(MRS, status=401, json={"message": "401 Unauthorized"})
+    with pytest.raises(GitLabError, match="cannot list merge requests"):
+        client().ensure(BRANCH, "main", "t", "d")

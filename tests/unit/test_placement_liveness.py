@@ -1,0 +1,89 @@
+"""Node liveness (placement.liveness): heartbeat age, retained vs live heartbeats, the
+offline status of a last will, never-seen nodes, and GC candidates. A fake clock throughout."""
+
+from __future__ import annotations
+
+from placement.liveness import Liveness, gc_candidates
+from placement.models import NodeHealth
+
+T0 = 1_000.0
+
+
+def tracker() -> Liveness:
+    return Liveness(timeout_s=20, started_at=T0)
+
+
+def test_alive_until_the_timeout_then_offline_since_last_heartbeat_plus_timeout() -> None:
+    live = tracker()
+    live.heartbeat("a", T0, received_at=T0, is_retained=False)
+    assert live.health(["a"], T0 + 20)["a"] == NodeHealth(alive=True)
+    late = live.health(["a"], T0 + 95)["a"]
+    assert not late.alive and late.offline_since == T0 + 20 and late.offline_for(T0 + 95) == 75
+
+
+def test_live_heartbeat_counts_from_arrival_so_node_clock_skew_does_not_matter() -> None:
+    live = tracker()
+    live.heartbeat("a", T0 - 3600, received_at=T0, is_retained=False)  # node clock an hour behind
+    assert live.health(["a"], T0 + 10)["a"].alive
+
+
+def test_retained_heartbeat_counts_from_its_own_timestamp() -> None:
+    live = tracker()
+    live.heartbeat("dead", T0 - 500, received_at=T0, is_retained=True)  # stale copy from the broker
+    health = live.health(["dead"], T0)["dead"]
+    assert not health.alive and health.offline_since == T0 - 480
+    live.heartbeat("future", T0 + 999, received_at=T0, is_retained=True)  # never later than arrival
+    assert live.health(["future"], T0 + 21)["future"].offline_since == T0 + 20
+
+
+def test_older_heartbeat_never_rewinds_the_newer_one() -> None:
+    live = tracker()
+    live.heartbeat("a", T0 + 50, received_at=T0 + 50, is_retained=False)
+    live.heartbeat("a", T0, received_at=T0, is_retained=True)
+    assert live.health(["a"], T0 + 60)["a"].alive
+
+
+def test_offline_status_makes_a_node_offline_at_once_until_the_next_heartbeat() -> None:
+    live = tracker()
+    live.heartbeat("a", T0, received_at=T0, is_retained=False)
+    live.status("a", "offline", received_at=T0 + 2)
+    assert live.health(["a"], T0 + 3)["a"] == NodeHealth(alive=False, offline_since=T0 + 2)
+    live.status("a", "offline", received_at=T0 + 9)  # a repeated will keeps the first time
+    assert live.health(["a"], T0 + 10)["a"].offline_since == T0 + 2
+    live.heartbeat("a", T0 + 11, received_at=T0 + 11, is_retained=False)
+    assert live.health(["a"], T0 + 12)["a"].alive
+
+
+def test_online_status_clears_offline_but_heartbeat_age_still_rules() -> None:
+    live = tracker()
+    live.heartbeat("a", T0, received_at=T0, is_retained=False)
+    live.status("a", "offline", received_at=T0 + 1)
+    live.status("a", "online", received_at=T0 + 2)
+    assert live.health(["a"], T0 + 5)["a"].alive
+    assert not live.health(["a"], T0 + 30)["a"].alive
+
+
+def test_never_seen_node_is_offline_a_timeout_after_the_tracker_started() -> None:
+    live = tracker()
+    early = live.health(["ghost"], T0 + 5)["ghost"]
+    assert not early.alive and early.offline_for(T0 + 5) == 0  # unknown: nothing new goes there
+    assert live.health(["ghost"], T0 + 95)["ghost"].offline_for(T0 + 95) == 75
+    live.status("ghost2", "offline", received_at=T0 + 3)
+    assert live.health(["ghost2"], T0 + 5)["ghost2"].offline_since == T0 + 3
+
+
+def test_forget_drops_a_node() -> None:
+    live = tracker()
+    live.heartbeat("a", T0, received_at=T0, is_retained=False)
+    live.forget("a")
+    assert not live.health(["a"], T0 + 1)["a"].alive
+
+
+def test_gc_candidates_are_nodes_offline_longer_than_the_gc_period() -> None:
+    now = T0 + 100_000
+    health = {
+        "old": NodeHealth(alive=False, offline_since=now - 90_000),
+        "recent": NodeHealth(alive=False, offline_since=now - 60),
+        "up": NodeHealth(alive=True),
+    }
+    assert gc_candidates(health, now, 86_400) == ["old"]
