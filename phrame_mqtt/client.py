@@ -144,7 +144,8 @@ class MqttClient:
         try:
             if not self._wait_connected(collector.remaining()):
                 raise MqttError(f"not connected to {self._where}; cannot read {topic_filter}")
-            mid = self._send_subscribe([topic_filter], retain_as_published=True)
+            # retain-as-published off: only the replay carries the retain flag (see RetainedCollector)
+            mid = self._send_subscribe([topic_filter])
             refused = self._acks.wait_suback(mid, collector.remaining())
             if refused is None:
                 raise MqttError(f"no SUBACK for {topic_filter} from {self._where}")

@@ -37,16 +37,18 @@ class RetainedCollector:
         return max(0.0, self._deadline - self._clock())
 
     def add(self, message: Message) -> None:
-        """Record one message; a live non-retained one is ignored, an empty one clears."""
-        if not message.retain:
-            return
+        """Record one message; an empty one clears. Only the broker's retained replay
+        (retain flag set) extends the wait: live updates published meanwhile (delivered
+        without the flag) still update the result but never keep it from settling, so a
+        plane with steady heartbeats settles as fast as a quiet one."""
         with self._cond:
             if message.payload:
                 self._seen[message.topic] = message.payload
             else:
                 self._seen.pop(message.topic, None)
-            self._last = self._clock()
-            self._cond.notify_all()
+            if message.retain:
+                self._last = self._clock()
+                self._cond.notify_all()
 
     def result(self) -> dict[str, bytes]:
         with self._cond:

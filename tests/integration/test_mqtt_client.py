@@ -86,6 +86,32 @@ def test_publish_batch_then_collect_retained_omits_cleared(broker: Mosquitto, cl
     assert reader.collect_retained("nothing/#", settle=0.1) == {}
 
 
+def test_collect_retained_settles_while_retained_heartbeats_keep_coming(
+    broker: Mosquitto, clients: list
+) -> None:
+    reader = connect(clients, settings(broker.url), "reader")
+    agent = connect(clients, settings(broker.url), "agent")
+    agent.publish_batch([("phrame/actual/nodes/a/status", b'{"state":"online"}')])
+    stop = threading.Event()
+
+    def beat() -> None:  # retained heartbeats every 50 ms, as a busy fleet sends them
+        for i in range(400):
+            if stop.wait(0.05):
+                return
+            agent.publish("phrame/actual/nodes/a/heartbeat", str(i).encode())
+
+    beater = threading.Thread(target=beat)
+    beater.start()
+    try:
+        time.sleep(0.2)
+        got = reader.collect_retained("phrame/actual/#", settle=0.3, timeout=5)
+    finally:
+        stop.set()
+        beater.join()
+    assert got["phrame/actual/nodes/a/status"] == b'{"state":"online"}'
+    assert "phrame/actual/nodes/a/heartbeat" in got
+
+
 def test_collect_retained_leaves_permanent_subscription_working(broker: Mosquitto, clients: list) -> None:
     c = connect(clients, settings(broker.url), "both")
     inbox = Inbox()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -36,13 +37,34 @@ def test_test_tokens_check_signature_and_expiry() -> None:
     assert verify_token("k", "garbage") is None
 
 
-def test_collector_keeps_retained_drops_cleared_ignores_live() -> None:
+def test_collector_keeps_retained_drops_cleared_and_takes_live_updates() -> None:
     c = RetainedCollector("p/#", settle=0.05, timeout=2)
     c.add(Message("p/a", b"1", True))
     c.add(Message("p/b", b"2", True))
     c.add(Message("p/b", b"", True))
-    c.add(Message("p/c", b"live", False))
-    assert c.wait() == {"p/a": b"1"}
+    c.add(Message("p/a", b"newer", False))  # published live during the collection
+    assert c.wait() == {"p/a": b"newer"}
+
+
+def test_collector_settles_although_live_messages_keep_coming() -> None:
+    c = RetainedCollector("p/#", settle=0.1, timeout=5.0)
+    c.add(Message("p/a", b"1", True))
+    stop = threading.Event()
+
+    def heartbeats() -> None:  # a steady live stream, faster than the settle time
+        for i in range(200):
+            if stop.wait(0.02):
+                return
+            c.add(Message("p/hb", str(i).encode(), False))
+
+    beat = threading.Thread(target=heartbeats)
+    beat.start()
+    try:
+        result = c.wait()  # would raise "kept arriving" after 5 s if live messages counted
+    finally:
+        stop.set()
+        beat.join()
+    assert result["p/a"] == b"1"
 
 
 def test_collector_gives_up_when_messages_never_stop() -> None:
