@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "node-agent": ("phrame.cmd_node_agent", "converge this host's Docker and processes (--once: one pass)"),
     "broker-config": ("phrame.cmd_broker_config", "write mosquitto.conf and the ACL for an inventory"),
     "placement": ("phrame.cmd_placement", "choose nodes for label-placed services, commit node.json"),
+    "status": ("phrame.cmd_status", "show nodes and environments as the broker reports them"),
 }
 
 

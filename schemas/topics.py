@@ -124,6 +124,17 @@ class Topics:
     def cmd_node_filter(self, node: str) -> str:
         return f"{self.cmd_node(node)}/#"
 
+    def node_status_filter(self) -> str:
+        """Every node's ``status`` (not the per-item topics)."""
+        return f"{self.prefix}/actual/nodes/+/status"
+
+    def heartbeat_filter(self) -> str:
+        return f"{self.prefix}/actual/nodes/+/heartbeat"
+
+    def environments_filter(self) -> str:
+        """Every environment's topics: declared services, ``sync`` and ``placement``."""
+        return f"{self.prefix}/desired/environments/#"
+
     def parse(self, topic: str) -> Topic:
         """Parse ``topic``; raise ``ValueError`` when it does not fit the layout."""
         head = self.prefix + "/"

@@ -1,0 +1,47 @@
+"""``phrame status [--json] [--timeout S]``: the fleet as the broker knows it.
+
+Reads the retained node ``status``/``heartbeat`` topics and each environment's ``sync``
+and ``placement`` topics (MQTT settings as every service: ``PHRAME_*``). Exits 0 when
+every node is online and converged and every environment synced and placed, 1 when
+something needs attention, 2 when the broker cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from phrame.status_view import render_text, summarize
+from schemas import Topics
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the broker")
+
+
+def run(args: argparse.Namespace) -> int:
+    from phrame_mqtt import MqttClient, MqttError, MqttSettings, SettingsError
+
+    topics = Topics(os.environ.get("PHRAME_TOPIC_PREFIX") or "phrame")
+    retained: dict[str, bytes] = {}
+    try:
+        planes = [("actual", [topics.node_status_filter(), topics.heartbeat_filter()])]
+        planes.append(("desired", [topics.environments_filter()]))
+        for plane, filters in planes:
+            client = MqttClient(MqttSettings.from_env(plane=plane), f"phrame-status-{os.getpid()}-{plane}")
+            client.start(timeout=args.timeout)
+            try:
+                for f in filters:
+                    retained.update(client.collect_retained(f, timeout=args.timeout))
+            finally:
+                client.stop()
+    except (MqttError, SettingsError) as e:
+        print(f"phrame status: cannot read the broker: {e}", file=sys.stderr)
+        return 2
+    summary = summarize(retained, time.time(), topics)
+    print(json.dumps(summary.to_dict(), indent=2) if args.json else render_text(summary))
+    return 0 if summary.is_healthy else 1

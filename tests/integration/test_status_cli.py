@@ -1,0 +1,55 @@
+"""``phrame status`` against a real mosquitto holding retained node and environment topics."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from phrame_mqtt import MqttClient, MqttSettings
+from schemas import Topics, canonical_json
+from tests.support.mosquitto import Mosquitto
+
+T = Topics()
+
+
+def run_status(url: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PHRAME_DESIRED_MQTT_URL": url}
+    env.pop("PHRAME_ACTUAL_MQTT_URL", None)
+    return subprocess.run(
+        [sys.executable, "-m", "phrame", "status", "--json", "--timeout", "5"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def test_status_reads_the_fleet_and_sets_the_exit_code(mosquitto: Mosquitto) -> None:
+    client = MqttClient(MqttSettings(url=mosquitto.url), "test-status-writer")
+    client.start(timeout=5)
+    try:
+        client.publish_batch([
+            (T.status("edge-01"), canonical_json({"state": "online", "converged": True, "generation": 2, "commit": "c1"})),
+            (T.env_sync("studio-a"), canonical_json({"environment": "studio-a", "ref": "main", "ok": True,
+                                                     "last_applied": {"commit": "c1"}})),
+        ])  # fmt: skip
+        ok = run_status(mosquitto.url)
+        assert ok.returncode == 0, ok.stderr
+        doc = json.loads(ok.stdout)
+        assert doc["healthy"] and doc["nodes"][0]["node"] == "edge-01"
+        assert doc["environments"][0]["last_applied"] == "c1"
+        client.publish_batch([(T.status("edge-02"), canonical_json({"state": "offline", "ts": time.time()}))])
+        bad = run_status(mosquitto.url)
+        assert bad.returncode == 1
+        assert {n["node"]: n["state"] for n in json.loads(bad.stdout)["nodes"]} == {
+            "edge-01": "online", "edge-02": "offline"}  # fmt: skip
+    finally:
+        client.stop()
+
+
+def test_status_without_a_broker_exits_2() -> None:
+    from tests.support.services import free_port
+
+    done = run_status(f"mqtt://127.0.0.1:{free_port()}")
+    assert done.returncode == 2
+    assert "cannot read the broker" in done.stderr
