@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tests.support.services import free_port, require_binary, wait_for_port
+from tests.support.services import free_port, require_binary, stop_process, wait_for_port
 
 
 class Mosquitto:
@@ -76,13 +76,7 @@ class Mosquitto:
         self._close()
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
         self._close()
 
     def _close(self) -> None:

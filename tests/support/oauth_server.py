@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Self
 from urllib.parse import parse_qs, unquote_plus
 
-from tests.support.services import free_port, wait_for_port
+from tests.support.services import free_port, stop_process, wait_for_port
 
 ROOT = Path(__file__).parents[2]
 
@@ -147,13 +147,7 @@ class _Child:
         return self
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
         self.proc = None
 
 

@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
-from tests.support.services import free_port, require_binary, wait_for_port
+from tests.support.services import free_port, require_binary, stop_process, wait_for_port
 
 
 class Registry:
@@ -105,13 +105,7 @@ class Registry:
 
     def stop(self) -> None:
         """Stop the process (by pid) and delete its storage."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
         self.proc = None
         shutil.rmtree(self.dir, ignore_errors=True)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 
 import pytest
 
@@ -54,3 +55,15 @@ def wait_for_port(port: int, timeout: float = 10.0) -> bool:
                 return True
         time.sleep(0.05)
     return False
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None, timeout: float = 5.0) -> None:
+    """Stop a child we started, by its pid: SIGTERM, then SIGKILL after ``timeout``."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout)
