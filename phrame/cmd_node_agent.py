@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import os
 import signal
 import sys
 import time
@@ -27,6 +25,7 @@ from node_agent.processes import Supervisor
 from node_agent.reconcile import PassResult, Reconciler
 from node_agent.settings import AgentSettings
 from phrame_mqtt import MqttClient, MqttError, MqttSettings
+from phrame_settings import setup_logging
 from schemas import Topics
 
 
@@ -42,24 +41,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="with --once: print JSON")
 
 
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        doc = {"ts": record.created, "level": record.levelname, "logger": record.name}
-        doc["message"] = record.getMessage()
-        return json.dumps(doc)
-
-
-def _setup_logging() -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if os.environ.get("PHRAME_LOG_FORMAT") == "json":
-        handler.setFormatter(_JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler])
-
-
 def run(args: argparse.Namespace) -> int:
-    _setup_logging()
+    setup_logging()
     try:
         settings = AgentSettings.from_env()
     except AgentError as e:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import os
 import signal
 import sys
 
 from phrame_mqtt import MqttError
+from phrame_settings import setup_logging
 from placement.errors import PlacementError
 from placement.loop import build_loop
 from placement.settings import PlacementSettings
@@ -26,24 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--once", action="store_true", help="one pass: print each environment's state")
 
 
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        doc = {"ts": record.created, "level": record.levelname, "logger": record.name}
-        doc["message"] = record.getMessage()
-        return json.dumps(doc)
-
-
-def _setup_logging() -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if os.environ.get("PHRAME_LOG_FORMAT") == "json":
-        handler.setFormatter(_JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler])
-
-
 def run(args: argparse.Namespace) -> int:
-    _setup_logging()
+    setup_logging()
     try:
         settings = PlacementSettings.from_env()
         loop = build_loop(settings)

@@ -7,19 +7,16 @@ Pure apart from reading those files; invalid settings raise :class:`SettingsErro
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from phrame_mqtt.errors import SettingsError
 from phrame_mqtt.urls import BrokerUrl, parse_url
+from phrame_settings import EnvReader
 
 DEFAULT_URL = "mqtt://127.0.0.1:1883"
 PROTOCOLS = ("5", "3.1.1")
 PLANES = ("desired", "actual")
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -88,72 +85,29 @@ class MqttSettings:
         """
         if plane not in PLANES:
             raise SettingsError(f"unknown plane {plane!r}; expected desired or actual")
-        e = os.environ if env is None else env
+        r = EnvReader(env, error=SettingsError)
         other = "actual" if plane == "desired" else "desired"
         url = (
-            _get(e, f"PHRAME_{plane.upper()}_MQTT_URL")
-            or _get(e, f"PHRAME_{other.upper()}_MQTT_URL")
+            r.text(f"PHRAME_{plane.upper()}_MQTT_URL")
+            or r.text(f"PHRAME_{other.upper()}_MQTT_URL")
             or DEFAULT_URL
         )
         return cls(
             url=url,
-            username=_get(e, "PHRAME_MQTT_USERNAME"),
-            password=_secret(e, "PHRAME_MQTT_PASSWORD"),
-            oauth2_token_url=_get(e, "PHRAME_OAUTH2_TOKEN_URL"),
-            oauth2_client_id=_get(e, "PHRAME_OAUTH2_CLIENT_ID"),
-            oauth2_client_secret=_secret(e, "PHRAME_OAUTH2_CLIENT_SECRET"),
-            oauth2_scope=_get(e, "PHRAME_OAUTH2_SCOPE"),
-            oauth2_retry_max_s=_number(e, "PHRAME_OAUTH2_RETRY_MAX_S", 30.0),
-            tls_ca=_get(e, "PHRAME_TLS_CA"),
-            tls_cert=_get(e, "PHRAME_TLS_CERT"),
-            tls_key=_get(e, "PHRAME_TLS_KEY"),
-            tls_verify_hostname=_flag(e, "PHRAME_TLS_VERIFY_HOSTNAME", True),
-            protocol=_get(e, "PHRAME_MQTT_PROTOCOL") or "5",
-            keepalive_s=int(_number(e, "PHRAME_MQTT_KEEPALIVE_S", 30)),
-            session_expiry_s=int(_number(e, "PHRAME_MQTT_SESSION_EXPIRY_S", 300)),
-            will_delay_s=int(_number(e, "PHRAME_MQTT_WILL_DELAY_S", 10)),
-            reconnect_max_s=int(_number(e, "PHRAME_MQTT_RECONNECT_MAX_S", 30)),
+            username=r.text("PHRAME_MQTT_USERNAME"),
+            password=r.secret("PHRAME_MQTT_PASSWORD"),
+            oauth2_token_url=r.text("PHRAME_OAUTH2_TOKEN_URL"),
+            oauth2_client_id=r.text("PHRAME_OAUTH2_CLIENT_ID"),
+            oauth2_client_secret=r.secret("PHRAME_OAUTH2_CLIENT_SECRET"),
+            oauth2_scope=r.text("PHRAME_OAUTH2_SCOPE"),
+            oauth2_retry_max_s=r.number("PHRAME_OAUTH2_RETRY_MAX_S", 30.0),
+            tls_ca=r.text("PHRAME_TLS_CA"),
+            tls_cert=r.text("PHRAME_TLS_CERT"),
+            tls_key=r.text("PHRAME_TLS_KEY"),
+            tls_verify_hostname=r.flag("PHRAME_TLS_VERIFY_HOSTNAME", True),
+            protocol=r.text("PHRAME_MQTT_PROTOCOL") or "5",
+            keepalive_s=r.integer("PHRAME_MQTT_KEEPALIVE_S", 30),
+            session_expiry_s=r.integer("PHRAME_MQTT_SESSION_EXPIRY_S", 300),
+            will_delay_s=r.integer("PHRAME_MQTT_WILL_DELAY_S", 10),
+            reconnect_max_s=r.integer("PHRAME_MQTT_RECONNECT_MAX_S", 30),
         )
-
-
-def _get(env: Mapping[str, str], name: str) -> str | None:
-    value = env.get(name, "").strip()
-    return value or None
-
-
-def _secret(env: Mapping[str, str], name: str) -> str | None:
-    """``NAME`` or the contents of the file named by ``NAME_FILE`` (one trailing newline cut)."""
-    value, path = env.get(name), _get(env, f"{name}_FILE")
-    if value and path:
-        raise SettingsError(f"set either {name} or {name}_FILE, not both")
-    if path is None:
-        return value or None
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise SettingsError(f"{name}_FILE: cannot read {path}: {e.strerror}") from e
-    return text.removesuffix("\n").removesuffix("\r")
-
-
-def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
-    value = (_get(env, name) or "").lower()
-    if not value:
-        return default
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise SettingsError(f"{name} must be true or false, not {value!r}")
-
-
-def _number(env: Mapping[str, str], name: str, default: float) -> float:
-    value = _get(env, name)
-    if value is None:
-        return default
-    try:
-        number = float(value)
-    except ValueError as e:
-        raise SettingsError(f"{name} must be a number, not {value!r}") from e
-    if number < 0:
-        raise SettingsError(f"{name} must not be negative")
-    return number

@@ -13,32 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from phrame_settings import EnvReader
 from placement.errors import SettingsError
 
 DEFAULT_STATE_DIR = "/var/lib/phrame"
-
-
-def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float) -> float:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingsError(f"{name}={raw!r} is not a number") from None
-    if value < minimum:
-        raise SettingsError(f"{name}={raw!r} must be at least {minimum}")
-    return value
-
-
-def _secret(env: Mapping[str, str], name: str) -> str | None:
-    path = env.get(name + "_FILE")
-    if path:
-        try:
-            return Path(path).read_text("utf-8").rstrip("\n")
-        except OSError as e:
-            raise SettingsError(f"{name}_FILE={path!r} cannot be read: {e}") from None
-    return env.get(name) or None
 
 
 @dataclass(frozen=True)
@@ -60,27 +38,25 @@ class PlacementSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PlacementSettings:
-        env = os.environ if env is None else env
-        repo_url = env.get("PHRAME_REPO_URL") or ""
+        r = EnvReader(env, error=SettingsError)
+        repo_url = r.text("PHRAME_REPO_URL")
         if not repo_url:
             raise SettingsError("PHRAME_REPO_URL is not set (path of the bare repo, or its clone URL)")
-        git_host = env.get("PHRAME_GIT_HOST") or "local"
-        if git_host not in ("local", "gitlab"):
-            raise SettingsError(f"PHRAME_GIT_HOST={git_host!r} must be local or gitlab")
+        git_host = r.choice("PHRAME_GIT_HOST", "local", ("local", "gitlab"))
         settings = cls(
             repo_url=repo_url,
             git_host=git_host,
-            node_timeout_s=_number(env, "PHRAME_NODE_TIMEOUT_S", 20.0, minimum=0.1),
-            reschedule_after_s=_number(env, "PHRAME_RESCHEDULE_AFTER_S", 60.0, minimum=0.0),
-            node_gc_s=_number(env, "PHRAME_NODE_GC_S", 86400.0, minimum=1.0),
-            interval_s=_number(env, "PHRAME_PLACEMENT_INTERVAL_S", 10.0, minimum=0.05),
-            lock_file=Path(env["PHRAME_LOCK_FILE"]) if env.get("PHRAME_LOCK_FILE") else None,
-            state_dir=Path(env.get("PHRAME_STATE_DIR") or DEFAULT_STATE_DIR),
-            topic_prefix=env.get("PHRAME_TOPIC_PREFIX") or "phrame",
-            gitlab_url=env.get("PHRAME_GITLAB_URL") or None,
-            gitlab_token=_secret(env, "PHRAME_GITLAB_TOKEN"),
-            gitlab_project=env.get("PHRAME_GITLAB_PROJECT") or None,
-            default_branch=env.get("PHRAME_DEFAULT_BRANCH") or "main",
+            node_timeout_s=r.number("PHRAME_NODE_TIMEOUT_S", 20.0, minimum=0.1),
+            reschedule_after_s=r.number("PHRAME_RESCHEDULE_AFTER_S", 60.0),
+            node_gc_s=r.number("PHRAME_NODE_GC_S", 86400.0, minimum=1.0),
+            interval_s=r.number("PHRAME_PLACEMENT_INTERVAL_S", 10.0, minimum=0.05),
+            lock_file=r.path("PHRAME_LOCK_FILE"),
+            state_dir=r.path("PHRAME_STATE_DIR", DEFAULT_STATE_DIR) or Path(DEFAULT_STATE_DIR),
+            topic_prefix=r.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",
+            gitlab_url=r.text("PHRAME_GITLAB_URL"),
+            gitlab_token=r.secret("PHRAME_GITLAB_TOKEN"),
+            gitlab_project=r.text("PHRAME_GITLAB_PROJECT"),
+            default_branch=r.text("PHRAME_DEFAULT_BRANCH", "main") or "main",
             instance=f"{os.uname().nodename}/{os.getpid()}",
         )
         if git_host == "gitlab" and not (settings.gitlab_url and settings.gitlab_project):

@@ -1,0 +1,13 @@
+"""Reading ``PHRAME_*`` settings and setting up logs, the same way in every service.
+
+Each service's ``settings.py`` builds its one settings object with :class:`EnvReader`;
+its ``__main__``/sub-command calls :func:`setup_logging`. Library code: it never reads
+the environment on import and never logs.
+"""
+
+from __future__ import annotations
+
+from phrame_settings.env import EnvReader
+from phrame_settings.logs import setup_logging
+
+__all__ = ["EnvReader", "setup_logging"]
