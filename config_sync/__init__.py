@@ -1,1 +1,14 @@
-"""config_sync: see DESIGN.md; built by its own issue."""
+"""config-sync: from a commit of the phrame-config repo to the retained desired plane (DESIGN §1, §3, §5, §7).
+
+GitLab webhooks and a poll trigger passes that fetch the head of each tracked ref,
+validate, render, diff against what is published and publish the difference, then
+report to GitLab (statuses, merge-request plan notes). It never publishes a commit that
+failed validation and never makes a webhook response wait on git or MQTT.
+"""
+
+from __future__ import annotations
+
+from config_sync.errors import GitError, GitLabError, PublishError, SettingsError, SyncError
+from config_sync.settings import SyncSettings
+
+__all__ = ["GitError", "GitLabError", "PublishError", "SettingsError", "SyncError", "SyncSettings"]

@@ -20,6 +20,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "render": ("phrame.cmd_render", "print each node's desired state as config-sync publishes it"),
     "node-agent": ("phrame.cmd_node_agent", "converge this host's Docker and processes (--once: one pass)"),
     "broker-config": ("phrame.cmd_broker_config", "write mosquitto.conf and the ACL for an inventory"),
+    "config-sync": ("phrame.cmd_config_sync", "run config-sync: GitLab webhooks to retained desired topics"),
+    "plan": ("phrame.cmd_plan", "print per node what a change adds, changes and removes (the MR plan)"),
+    "replay": ("phrame.cmd_replay", "post a recorded GitLab webhook delivery to a running config-sync"),
     "placement": ("phrame.cmd_placement", "choose nodes for label-placed services, commit node.json"),
     "status": ("phrame.cmd_status", "show nodes and environments as the broker reports them"),
 }

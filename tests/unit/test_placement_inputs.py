@@ -81,7 +81,7 @@ def test_settings_defaults_and_validation(tmp_path: Path) -> None:
     assert s.authenticated_url() == "/srv/config.git"
     with pytest.raises(SettingsError, match="PHRAME_REPO_URL"):
         PlacementSettings.from_env({})
-    with pytest.raises(SettingsError, match="PHRAME_GIT_HOST=.github. must be one of local, gitlab"):
+    with pytest.raises(SettingsError, match=r"PHRAME_GIT_HOST=.github. must be one of local, gitlab"):
         PlacementSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_GIT_HOST": "github"})
     with pytest.raises(SettingsError, match="not a number"):
         PlacementSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_NODE_TIMEOUT_S": "soon"})

@@ -1,0 +1,161 @@
+"""Closing the loop after a publish: commit status ``phrame/deploy`` follows the agents.
+
+The sync pass calls :meth:`DeployWatcher.watch` with the nodes whose manifest changed;
+the watcher reads each node's retained ``actual/.../status`` (one subscription for all)
+and sets ``success`` once every node reports that commit converged, or ``failed`` with
+the node and its error after ``PHRAME_DEPLOY_TIMEOUT_S``. A newer deploy of the same ref
+cancels the older one. Status callbacks only store; the watcher thread decides.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from config_sync.errors import SyncError
+from config_sync.gitlab_api import Reporter
+from phrame_mqtt import Message
+from schemas import Topics
+
+log = logging.getLogger(__name__)
+NAME = "phrame/deploy"
+
+
+def is_converged(status: Mapping[str, Any] | None, commit: str) -> bool:
+    return bool(status) and status.get("commit") == commit and status.get("converged") is True  # type: ignore[union-attr]
+
+
+def verdict(statuses: Mapping[str, dict[str, Any]], commit: str, nodes: list[str]) -> tuple[str, str]:
+    """``("success", ...)`` when every node converged on ``commit``, else ``("running", who)``."""
+    waiting = [n for n in nodes if not is_converged(statuses.get(n), commit)]
+    if not waiting:
+        return "success", f"{len(nodes)} node(s) converged on {commit[:12]}"
+    return "running", "waiting for " + ", ".join(waiting)
+
+
+def failure(statuses: Mapping[str, dict[str, Any]], commit: str, nodes: list[str]) -> str:
+    """The first node that did not converge, and why, for the failed status."""
+    for node in nodes:
+        status = statuses.get(node)
+        if is_converged(status, commit):
+            continue
+        if not status:
+            return f"{node}: no status reported"
+        errors = status.get("errors") or []
+        if errors:
+            first = errors[0]
+            text = first.get("message", first) if isinstance(first, dict) else first
+            return f"{node}: {text}"
+        if status.get("state") == "offline":
+            return f"{node}: offline"
+        return f"{node}: not converged (at {str(status.get('commit'))[:12]})"
+    return "converged"
+
+
+@dataclass
+class Deployment:
+    ref: str
+    commit: str
+    nodes: list[str]
+    deadline: float
+
+
+class DeployWatcher:
+    def __init__(
+        self,
+        reporter: Reporter,
+        topics: Topics,
+        *,
+        timeout_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        tick_s: float = 0.2,
+    ) -> None:
+        self.reporter, self.topics, self.timeout_s = reporter, topics, timeout_s
+        self.clock, self.tick_s = clock, tick_s
+        self.statuses: dict[str, dict[str, Any]] = {}
+        self.active: dict[str, Deployment] = {}  # by ref
+        self.finished: list[tuple[str, str, str]] = []  # (commit, state, description)
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    def status_filter(self) -> str:
+        return f"{self.topics.prefix}/actual/nodes/+/status"
+
+    def on_status(self, msg: Message) -> None:
+        """MQTT callback (network thread): store the node's status; never raise."""
+        try:
+            node = self.topics.parse(msg.topic).node
+            doc = json.loads(msg.payload) if msg.payload else None
+        except (ValueError, UnicodeDecodeError):
+            return
+        if node is None or not (doc is None or isinstance(doc, dict)):
+            return
+        with self._cond:
+            if doc is None:
+                self.statuses.pop(node, None)
+            else:
+                self.statuses[node] = doc
+            self._cond.notify_all()
+
+    def watch(self, ref: str, commit: str, nodes: list[str]) -> None:
+        if not nodes:
+            return
+        with self._cond:
+            older = self.active.pop(ref, None)
+            self.active[ref] = Deployment(ref, commit, sorted(nodes), self.clock() + self.timeout_s)
+            self._cond.notify_all()
+        if older is not None and older.commit != commit:
+            self._report(older.commit, "canceled", f"superseded by {commit[:12]}", ref)
+        self._report(commit, "running", f"waiting for {', '.join(sorted(nodes))}", ref)
+        self.check()
+
+    def check(self) -> None:
+        """Finish every deployment that converged or timed out (the thread calls this)."""
+        done: list[tuple[Deployment, str, str]] = []
+        with self._cond:
+            now = self.clock()
+            for ref, dep in list(self.active.items()):
+                state, text = verdict(self.statuses, dep.commit, dep.nodes)
+                if state == "success" or now >= dep.deadline:
+                    if state != "success":
+                        state, text = "failed", failure(self.statuses, dep.commit, dep.nodes)
+                    del self.active[ref]
+                    done.append((dep, state, text))
+        for dep, state, text in done:
+            self.finished.append((dep.commit, state, text))
+            self._report(dep.commit, state, text, dep.ref)
+
+    def _report(self, commit: str, state: str, text: str, ref: str) -> None:
+        log.info("deploy of %s on %s: %s (%s)", commit[:12], ref, state, text)
+        try:
+            self.reporter.set_status(commit, NAME, state, text, ref=ref)
+        except SyncError as e:
+            log.warning("could not report deploy %s of %s: %s", state, commit[:12], e)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="config-sync-deploy", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                if self._stopping:
+                    return
+                self._cond.wait(self.tick_s)
+            try:
+                self.check()
+            except Exception:
+                log.exception("deploy watch failed; continuing")

@@ -1,0 +1,97 @@
+"""The gitpython adapter: one cached bare clone of the config repo under PHRAME_STATE_DIR.
+
+The sync and review passes call :meth:`GitRepo.fetch` then :meth:`GitRepo.head` and read
+trees through ``config_repo.sources.GitSource`` at a sha, never checking anything out.
+A GitLab token goes to git through the environment (never argv, never the URL on disk).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+import time
+from pathlib import Path
+
+import git
+from gitdb.exc import BadName, BadObject
+
+from config_repo import ConfigRepo, Problem, load
+from config_repo.sources import GitSource
+from config_sync.errors import GitError
+
+log = logging.getLogger(__name__)
+
+REFSPECS = (
+    "+refs/heads/*:refs/remotes/origin/*",
+    # GitLab keeps every MR's head here, also for MRs from forks
+    "+refs/merge-requests/*/head:refs/remotes/origin/merge-requests/*",
+)
+
+
+class GitRepo:
+    """A bare clone of ``url`` at ``<state_dir>/config-repo.git``; thread-safe."""
+
+    def __init__(self, url: str, state_dir: str | Path, *, token: str | None = None) -> None:
+        self.url = url
+        self.path = Path(state_dir) / "config-repo.git"
+        self._token = token
+        self._lock = threading.Lock()
+        self.fetched_at: float | None = None
+        self.fetches = 0
+
+    def _env(self) -> dict[str, str]:
+        if not self._token:
+            return {}
+        basic = base64.b64encode(f"oauth2:{self._token}".encode()).decode()
+        return {
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "http.extraHeader",
+            "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
+        }
+
+    def _open(self) -> git.Repo:
+        if (self.path / "HEAD").is_file():
+            return git.Repo(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        repo = git.Repo.init(self.path, bare=True)
+        repo.create_remote("origin", self.url)
+        log.info("created the clone cache %s for %s", self.path, self.url)
+        return repo
+
+    def fetch(self) -> None:
+        """Bring every branch (and MR head) up to date, pruning deleted ones."""
+        with self._lock:
+            try:
+                repo = self._open()
+                with repo.git.custom_environment(GIT_TERMINAL_PROMPT="0", **self._env()):
+                    repo.git.fetch("--prune", "--quiet", "origin", *REFSPECS)
+            except (git.GitError, OSError) as e:
+                raise GitError(f"cannot fetch {self.url} into {self.path}: {_short(e)}") from e
+            self.fetched_at = time.time()
+            self.fetches += 1
+
+    def head(self, branch: str) -> str:
+        """The sha at the head of ``branch`` as last fetched."""
+        if branch.startswith("refs/tags/"):
+            raise GitError(f"{branch}: tags are never tracked")
+        try:
+            return str(git.Repo(self.path).commit(f"refs/remotes/origin/{branch}").hexsha)
+        except (git.GitError, BadName, BadObject, ValueError, OSError) as e:
+            raise GitError(f"branch {branch!r} not found in {self.url}: {_short(e)}") from e
+
+    def has_branch(self, branch: str) -> bool:
+        try:
+            self.head(branch)
+        except GitError:
+            return False
+        return True
+
+    def load(self, sha: str) -> tuple[ConfigRepo, list[Problem]]:
+        """The repository's tree at ``sha`` (read from objects, no checkout)."""
+        return load(GitSource(self.path, sha))
+
+
+def _short(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return " ".join(line.strip() for line in text[-3:]) if text else type(e).__name__

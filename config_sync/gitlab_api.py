@@ -1,0 +1,178 @@
+"""Telling the git host what config-sync found and did (DESIGN §7): statuses and plan notes.
+
+The sync and review passes call a :class:`Reporter`. ``GitLabReporter`` is the only
+module importing python-gitlab: commit statuses under one stable name each (a repeated
+transition counts as success), one plan note per merge request found again by its hidden
+marker and edited in place, branches created from an explicit sha, never a tag.
+``LocalReporter`` (PHRAME_GIT_HOST=local) logs and keeps the latest for ``/status``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from typing import Any, Protocol
+
+import gitlab
+from gitlab import exceptions as gl_exc
+
+from config_sync.errors import GitLabError
+from config_sync.plan import PLAN_MARKER
+
+log = logging.getLogger(__name__)
+
+STATES = ("pending", "running", "success", "failed", "canceled")
+_KEEP = 50  # statuses kept in memory for /status and for skipping repeats
+
+
+class Reporter(Protocol):
+    def set_status(
+        self, sha: str, name: str, state: str, description: str, *, ref: str | None = None
+    ) -> None: ...
+
+    def upsert_plan_note(self, mr_iid: int, body: str) -> None: ...
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+
+class _Memory:
+    """The latest statuses and notes, so repeats are skipped and /status can show them."""
+
+    def __init__(self) -> None:
+        self.statuses: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+        self.notes: dict[int, str] = {}
+        self.lock = threading.Lock()
+
+    def is_repeat(self, sha: str, name: str, state: str, description: str) -> bool:
+        with self.lock:
+            old = self.statuses.get((sha, name))
+            return old is not None and (old["state"], old["description"]) == (state, description)
+
+    def remember(self, sha: str, name: str, state: str, description: str, ref: str | None) -> None:
+        with self.lock:
+            self.statuses[(sha, name)] = {
+                "sha": sha,
+                "name": name,
+                "state": state,
+                "description": description,
+                "ref": ref,
+            }
+            self.statuses.move_to_end((sha, name))
+            while len(self.statuses) > _KEEP:
+                self.statuses.popitem(last=False)
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                "statuses": list(self.statuses.values())[-20:],
+                "plans": {str(k): v for k, v in sorted(self.notes.items())[-20:]},
+            }
+
+
+def _check_state(state: str) -> None:
+    if state not in STATES:
+        raise ValueError(f"unknown commit status state {state!r}")
+
+
+class LocalReporter:
+    """No git host API: statuses and plans are logged and kept for ``GET /status``."""
+
+    def __init__(self) -> None:
+        self.memory = _Memory()
+
+    def set_status(
+        self, sha: str, name: str, state: str, description: str, *, ref: str | None = None
+    ) -> None:
+        _check_state(state)
+        if not self.memory.is_repeat(sha, name, state, description):
+            log.info("status %s of %s: %s (%s)", name, sha[:12], state, description)
+        self.memory.remember(sha, name, state, description, ref)
+
+    def upsert_plan_note(self, mr_iid: int, body: str) -> None:
+        log.info("plan for !%d:\n%s", mr_iid, body)
+        with self.memory.lock:
+            self.memory.notes[mr_iid] = body
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.memory.snapshot()
+
+
+class GitLabReporter:
+    """Statuses, plan notes and branches through GitLab's REST API (token scope ``api``)."""
+
+    def __init__(self, url: str, token: str, project: str | int, *, timeout: float = 10.0) -> None:
+        # No retries here: a sync pass must not stall on a GitLab outage; a status that
+        # failed is not remembered, so the next pass (or poll) sets it again.
+        self.gl = gitlab.Gitlab(url, private_token=token, timeout=timeout, retry_transient_errors=False)
+        self.project = self.gl.projects.get(project, lazy=True)
+        self.memory = _Memory()
+
+    def set_status(
+        self, sha: str, name: str, state: str, description: str, *, ref: str | None = None
+    ) -> None:
+        _check_state(state)
+        if self.memory.is_repeat(sha, name, state, description):
+            return  # GitLab would answer 400 for the repeated transition anyway
+        data = {"state": state, "name": name, "description": description[:255]}
+        if ref:
+            data["ref"] = ref
+        try:
+            self.project.commits.get(sha, lazy=True).statuses.create(data)
+        except gl_exc.GitlabCreateError as e:
+            if not _is_repeated_transition(e):
+                raise GitLabError(f"status {name}={state} on {sha[:12]}: {_why(e)}") from e
+            log.debug("status %s=%s on %s was already set", name, state, sha[:12])
+        except gl_exc.GitlabError as e:
+            raise GitLabError(f"status {name}={state} on {sha[:12]}: {_why(e)}") from e
+        self.memory.remember(sha, name, state, description, ref)
+
+    def upsert_plan_note(self, mr_iid: int, body: str) -> None:
+        """Edit the note carrying :data:`PLAN_MARKER`, or create it: never two plan notes."""
+        if PLAN_MARKER not in body:
+            body = f"{PLAN_MARKER}\n{body}"
+        try:
+            mr = self.project.mergerequests.get(mr_iid, lazy=True)
+            existing = next(
+                (n for n in mr.notes.list(iterator=True, sort="asc") if PLAN_MARKER in (n.body or "")), None
+            )
+            if existing is None:
+                mr.notes.create({"body": body})
+            elif existing.body != body:
+                existing.body = body
+                existing.save()
+        except gl_exc.GitlabError as e:
+            raise GitLabError(f"plan note on !{mr_iid}: {_why(e)}") from e
+        with self.memory.lock:
+            self.memory.notes[mr_iid] = body
+
+    def create_branch(self, branch: str, sha: str) -> None:
+        """Create ``branch`` at exactly ``sha``; an existing branch at that sha is success."""
+        if branch.startswith("refs/tags/") or not sha:
+            raise GitLabError(f"refusing to create {branch!r}: only branches, from an explicit sha")
+        try:
+            self.project.branches.create({"branch": branch, "ref": sha})
+        except gl_exc.GitlabCreateError as e:
+            if "already exists" not in _why(e):
+                raise GitLabError(f"creating branch {branch}: {_why(e)}") from e
+            at = self._branch_sha(branch)
+            if at != sha:
+                raise GitLabError(f"branch {branch} already exists at {str(at)[:12]}, not {sha[:12]}") from e
+
+    def _branch_sha(self, branch: str) -> str | None:
+        try:
+            commit: dict[str, Any] = self.project.branches.get(branch).commit
+        except gl_exc.GitlabError as e:
+            raise GitLabError(f"reading branch {branch}: {_why(e)}") from e
+        return commit.get("id")
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.memory.snapshot()
+
+
+def _why(e: gl_exc.GitlabError) -> str:
+    return f"{e.response_code} {e.error_message}" if e.response_code else str(e.error_message)
+
+
+def _is_repeated_transition(e: gl_exc.GitlabError) -> bool:
+    return e.response_code == 400 and "Cannot transition status" in str(e.error_message)

@@ -1,0 +1,222 @@
+"""Publishing a commit's desired state: diff against what the broker holds, send the rest.
+
+The sync pass calls :meth:`Publisher.publish_commit`. What is published is rebuilt from
+the retained topics at start-up (and after any failed batch), so a restart republishes
+nothing unchanged and a half-published pass is completed by the next one. An invalid
+commit publishes only its environments' ``sync`` topics; it never touches desired items.
+Items go out as one acknowledged batch, then manifests and sync topics as another.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from config_sync.errors import PublishError
+from config_sync.plan import PublishPlan, decode, desired_state, publish_plan, sync_payload
+from phrame_mqtt import MqttError
+from schemas import Topics, canonical_json
+
+log = logging.getLogger(__name__)
+
+
+class Broker(Protocol):
+    """The part of ``phrame_mqtt.MqttClient`` publishing needs."""
+
+    def publish_batch(
+        self,
+        items: Iterable[tuple[str, bytes | None]],
+        retain: bool = True,
+        qos: int = 1,
+        timeout: float = 30.0,
+    ) -> None: ...
+
+    def collect_retained(
+        self, topic_filter: str, settle: float = 0.3, timeout: float = 10.0
+    ) -> dict[str, bytes]: ...
+
+
+@dataclass
+class Outcome:
+    """What one publication did (for /status, metrics, the deploy watch and tests)."""
+
+    ref: str
+    commit: str
+    ok: bool
+    environments: list[str]
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[tuple[str, bytes | None]] = field(default_factory=list)
+    changed_nodes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    send_seconds: float = 0.0  # of ``seconds``: publishing and waiting for every PUBACK
+
+
+class Publisher:
+    def __init__(
+        self,
+        broker: Broker,
+        topics: Topics,
+        *,
+        timeout: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.broker = broker
+        self.topics = topics
+        self.timeout = timeout
+        self.clock = clock
+        self.published: dict[str, bytes] | None = None  # None: rebuild from the broker first
+        self.messages_total = 0
+        self._decoded: dict[str, tuple[bytes, dict[str, Any]]] = {}  # topic -> (payload, its JSON)
+        self._lock = threading.Lock()
+
+    def rebuild(self) -> None:
+        """Read every retained desired-plane topic back from the broker."""
+        try:
+            self.published = self.broker.collect_retained(self.topics.desired_filter(), settle=0.3)
+        except MqttError as e:
+            raise PublishError(f"cannot read the published desired state: {e}") from e
+        log.info("rebuilt the published state: %d retained desired topics", len(self.published))
+
+    def invalidate(self) -> None:
+        """Forget what is published; the next publication re-reads it from the broker."""
+        with self._lock:
+            self.published = None
+
+    def publish_commit(
+        self,
+        *,
+        ref: str,
+        commit: str,
+        environments: Collection[str],
+        rendered: Mapping[str, dict[str, Any]] | None,
+        errors: list[dict[str, Any]],
+    ) -> Outcome:
+        """Publish ``rendered`` (the topics of ``environments`` at ``commit``) or, with
+        ``errors``, only the sync topics that report them."""
+        started = time.monotonic()
+        with self._lock:  # one publication at a time: each diffs against the last
+            if self.published is None:
+                self.rebuild()
+            published = self.published or {}
+            plan = PublishPlan()
+            desired: dict[str, dict[str, Any]] = {}
+            gone: list[str] = []
+            if not errors and rendered is not None:
+                # environments this ref published before but no longer declares: clear them too
+                gone = sorted(self._environments_of(ref, published) - set(environments))
+                scope = {*environments, *gone}
+                previous = decode(published, self.topics, self._decoded)
+                desired = desired_state(
+                    rendered,
+                    published,
+                    topics=self.topics,
+                    commit=commit,
+                    environments=scope,
+                    previous=previous,
+                )
+                plan = publish_plan(desired, published, self.topics, previous=previous)
+            items: list[tuple[str, bytes | None]] = [*plan.items, *((t, None) for t in plan.clears)]
+            tail = self._sync_messages(ref, commit, environments, errors, published)
+            tail += [(self.topics.env_sync(env), None) for env in gone]
+            # Two acknowledged steps: a manifest goes out only once every item it names is
+            # on the broker, so an agent never prunes on a half-published generation.
+            steps = [items, [*plan.manifests, *tail]]
+            messages = [m for step in steps for m in step]
+            sending = time.monotonic()
+            for step in steps:
+                self._send(step, commit, published)
+            for topic, doc in desired.items():  # what we just published needs no decoding later
+                if topic in published:
+                    self._decoded[topic] = (published[topic], doc)
+            sent_s = time.monotonic() - sending
+            self.published = published
+            self.messages_total += len(messages)
+        outcome = Outcome(
+            ref=ref,
+            commit=commit,
+            ok=not errors,
+            environments=sorted(environments),
+            errors=errors,
+            messages=messages,
+            changed_nodes=plan.changed_nodes(self.topics),
+            seconds=time.monotonic() - started,
+            send_seconds=sent_s,
+        )
+        log.info(
+            "published %s at %s: %d messages (%d items, %d cleared, %d manifests), %d error(s)",
+            ref,
+            commit[:12],
+            len(messages),
+            len(plan.items),
+            len(plan.clears),
+            len(plan.manifests),
+            len(errors),
+        )
+        return outcome
+
+    def _sync_messages(
+        self,
+        ref: str,
+        commit: str,
+        environments: Collection[str],
+        errors: list[dict[str, Any]],
+        published: Mapping[str, bytes],
+    ) -> list[tuple[str, bytes | None]]:
+        out: list[tuple[str, bytes | None]] = []
+        for env in sorted(environments):
+            topic = self.topics.env_sync(env)
+            previous = _json(published.get(topic))
+            payload = sync_payload(
+                environment=env, ref=ref, commit=commit, errors=errors, previous=previous, now=self.clock()
+            )
+            raw = canonical_json(payload)
+            if raw != published.get(topic):
+                out.append((topic, raw))
+        return out
+
+    def _send(self, step: list[tuple[str, bytes | None]], commit: str, published: dict[str, bytes]) -> None:
+        if not step:
+            return
+        try:
+            self.broker.publish_batch(step, timeout=self.timeout)
+        except MqttError as e:
+            self.published = None  # unknown what arrived: re-read before the next pass
+            raise PublishError(f"publishing {len(step)} messages for {commit[:12]} failed: {e}") from e
+        for topic, payload in step:
+            if payload:
+                published[topic] = payload
+            else:
+                published.pop(topic, None)
+                self._decoded.pop(topic, None)
+
+    def _environments_of(self, ref: str, published: Mapping[str, bytes]) -> set[str]:
+        found = set()
+        for topic, raw in published.items():
+            try:
+                parsed = self.topics.parse(topic)
+            except ValueError:
+                continue
+            doc = _json(raw) if parsed.kind == "sync" else None
+            if doc is not None and doc.get("ref") == ref and parsed.environment:
+                found.add(parsed.environment)
+        return found
+
+    def sync_state(self, env: str) -> dict[str, Any] | None:
+        """The environment's sync topic as last published (for /status)."""
+        with self._lock:
+            return _json((self.published or {}).get(self.topics.env_sync(env)))
+
+
+def _json(raw: bytes | None) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    try:
+        doc = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None

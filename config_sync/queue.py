@@ -1,0 +1,149 @@
+"""Coalescing work queues: one worker thread per tracked ref (and one for reviews).
+
+The app only calls :meth:`Worker.trigger` and returns. A worker runs one job at a time;
+any number of triggers for a key while a job runs leaves exactly one more run of that
+key, which re-reads the current head (level-triggered, DESIGN §5); ``debounce_s`` holds
+a new trigger that long so a burst coalesces even before the first run. A failed job is
+logged and counted; the worker never dies. ``poll_s`` re-runs the poll job when idle.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+Job = Callable[[], object]  # the result is ignored
+
+
+class Worker:
+    """One thread draining a map of key → latest job; the same key coalesces."""
+
+    def __init__(
+        self, name: str, *, poll: Job | None = None, poll_s: float | None = None, debounce_s: float = 0.0
+    ) -> None:
+        self.name = name
+        self._poll, self._poll_s = poll, poll_s
+        self._debounce_s = debounce_s
+        self._pending: dict[str, tuple[Job, float]] = {}  # key -> (latest job, first trigger)
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._busy = False
+        self.runs = 0
+        self.failures = 0
+        self.last_error: str | None = None
+        self._thread = threading.Thread(target=self._loop, name=f"config-sync-{name}", daemon=True)
+
+    def start(self) -> Worker:
+        self._thread.start()
+        return self
+
+    def trigger(self, key: str, job: Job) -> None:
+        """Queue ``job`` under ``key``, replacing a pending job of the same key; never blocks."""
+        with self._cond:
+            first = self._pending[key][1] if key in self._pending else time.monotonic()
+            self._pending[key] = (job, first)
+            self._cond.notify_all()
+
+    @property
+    def queued(self) -> int:
+        with self._cond:
+            return len(self._pending)
+
+    def is_idle(self) -> bool:
+        with self._cond:
+            return not self._pending and not self._busy
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Until nothing is pending or running (for tests and shutdown)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._pending and not self._busy, timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _next(self) -> Job | None:
+        deadline = time.monotonic() + self._poll_s if self._poll_s else None
+        with self._cond:
+            while not self._pending and not self._stopping:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    self._busy = self._poll is not None
+                    return self._poll
+                self._cond.wait(remaining)
+            # a short quiet period gathers a burst (GitLab sends push and MR hooks together)
+            key = next(iter(self._pending), None)
+            while key is not None and not self._stopping:
+                wait = self._pending[key][1] + self._debounce_s - time.monotonic()
+                if wait <= 0:
+                    break
+                self._cond.wait(wait)
+            if self._stopping or key is None:
+                return None
+            self._busy = True
+            return self._pending.pop(key)[0]
+
+    def _loop(self) -> None:
+        while True:
+            job = self._next()
+            if job is None:
+                with self._cond:
+                    if self._stopping:
+                        return
+                continue
+            try:
+                job()
+                self.runs += 1
+            except Exception as e:  # the loop never dies from one pass
+                self.failures += 1
+                self.last_error = f"{type(e).__name__}: {e}"
+                log.exception("worker %s: a pass failed; the next trigger or poll retries", self.name)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+
+class WorkQueue:
+    """The workers of one config-sync: ``ref:<branch>`` per tracked ref, ``reviews`` for MRs."""
+
+    def __init__(self, *, poll_s: float | None = None, debounce_s: float = 0.0) -> None:
+        self.poll_s = poll_s
+        self.debounce_s = debounce_s
+        self.workers: dict[str, Worker] = {}
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def worker(self, name: str, *, poll: Job | None = None) -> Worker:
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("work queue stopped")
+            if name not in self.workers:
+                poll_s = self.poll_s if poll is not None else None
+                worker = Worker(name, poll=poll, poll_s=poll_s, debounce_s=self.debounce_s)
+                self.workers[name] = worker.start()
+            return self.workers[name]
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Until every worker is idle, including workers a finishing job just added."""
+        deadline = time.monotonic() + timeout
+        while True:
+            workers = list(self.workers.values())
+            if not all(w.wait_idle(max(0.0, deadline - time.monotonic())) for w in workers):
+                return False
+            if len(self.workers) == len(workers) and all(w.is_idle() for w in workers):
+                return True
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            workers = list(self.workers.values())
+        for w in workers:
+            w.stop()

@@ -1,0 +1,177 @@
+"""The wiring of one config-sync: broker clients, clone, publisher, reporter, queues, watcher.
+
+``app.py`` starts and stops it; the HTTP handlers only call the ``trigger_*`` methods,
+which queue work and return at once. Tests build it with a small :class:`SyncSettings`.
+It never publishes or fetches on a request thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from typing import Any
+
+from config_sync.deploy import DeployWatcher
+from config_sync.git_repo import GitRepo
+from config_sync.gitlab_api import GitLabReporter, LocalReporter, Reporter
+from config_sync.metrics import Metrics
+from config_sync.publishing import Outcome, Publisher
+from config_sync.queue import WorkQueue
+from config_sync.settings import SyncSettings
+from config_sync.syncing import Syncer
+from config_sync.webhooks import Route
+from phrame_mqtt import MqttClient
+from schemas import Topics
+
+log = logging.getLogger(__name__)
+
+
+def make_reporter(settings: SyncSettings) -> Reporter:
+    if settings.git_host == "gitlab":
+        assert settings.gitlab_url and settings.gitlab_token and settings.gitlab_project
+        return GitLabReporter(settings.gitlab_url, settings.gitlab_token, settings.gitlab_project)
+    return LocalReporter()
+
+
+class ConfigSync:
+    def __init__(self, settings: SyncSettings, *, reporter: Reporter | None = None) -> None:
+        self.settings = settings
+        self.topics = Topics(settings.topic_prefix)
+        suffix = uuid.uuid4().hex[:8]
+        self.mqtt = MqttClient(settings.mqtt, f"config-sync-{suffix}", on_connect=self._on_reconnect)
+        actual = settings.actual_mqtt
+        self.actual = (
+            self.mqtt
+            if actual is None or actual == settings.mqtt
+            else MqttClient(actual, f"config-sync-a-{suffix}")
+        )
+        token = settings.gitlab_token if settings.git_host == "gitlab" else None
+        self.git = GitRepo(settings.repo_url, settings.state_dir, token=token)
+        self.reporter = reporter or make_reporter(settings)
+        self.metrics = Metrics()
+        self.publisher = Publisher(self.mqtt, self.topics)
+        self.deployer = DeployWatcher(self.reporter, self.topics, timeout_s=settings.deploy_timeout_s)
+        self.syncer = Syncer(
+            self.git,
+            self.publisher,
+            self.reporter,
+            self.topics,
+            default_ref=settings.default_ref,
+            deployer=self.deployer,
+            on_outcome=self._record,
+        )
+        self.queue = WorkQueue(poll_s=settings.poll_s, debounce_s=settings.debounce_s)
+        self.sync_counts: dict[str, int] = {}
+        self.started_at: float | None = None
+        self._lock = threading.Lock()
+
+    # -- lifecycle
+    def start(self) -> None:
+        self.mqtt.start(timeout=10)
+        if self.actual is not self.mqtt:
+            self.actual.start(timeout=10)
+        self.actual.subscribe(self.deployer.status_filter(), self.deployer.on_status)
+        self.deployer.start()
+        self.publisher.rebuild()
+        self.started_at = time.time()
+        self.trigger_sync(self.settings.default_ref)
+
+    def stop(self) -> None:
+        self.queue.stop()
+        self.deployer.stop()
+        if self.actual is not self.mqtt:
+            self.actual.stop()
+        self.mqtt.stop()
+
+    # -- triggers (called from request handlers: they must return at once)
+    @property
+    def tracked(self) -> set[str]:
+        return set(self.syncer.tracked)
+
+    def trigger_sync(self, ref: str) -> bool:
+        if ref not in self.syncer.tracked:
+            return False
+        self._ref_worker(ref).trigger(ref, lambda: self._sync(ref))
+        return True
+
+    def trigger_review(self, route: Route) -> None:
+        assert route.mr_iid is not None and route.source_branch and route.ref
+        iid, source, target = route.mr_iid, route.source_branch, route.ref
+        self.queue.worker("reviews").trigger(f"mr:{iid}", lambda: self._review(iid, source, target))
+
+    def _ref_worker(self, ref: str) -> Any:
+        return self.queue.worker(f"ref:{ref}", poll=lambda: self._sync(ref))
+
+    # -- work (worker threads)
+    def _sync(self, ref: str) -> None:
+        with self._lock:
+            self.sync_counts[ref] = self.sync_counts.get(ref, 0) + 1
+        with self.metrics.sync_seconds.labels(ref).time():
+            try:
+                self.syncer.sync_ref(ref)
+            except Exception:
+                self.metrics.syncs.labels(ref, "error").inc()
+                raise
+        for tracked in sorted(self.syncer.tracked - {ref}):
+            if f"ref:{tracked}" not in self.queue.workers:  # newly tracked: its worker, poll and first sync
+                self.trigger_sync(tracked)
+
+    def _review(self, iid: int, source: str, target: str) -> None:
+        try:
+            self.syncer.review(iid, source, target)
+        except Exception:
+            self.metrics.reviews.labels("error").inc()
+            raise
+        self.metrics.reviews.labels("ok").inc()
+
+    def _on_reconnect(self) -> None:
+        """MQTT network thread: after a reconnect the broker may have lost its retained
+        topics (no persistence), so re-read them and re-sync every tracked ref."""
+        if self.started_at is None:
+            return  # the first connection: start() rebuilds and syncs
+        log.info("reconnected to the desired broker; re-reading what is published")
+        self.publisher.invalidate()
+        for ref in sorted(self.syncer.tracked):
+            self.trigger_sync(ref)
+
+    def _record(self, outcome: Outcome) -> None:
+        self.metrics.syncs.labels(outcome.ref, "applied" if outcome.ok else "invalid").inc()
+        self.metrics.messages.inc(len(outcome.messages))
+
+    # -- reading
+    def is_ready(self) -> bool:
+        ready = self.mqtt.is_connected and self.git.fetched_at is not None
+        self.metrics.ready.set(1 if ready else 0)
+        return ready
+
+    def status(self) -> dict[str, Any]:
+        environments = {}
+        for ref, envs in sorted(self.syncer.envs_by_ref.items()):
+            for env in sorted(envs):
+                environments[env] = {"ref": ref, "sync": self.publisher.sync_state(env)}
+        last = {
+            ref: {
+                "commit": o.commit,
+                "ok": o.ok,
+                "errors": o.errors,
+                "messages": len(o.messages),
+                "changed_nodes": o.changed_nodes,
+            }
+            for ref, o in sorted(self.syncer.last.items())
+        }
+        workers = {
+            name: {"runs": w.runs, "failures": w.failures, "last_error": w.last_error, "queued": w.queued}
+            for name, w in sorted(self.queue.workers.items())
+        }
+        return {
+            "git_host": self.settings.git_host,
+            "tracked_refs": sorted(self.syncer.tracked),
+            "environments": environments,
+            "last_sync": last,
+            "workers": workers,
+            "deploys": {ref: d.commit for ref, d in self.deployer.active.items()},
+            "reports": self.reporter.snapshot(),
+            "ready": self.is_ready(),
+        }

@@ -1,0 +1,91 @@
+"""The settings of config-sync, read once from ``PHRAME_*`` variables (DESIGN §6).
+
+``__main__`` and ``phrame config-sync`` call :meth:`SyncSettings.from_env`; tests build the
+dataclass directly. Secrets given as ``*_FILE`` are read here and never appear in ``repr``;
+reading goes through the shared ``phrame_settings.EnvReader``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from config_sync.errors import SettingsError
+from phrame_mqtt import MqttSettings
+from phrame_settings import EnvReader
+
+GIT_HOSTS = ("local", "gitlab")
+DEFAULT_LISTEN = "127.0.0.1:8080"
+MAX_BODY_BYTES = 1024 * 1024  # GitLab push payloads are capped at 20 commits; 1 MiB is ample
+
+
+@dataclass(frozen=True)
+class SyncSettings:
+    repo_url: str
+    state_dir: str
+    git_host: str = "local"
+    gitlab_url: str | None = None
+    gitlab_token: str | None = field(default=None, repr=False)
+    gitlab_project: str | None = None
+    webhook_secret: str | None = field(default=None, repr=False)
+    listen: str = DEFAULT_LISTEN
+    poll_s: float = 60.0
+    debounce_s: float = 0.5
+    deploy_timeout_s: float = 600.0
+    topic_prefix: str = "phrame"
+    default_ref: str = "main"
+    max_body_bytes: int = MAX_BODY_BYTES
+    mqtt: MqttSettings = field(default_factory=MqttSettings)
+    actual_mqtt: MqttSettings | None = None  # None: the desired plane's broker
+
+    def __post_init__(self) -> None:
+        if self.git_host not in GIT_HOSTS:
+            raise SettingsError(f"PHRAME_GIT_HOST must be local or gitlab, not {self.git_host!r}")
+        if self.git_host == "gitlab":
+            missing = [
+                name
+                for name, value in (
+                    ("PHRAME_GITLAB_URL", self.gitlab_url),
+                    ("PHRAME_GITLAB_TOKEN", self.gitlab_token),
+                    ("PHRAME_GITLAB_PROJECT", self.gitlab_project),
+                    ("PHRAME_WEBHOOK_SECRET", self.webhook_secret),
+                )
+                if not value
+            ]
+            if missing:
+                raise SettingsError(f"PHRAME_GIT_HOST=gitlab needs {', '.join(missing)}")
+        self.listen_address  # noqa: B018 -- fail at start-up on a bad PHRAME_LISTEN
+
+    @property
+    def listen_address(self) -> tuple[str, int]:
+        host, sep, port = self.listen.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise SettingsError(f"PHRAME_LISTEN must be host:port, not {self.listen!r}")
+        return host, int(port)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> SyncSettings:
+        e = EnvReader(env, error=SettingsError)
+        repo_url = e.text("PHRAME_REPO_URL")
+        if not repo_url:
+            raise SettingsError("PHRAME_REPO_URL is required (a bare repository path or a clone URL)")
+        default_state = str(Path.home() / ".local/state/phrame/config-sync")
+        return cls(
+            repo_url=repo_url,
+            state_dir=e.text("PHRAME_STATE_DIR", default_state) or default_state,
+            git_host=e.choice("PHRAME_GIT_HOST", "local", GIT_HOSTS),
+            gitlab_url=e.text("PHRAME_GITLAB_URL"),
+            gitlab_token=e.secret("PHRAME_GITLAB_TOKEN"),
+            gitlab_project=e.text("PHRAME_GITLAB_PROJECT"),
+            webhook_secret=e.secret("PHRAME_WEBHOOK_SECRET"),
+            listen=e.text("PHRAME_LISTEN", DEFAULT_LISTEN) or DEFAULT_LISTEN,
+            poll_s=e.number("PHRAME_POLL_S", 60.0, minimum=1.0),
+            debounce_s=e.number("PHRAME_DEBOUNCE_S", 0.5, minimum=0.0),
+            deploy_timeout_s=e.number("PHRAME_DEPLOY_TIMEOUT_S", 600.0, minimum=1.0),
+            topic_prefix=e.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",
+            default_ref=e.text("PHRAME_TRACK_REF", "main") or "main",
+            max_body_bytes=e.integer("PHRAME_MAX_BODY_BYTES", MAX_BODY_BYTES, minimum=1024),
+            mqtt=MqttSettings.from_env("desired", env),
+            actual_mqtt=MqttSettings.from_env("actual", env),
+        )

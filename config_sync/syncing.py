@@ -1,0 +1,151 @@
+"""One pass of config-sync: fetch, read the head of a ref, validate, render, publish, report.
+
+The work queue calls :meth:`Syncer.sync_ref` (a tracked ref) and :meth:`Syncer.review`
+(a merge request). Both re-read everything from git, so the trigger that started them
+carries no data that matters (level-triggered). A commit that fails validation is never
+rendered or published: its errors go to the commit status and the ``sync`` topic.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from config_repo import ConfigError, ConfigRepo, render, validate
+from config_sync.deploy import DeployWatcher
+from config_sync.errors import SyncError
+from config_sync.git_repo import GitRepo
+from config_sync.gitlab_api import Reporter
+from config_sync.plan import item_changes, plan_markdown
+from config_sync.publishing import Outcome, Publisher
+from schemas import Topics
+
+log = logging.getLogger(__name__)
+VALIDATE = "phrame/validate"
+READINGS_KEPT = 4
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one commit holds, as far as a sync cares (cached by sha: a commit never changes)."""
+
+    sha: str
+    tracks: dict[str, str]  # environment -> the ref it tracks (best effort on an invalid repo)
+    errors: list[dict[str, Any]]
+    rendered: dict[str, dict[str, Any]] | None  # every desired topic; None when invalid
+
+    def tracking(self, ref: str) -> set[str]:
+        return {env for env, track in self.tracks.items() if track == ref}
+
+
+def _tracks(repo: ConfigRepo, default_ref: str) -> dict[str, str]:
+    out = {}
+    for name, env in repo.environments.items():
+        data = env.doc.data if env.doc is not None and isinstance(env.doc.data, dict) else {}
+        out[name] = str(data.get("track", default_ref))
+    return out
+
+
+class Syncer:
+    def __init__(
+        self,
+        git: GitRepo,
+        publisher: Publisher,
+        reporter: Reporter,
+        topics: Topics,
+        *,
+        default_ref: str = "main",
+        deployer: DeployWatcher | None = None,
+        on_outcome: Callable[[Outcome], None] | None = None,
+    ) -> None:
+        self.git, self.publisher, self.reporter, self.topics = git, publisher, reporter, topics
+        self.default_ref = default_ref
+        self.deployer = deployer
+        self.on_outcome = on_outcome
+        self.tracked: set[str] = {default_ref}
+        self.envs_by_ref: dict[str, set[str]] = {}
+        self.last: dict[str, Outcome] = {}  # by ref
+        self._lock = threading.Lock()
+        self._readings: OrderedDict[str, Reading] = OrderedDict()
+
+    def read(self, sha: str) -> Reading:
+        """Load, validate and render ``sha`` once; a poll that finds the same head only diffs."""
+        with self._lock:
+            if sha in self._readings:
+                self._readings.move_to_end(sha)
+                return self._readings[sha]
+        try:
+            repo, read_problems = self.git.load(sha)
+        except ConfigError as e:
+            reading = Reading(sha, {}, [{"rule": "unreadable", "message": str(e)}], None)
+        else:
+            errors = [p.to_dict() for p in validate(repo, read_problems)]
+            rendered = None if errors else render(repo, commit=sha).topics(self.topics)
+            reading = Reading(sha, _tracks(repo, self.default_ref), errors, rendered)
+        with self._lock:
+            self._readings[sha] = reading
+            while len(self._readings) > READINGS_KEPT:
+                self._readings.popitem(last=False)
+        return reading
+
+    def _report_validation(self, sha: str, errors: list[dict[str, Any]], ref: str | None) -> None:
+        if errors:
+            first = errors[0]
+            where = f"{first['file']}:{first.get('line', 1)}: " if "file" in first else ""
+            text = f"{len(errors)} problem(s); first: {where}{first['message']}"
+            self._report(sha, "failed", text, ref)
+        else:
+            self._report(sha, "success", "valid", ref)
+
+    def _report(self, sha: str, state: str, text: str, ref: str | None) -> None:
+        # GitLab being down must never hold a deployment back: log, publish anyway
+        try:
+            self.reporter.set_status(sha, VALIDATE, state, text, ref=ref)
+        except SyncError as e:
+            log.warning("could not report %s=%s on %s: %s", VALIDATE, state, sha[:12], e)
+
+    def sync_ref(self, ref: str) -> Outcome:
+        """Publish the head of ``ref`` (or, if it is invalid, only its errors)."""
+        self.git.fetch()
+        sha = self.git.head(ref)
+        reading = self.read(sha)
+        errors = reading.errors
+        with self._lock:
+            envs = reading.tracking(ref)
+            if not envs and errors:
+                envs = set(self.envs_by_ref.get(ref, set()))
+            if not errors:
+                self.envs_by_ref[ref] = envs
+            if ref == self.default_ref and not errors:
+                self.tracked = {self.default_ref, *reading.tracks.values()}
+        self._report_validation(sha, errors, ref)
+        outcome = self.publisher.publish_commit(
+            ref=ref, commit=sha, environments=envs, rendered=reading.rendered, errors=errors
+        )
+        self.last[ref] = outcome
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
+        if outcome.ok and outcome.changed_nodes and self.deployer is not None:
+            self.deployer.watch(ref, sha, outcome.changed_nodes)
+        return outcome
+
+    def review(self, mr_iid: int, source_branch: str, target_ref: str) -> str:
+        """Validate a merge request's head and upsert its plan note; returns the note."""
+        self.git.fetch()
+        mr_ref = f"merge-requests/{mr_iid}"
+        sha = self.git.head(mr_ref if self.git.has_branch(mr_ref) else source_branch)
+        base = self.git.head(target_ref)
+        new, old = self.read(sha), self.read(base)
+        errors = new.errors
+        self._report_validation(sha, errors, source_branch)
+        changes = []
+        if new.rendered is not None:
+            changes = item_changes(old.rendered or {}, new.rendered, self.topics)
+        body = plan_markdown(changes, errors, commit=sha, ref=target_ref)
+        self.reporter.upsert_plan_note(mr_iid, body)
+        log.info("reviewed !%d at %s: %d change(s), %d error(s)", mr_iid, sha[:12], len(changes), len(errors))
+        return body

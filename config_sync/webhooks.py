@@ -1,0 +1,116 @@
+"""Reading GitLab webhook deliveries and deciding what each one asks for (DESIGN §5, §7).
+
+Pure: the app hands in headers and the raw body; this module checks the token, derives
+the delivery key and routes the event to a sync of a tracked ref, a merge-request review
+or nothing. It never fetches, publishes or waits; a delivery is only a trigger.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from config_sync.errors import SyncError
+
+ZERO_SHA = "0" * 40
+BRANCH_PREFIX = "refs/heads/"
+MR_REVIEW_ACTIONS = ("open", "reopen", "update")
+
+
+class MalformedEvent(SyncError):
+    """The request is not a GitLab event we can read (answered 400 with this message)."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """What a delivery asks for: ``sync`` (of ``ref``), ``review`` (a merge request) or ``ignore``."""
+
+    action: str
+    reason: str
+    ref: str | None = None
+    mr_iid: int | None = None
+    source_branch: str | None = None
+    sha: str | None = None
+
+
+def is_token_valid(expected: str | None, given: str | None) -> bool:
+    """Constant-time comparison; no secret configured means no token is required (local host)."""
+    if expected is None:
+        return True
+    return given is not None and hmac.compare_digest(expected.encode(), given.encode())
+
+
+def delivery_key(headers: Mapping[str, str], body: bytes) -> str:
+    """GitLab's ``Idempotency-Key`` (the same across retries), else a hash of the body."""
+    key = headers.get("idempotency-key") or headers.get("Idempotency-Key")
+    if key:
+        return "key:" + key.strip()
+    return "sha256:" + hashlib.sha256(body).hexdigest()
+
+
+def parse_body(body: bytes) -> dict[str, Any]:
+    try:
+        doc = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise MalformedEvent(f"body is not JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise MalformedEvent("body must be a JSON object")
+    return doc
+
+
+def _text(doc: Mapping[str, Any], key: str, where: str) -> str:
+    value = doc.get(key)
+    if not isinstance(value, str) or not value:
+        raise MalformedEvent(f"{where}: {key!r} must be a non-empty string")
+    return value
+
+
+def _push(body: Mapping[str, Any], tracked: Collection[str]) -> Route:
+    ref = _text(body, "ref", "push event")
+    if not ref.startswith(BRANCH_PREFIX):
+        return Route("ignore", f"{ref} is not a branch")
+    branch = ref.removeprefix(BRANCH_PREFIX)
+    if branch not in tracked:
+        return Route("ignore", f"branch {branch} is not tracked")
+    if body.get("after") == ZERO_SHA or body.get("checkout_sha", "") is None:
+        # Deleting a tracked branch deploys nothing: the last good state stays published.
+        return Route("ignore", f"tracked branch {branch} was deleted; keeping the last state")
+    return Route("sync", f"push to {branch}", ref=branch, sha=body.get("checkout_sha"))
+
+
+def _merge_request(body: Mapping[str, Any], tracked: Collection[str]) -> Route:
+    attrs = body.get("object_attributes")
+    if not isinstance(attrs, dict):
+        raise MalformedEvent("merge request event: 'object_attributes' must be an object")
+    iid = attrs.get("iid")
+    if not isinstance(iid, int) or isinstance(iid, bool):
+        raise MalformedEvent("merge request event: 'object_attributes.iid' must be an integer")
+    target = _text(attrs, "target_branch", "merge request event")
+    source = _text(attrs, "source_branch", "merge request event")
+    action = attrs.get("action")
+    if target not in tracked:
+        return Route("ignore", f"!{iid} targets {target}, which is not tracked")
+    if action == "merge":
+        return Route("sync", f"!{iid} merged into {target}", ref=target)
+    if action not in MR_REVIEW_ACTIONS:
+        return Route("ignore", f"!{iid}: action {action!r} needs no review")
+    last = attrs.get("last_commit")
+    sha = last.get("id") if isinstance(last, dict) else None
+    return Route("review", f"!{iid} {action}", ref=target, mr_iid=iid, source_branch=source, sha=sha)
+
+
+def route(event: str | None, body: Mapping[str, Any], tracked: Collection[str]) -> Route:
+    """Route one delivery of ``X-Gitlab-Event: event``; raise :class:`MalformedEvent` when unreadable."""
+    if not event:
+        raise MalformedEvent("missing X-Gitlab-Event header")
+    if event == "Push Hook":
+        return _push(body, tracked)
+    if event == "Merge Request Hook":
+        return _merge_request(body, tracked)
+    if event == "Tag Push Hook":
+        return Route("ignore", "tags are never deployed")
+    return Route("ignore", f"event {event!r} is not handled")

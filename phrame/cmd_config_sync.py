@@ -1,0 +1,36 @@
+"""``phrame config-sync``: run the config-sync service (settings from ``PHRAME_*``, DESIGN §6).
+
+Same as ``python -m config_sync``; ``--listen`` overrides ``PHRAME_LISTEN``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--listen", help="host:port to serve on (default PHRAME_LISTEN or 127.0.0.1:8080)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from config_sync.app import create_app
+    from config_sync.errors import SyncError
+    from config_sync.service import ConfigSync
+    from config_sync.settings import SyncSettings
+    from phrame_settings import setup_logging
+
+    setup_logging()
+    try:
+        settings = SyncSettings.from_env()
+        if args.listen:
+            settings = dataclasses.replace(settings, listen=args.listen)
+    except SyncError as e:
+        print(f"phrame config-sync: {e}", file=sys.stderr)
+        return 2
+    host, port = settings.listen_address
+    uvicorn.run(create_app(ConfigSync(settings)), host=host, port=port, log_level="info")
+    return 0

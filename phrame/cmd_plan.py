@@ -1,0 +1,59 @@
+"""``phrame plan [PATH] [--from REF] [--to REF]``: what a change would do, per node.
+
+Prints the same Markdown plan config-sync posts on a merge request: per node, the
+containers, networks and processes to add, change (with the changed fields) and remove,
+or every problem of the new state. ``--to`` defaults to the files on disk (``HEAD`` for
+a bare repository); ``--from`` to ``main``. Exits 0 valid, 1 invalid, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from config_repo import ConfigError, load, render, validate
+from config_repo.sources import GitSource
+from config_sync.plan import item_changes, plan_markdown
+from phrame.repo_args import open_source
+from schemas import Topics
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", nargs="?", default=".", help="config repo: a directory or a git repository")
+    parser.add_argument("--from", dest="from_ref", default="main", help="the deployed ref (default main)")
+    parser.add_argument("--to", dest="to_ref", help="the proposed ref (default: the files on disk)")
+    parser.add_argument("--prefix", default="phrame", help="topic prefix (PHRAME_TOPIC_PREFIX)")
+
+
+def _topics_at(source: Any, topics: Topics) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], str]:
+    repo, read_problems = load(source)
+    problems = validate(repo, read_problems)
+    if problems:
+        return {}, [p.to_dict() for p in problems], repo.commit or "worktree"
+    rendered = render(repo)
+    return rendered.topics(topics), [], rendered.commit
+
+
+def _source(path: str, ref: str | None, *, git_only: bool = False) -> Any:
+    try:
+        return GitSource(path, ref or "HEAD") if git_only else open_source(path, ref)
+    except ConfigError:
+        raise
+    except Exception as e:  # gitdb's BadName for an unknown ref is no GitError (nor ValueError)
+        raise ConfigError(f"{path}: cannot read ref {ref!r}: {e}") from e
+
+
+def run(args: argparse.Namespace) -> int:
+    topics = Topics(args.prefix)
+    try:
+        new, errors, commit = _topics_at(_source(args.path, args.to_ref), topics)
+        old, old_errors, _ = _topics_at(_source(args.path, args.from_ref, git_only=True), topics)
+    except ConfigError as e:
+        print(f"phrame plan: {e}", file=sys.stderr)
+        return 2
+    if old_errors:
+        print(f"phrame plan: {args.from_ref} is itself invalid; planning from nothing", file=sys.stderr)
+    changes = item_changes(old, new, topics) if not errors else []
+    print(plan_markdown(changes, errors, commit=commit, ref=args.from_ref), end="")
+    return 1 if errors else 0

@@ -1,0 +1,56 @@
+"""``phrame replay EVENT.json [--url URL]``: post a recorded GitLab delivery to config-sync.
+
+EVENT.json is ``{"headers": {...}, "body": {...}}`` (see fixtures/webhooks). The token
+sent is ``--token``, else ``PHRAME_WEBHOOK_SECRET``, else the file's. ``--new-key`` gives
+the delivery a fresh ``Idempotency-Key`` so config-sync does not drop it as a replay.
+Exits 0 for a 2xx answer, 1 for another answer, 2 when the file or server is unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+import uuid
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("event", help="recorded delivery: {headers, body} JSON")
+    default = f"http://{os.environ.get('PHRAME_LISTEN', '127.0.0.1:8080')}/webhooks/gitlab"
+    parser.add_argument("--url", default=default, help=f"webhook URL (default {default})")
+    parser.add_argument(
+        "--token", help="X-Gitlab-Token to send (default PHRAME_WEBHOOK_SECRET or the file's)"
+    )
+    parser.add_argument("--new-key", action="store_true", help="send a fresh Idempotency-Key")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        with open(args.event, encoding="utf-8") as f:
+            doc = json.load(f)
+        headers = {str(k): str(v) for k, v in doc["headers"].items()}
+        body = json.dumps(doc["body"]).encode()
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        print(f"phrame replay: {args.event}: not a recorded delivery ({e})", file=sys.stderr)
+        return 2
+    token = args.token or os.environ.get("PHRAME_WEBHOOK_SECRET")
+    if token:
+        headers["X-Gitlab-Token"] = token
+    if args.new_key:
+        headers["Idempotency-Key"] = str(uuid.uuid4())
+    headers["Content-Type"] = "application/json"
+    request = urllib.request.Request(args.url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            code, text = answer.status, answer.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        code, text = e.code, e.read().decode(errors="replace")
+        e.close()
+    except (urllib.error.URLError, OSError) as e:
+        print(f"phrame replay: cannot reach {args.url}: {e}", file=sys.stderr)
+        return 2
+    print(f"{code} {text}")
+    return 0 if 200 <= code < 300 else 1

@@ -1,0 +1,49 @@
+"""``phrame plan`` on a real git repository: the MR plan for a ref or the files on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from phrame.cli import main as phrame_main
+from tests.integration.test_sync_support import SAMPLE, ConfigRemote
+
+SERVICE = "name: asset-cache\nimage: registry.studio.test/cache:1\nplacement:\n  node: core-01\n"
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> ConfigRemote:
+    remote = ConfigRemote(tmp_path)
+    remote.commit("sample", copy_from=SAMPLE)
+    return remote
+
+
+def test_plan_of_the_files_on_disk(remote: ConfigRemote, capsys: pytest.CaptureFixture[str]) -> None:
+    (remote.work_path / "environments/studio-a/services/asset-cache.yaml").write_text(SERVICE)
+    (remote.work_path / "environments/studio-a/services/egress.yaml").unlink()
+    mixer = remote.work_path / "environments/studio-a/services/mixer.yaml"
+    mixer.write_text(mixer.read_text().replace("image: ", "image: changed.test/", 1))
+    assert phrame_main(["plan", str(remote.work_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("<!-- phrame:plan -->")
+    assert "| add | container | `studio-a.asset-cache.0` |" in out
+    assert "| remove | container | `studio-a.egress.0` |" in out
+    assert "| change | container | `studio-a.mixer.0` | `image` |" in out
+
+
+def test_plan_between_refs_and_of_an_invalid_ref(
+    remote: ConfigRemote, capsys: pytest.CaptureFixture[str]
+) -> None:
+    remote.commit(
+        "add", branch="feature/x", files={"environments/studio-a/services/asset-cache.yaml": SERVICE}
+    )
+    assert phrame_main(["plan", str(remote.bare_path), "--to", "feature/x"]) == 0
+    out = capsys.readouterr().out
+    assert "1 to add, 0 to change, 0 to remove" in out
+    assert phrame_main(["plan", str(remote.bare_path), "--to", "main"]) == 0
+    assert "No changes to any node." in capsys.readouterr().out
+    remote.commit("break", branch="feature/y", files={"nodes/core-01.yaml": "name: core-01\nbogus: 1\n"})
+    assert phrame_main(["plan", str(remote.bare_path), "--to", "feature/y"]) == 1
+    assert "this commit will not be deployed" in capsys.readouterr().out
+    assert phrame_main(["plan", str(remote.bare_path), "--from", "nope"]) == 2

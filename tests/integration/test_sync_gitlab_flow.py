@@ -1,0 +1,146 @@
+"""The whole GitLab loop with python-gitlab against a canned GitLab (``responses``):
+webhooks over real HTTP to the real app, a real git remote and mosquitto behind it.
+
+A push leaves ``phrame/validate`` and ``phrame/deploy`` statuses on the head; a merge
+request open then update leaves exactly one plan note, edited in place.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import responses
+
+from config_sync.gitlab_api import GitLabReporter
+from config_sync.service import ConfigSync
+from tests.integration.test_sync_app import Running, serving
+from tests.integration.test_sync_support import SAMPLE, SECRET, ConfigRemote, settings_for
+from tests.support.mosquitto import Mosquitto
+
+GITLAB = "http://gitlab.example.test"
+PROJECT = f"{GITLAB}/api/v4/projects/studio%2Fphrame-config"
+JSON = {"Content-Type": "application/json"}
+SERVICE = "name: asset-cache\nimage: registry.studio.test/cache:{tag}\nplacement:\n  node: core-01\n"
+
+
+class CannedGitLab:
+    """Just enough of GitLab's REST API: commit statuses and one MR's notes, kept in memory."""
+
+    def __init__(self, mock: responses.RequestsMock) -> None:
+        self.statuses: list[dict[str, Any]] = []
+        self.notes: list[dict[str, Any]] = []
+        self.writes: list[str] = []
+        mock.add_callback(responses.POST, re.compile(rf"{re.escape(PROJECT)}/statuses/(\w+)"), self.status)
+        notes = re.compile(rf"{re.escape(PROJECT)}/merge_requests/7/notes")
+        mock.add_callback(responses.GET, notes, self.list_notes)
+        mock.add_callback(responses.POST, notes, self.create_note)
+        mock.add_callback(responses.PUT, re.compile(rf"{notes.pattern}/(\d+)"), self.edit_note)
+
+    def status(self, request: Any) -> tuple[int, dict[str, str], str]:
+        sha = request.url.rsplit("/", 1)[-1]
+        doc = {**json.loads(request.body), "sha": sha}
+        self.statuses.append(doc)
+        return 201, JSON, json.dumps({"id": len(self.statuses), "status": doc["state"], **doc})
+
+    def list_notes(self, _request: Any) -> tuple[int, dict[str, str], str]:
+        return 200, JSON, json.dumps(self.notes)
+
+    def create_note(self, request: Any) -> tuple[int, dict[str, str], str]:
+        note = {"id": 100 + len(self.notes), "body": json.loads(request.body)["body"], "system": False}
+        self.notes.append(note)
+        self.writes.append("create")
+        return 201, JSON, json.dumps(note)
+
+    def edit_note(self, request: Any) -> tuple[int, dict[str, str], str]:
+        note_id = int(request.url.rsplit("/", 1)[-1])
+        note = next(n for n in self.notes if n["id"] == note_id)
+        note["body"] = json.loads(request.body)["body"]
+        self.writes.append("edit")
+        return 200, JSON, json.dumps(note)
+
+
+@pytest.fixture
+def gitlab_running(tmp_path: Path, mosquitto: Mosquitto) -> Iterator[tuple[Running, CannedGitLab]]:
+    remote = ConfigRemote(tmp_path)
+    remote.commit("sample", copy_from=SAMPLE)
+    settings = settings_for(remote, tmp_path / "state", mosquitto.url, webhook_secret=SECRET, poll_s=3600)
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        gitlab = CannedGitLab(mock)
+        reporter = GitLabReporter(GITLAB, "glpat-test", "studio/phrame-config")
+        service = ConfigSync(settings, reporter=reporter)
+        with serving(service) as url:
+            running = Running(service, url, remote)
+            running.idle()
+            yield running, gitlab
+            running.http.close()
+
+
+def test_push_reports_validate_and_deploy_statuses(gitlab_running: tuple[Running, CannedGitLab]) -> None:
+    running, gitlab = gitlab_running
+    head = running.remote.work.head.commit.hexsha
+    states = [(s["sha"], s["name"], s["state"]) for s in gitlab.statuses]
+    assert (head, "phrame/validate", "success") in states
+    assert (head, "phrame/deploy", "running") in states
+    bad = running.remote.commit("break", files={"nodes/core-01.yaml": "name: core-01\nbogus: 1\n"})
+    assert running.post("push.json", **{"Idempotency-Key": "gl-1"}).status_code == 202
+    running.idle()
+    failed = [s for s in gitlab.statuses if s["sha"] == bad]
+    assert [(s["name"], s["state"]) for s in failed] == [("phrame/validate", "failed")]
+    assert failed[0]["description"].startswith("1 problem(s); first: nodes/core-01.yaml:2: ")
+    assert failed[0]["ref"] == "main"
+
+
+def test_merge_request_open_then_update_keeps_one_note(gitlab_running: tuple[Running, CannedGitLab]) -> None:
+    running, gitlab = gitlab_running
+    running.remote.commit(
+        "add",
+        branch="feature/x",
+        files={"environments/studio-a/services/asset-cache.yaml": SERVICE.format(tag=1)},
+    )
+    assert running.post("merge-request-open.json").status_code == 202
+    running.idle()
+    running.remote.commit(
+        "bump",
+        branch="feature/x",
+        files={"environments/studio-a/services/asset-cache.yaml": SERVICE.format(tag=2)},
+    )
+    assert running.post("merge-request-update.json").status_code == 202
+    running.idle()
+    assert gitlab.writes == ["create", "edit"]
+    assert len(gitlab.notes) == 1
+    body = gitlab.notes[0]["body"]
+    assert (
+        body.startswith("<!-- phrame:plan -->") and "| add | container | `studio-a.asset-cache.0` |" in body
+    )
+    head = running.remote.work.head.commit.hexsha
+    assert any(
+        s["sha"] == head and s["state"] == "success" and s["ref"] == "feature/x" for s in gitlab.statuses
+    )
+
+
+def test_gitlab_down_never_holds_a_deployment_back(tmp_path: Path, mosquitto: Mosquitto) -> None:
+    remote = ConfigRemote(tmp_path)
+    head = remote.commit("sample", copy_from=SAMPLE)
+    settings = settings_for(remote, tmp_path / "state", mosquitto.url, poll_s=3600, debounce_s=0)
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        mock.add(
+            responses.POST,
+            re.compile(rf"{re.escape(PROJECT)}/statuses/\w+"),
+            json={"message": "502"},
+            status=502,
+        )
+        service = ConfigSync(settings, reporter=GitLabReporter(GITLAB, "glpat-test", "studio/phrame-config"))
+        service.start()
+        try:
+            assert service.queue.wait_idle(30)
+            outcome = service.syncer.last["main"]
+            assert outcome.ok and outcome.commit == head and len(outcome.messages) > 20
+            assert len(mock.calls) >= 2  # validate and deploy were both tried
+            assert service.queue.workers["ref:main"].failures == 0
+        finally:
+            service.stop()

@@ -1,0 +1,245 @@
+"""config-sync against a real mosquitto and a real bare git remote (pushes with gitpython).
+
+Each test drives :class:`Syncer` passes directly (no HTTP) and reads the broker back with
+``collect_retained``, comparing with what ``phrame render --format topics`` prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from config_repo.render import carry_forward
+from config_sync.gitlab_api import LocalReporter
+from config_sync.service import ConfigSync
+from phrame.cli import main as phrame_main
+from schemas import Topics, canonical_json, check_payload
+from tests.integration.test_sync_support import (
+    SAMPLE,
+    ConfigRemote,
+    desired_on_broker,
+    reader,
+    settings_for,
+)
+from tests.support.mosquitto import Mosquitto
+
+T = Topics()
+SYNC = T.env_sync("studio-a")
+
+
+def cli_render(path: Path, sha: str) -> dict[str, Any]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert phrame_main(["render", str(path), "--ref", sha, "--format", "topics"]) == 0
+    doc: dict[str, Any] = json.loads(out.getvalue())
+    return doc
+
+
+def without_sync(published: dict[str, bytes]) -> dict[str, Any]:
+    return {t: json.loads(p) for t, p in published.items() if t != SYNC}
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> ConfigRemote:
+    remote = ConfigRemote(tmp_path)
+    remote.commit("sample", copy_from=SAMPLE)
+    return remote
+
+
+@pytest.fixture
+def service(remote: ConfigRemote, tmp_path: Path, mosquitto: Mosquitto) -> Iterator[ConfigSync]:
+    svc = ConfigSync(
+        settings_for(remote, tmp_path / "state", mosquitto.url, poll_s=3600, debounce_s=0),
+        reporter=LocalReporter(),
+    )
+    svc.start()
+    assert svc.queue.wait_idle(30)
+    yield svc
+    svc.stop()
+
+
+def test_valid_push_publishes_exactly_the_rendering_and_a_second_sync_nothing(
+    remote: ConfigRemote, service: ConfigSync, mosquitto: Mosquitto
+) -> None:
+    sha = remote.work.head.commit.hexsha
+    with reader(mosquitto.url) as client:
+        on_broker = desired_on_broker(client)
+    assert without_sync(on_broker) == cli_render(remote.bare_path, sha)
+    sync = json.loads(on_broker[SYNC])
+    check_payload("desired-sync", sync)
+    assert sync["ok"] is True and sync["last_applied"]["commit"] == sha and sync["ref"] == "main"
+    # every payload is canonical JSON, byte for byte
+    assert all(canonical_json(json.loads(p)) == p for p in on_broker.values())
+
+    again = service.syncer.sync_ref("main")
+    assert again.messages == []
+    assert service.reporter.snapshot()["statuses"][-1]["state"] == "success"
+
+
+def test_removing_a_service_clears_its_topics_and_updates_manifests(
+    remote: ConfigRemote, service: ConfigSync, mosquitto: Mosquitto
+) -> None:
+    with reader(mosquitto.url) as client:
+        before = desired_on_broker(client)
+    sha = remote.commit("drop egress", files={"environments/studio-a/services/egress.yaml": None})
+    outcome = service.syncer.sync_ref("main")
+    assert outcome.ok, outcome.errors
+    gone = [t for t in before if T.parse(t).service == "egress"]
+    assert gone and T.env_service("studio-a", "egress") in gone
+    cleared = [t for t, p in outcome.messages if p is None]
+    assert sorted(cleared) == sorted(gone)
+    with reader(mosquitto.url) as client:
+        after = desired_on_broker(client)
+    assert not any(t in after for t in gone)
+    assert without_sync(after) == carried(before, cli_render(remote.bare_path, sha))
+    nodes = {T.parse(t).node for t in gone if T.parse(t).node}
+    for node in nodes:
+        manifest = json.loads(after[T.manifest(str(node))])
+        assert manifest["generation"] == 2 and manifest["commit"] == sha
+        assert not any("egress" in key for key in manifest["items"])
+    # nodes without egress keep their manifest byte for byte
+    for topic, payload in before.items():
+        if topic.endswith("/manifest") and T.parse(topic).node not in nodes:
+            assert after[topic] == payload
+    assert outcome.messages[-1][0] == SYNC
+    assert sorted(service.deployer.active["main"].nodes) == sorted(str(n) for n in nodes)
+
+
+def carried(before: dict[str, bytes], rendered: dict[str, Any]) -> dict[str, Any]:
+    """``rendered`` carried forward over ``before`` (unchanged items keep their payloads)."""
+    return carry_forward(rendered, {t: json.loads(p) for t, p in before.items() if t != SYNC}, T)
+
+
+def test_invalid_commit_publishes_nothing_but_every_error(
+    remote: ConfigRemote, service: ConfigSync, mosquitto: Mosquitto
+) -> None:
+    good = remote.work.head.commit.hexsha
+    with reader(mosquitto.url) as client:
+        before = desired_on_broker(client)
+    bad = remote.commit(
+        "break two things",
+        files={
+            "environments/studio-a/services/egress.yaml": "name: egress\nimage: x\nnetworks: [nowhere]\n",
+            "nodes/core-01.yaml": "name: core-01\nbogus: 1\n",
+        },
+    )
+    outcome = service.syncer.sync_ref("main")
+    assert not outcome.ok
+    assert [t for t, _ in outcome.messages] == [SYNC]
+    expected = validate_cli(remote.bare_path, bad)
+    assert len(outcome.errors) == len(expected) >= 2
+    assert {e["rule"] for e in outcome.errors} == {p["rule"] for p in expected}
+    with reader(mosquitto.url) as client:
+        after = desired_on_broker(client)
+    assert without_sync(after) == without_sync(before)
+    sync = json.loads(after[SYNC])
+    check_payload("desired-sync", sync)
+    assert sync["ok"] is False and sync["last_attempted"]["commit"] == bad
+    assert sync["last_applied"]["commit"] == good
+    assert len(sync["errors"]) == len(expected)
+    status = service.reporter.snapshot()["statuses"][-1]
+    assert (status["sha"], status["name"], status["state"]) == (bad, "phrame/validate", "failed")
+    assert status["description"].startswith(f"{len(expected)} problem(s)")
+
+
+def validate_cli(path: Path, sha: str) -> list[dict[str, Any]]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert phrame_main(["validate", str(path), "--ref", sha, "--format", "json"]) == 1
+    problems: list[dict[str, Any]] = json.loads(out.getvalue())["problems"]
+    return problems
+
+
+def test_restarted_config_sync_republishes_nothing(
+    remote: ConfigRemote, service: ConfigSync, mosquitto: Mosquitto, tmp_path: Path
+) -> None:
+    published = service.publisher.messages_total
+    assert published > 0
+    service.stop()
+    again = ConfigSync(
+        settings_for(remote, tmp_path / "state2", mosquitto.url, poll_s=3600, debounce_s=0),
+        reporter=LocalReporter(),
+    )
+    again.start()
+    try:
+        assert again.queue.wait_idle(30)
+        assert again.sync_counts == {"main": 1}
+        assert again.publisher.messages_total == 0
+        assert again.syncer.last["main"].messages == []
+    finally:
+        again.stop()
+
+
+def test_a_broker_that_lost_its_retained_topics_gets_them_back(
+    remote: ConfigRemote, service: ConfigSync, mosquitto: Mosquitto
+) -> None:
+    with reader(mosquitto.url) as client:
+        before = desired_on_broker(client)
+    mosquitto.restart()  # persistence off: every retained topic is gone
+    deadline = time.monotonic() + 20
+    after: dict[str, bytes] = {}
+    while time.monotonic() < deadline and without_sync(after) != without_sync(before):
+        time.sleep(0.3)
+        if service.mqtt.is_connected and service.queue.wait_idle(10):
+            with reader(mosquitto.url, "test-reader-2") as client:
+                after = desired_on_broker(client)
+    assert without_sync(after) == without_sync(before)
+    assert json.loads(after[SYNC])["last_applied"]["commit"] == remote.work.head.commit.hexsha
+
+
+def test_a_poll_with_the_same_head_reads_nothing_again(remote: ConfigRemote, service: ConfigSync) -> None:
+    sha = remote.work.head.commit.hexsha
+    reading = service.syncer.read(sha)
+    assert service.syncer.read(sha) is reading
+    assert service.syncer.sync_ref("main").messages == []
+
+
+def test_a_publish_refused_half_way_sends_no_manifest_and_the_next_pass_completes_it(
+    remote: ConfigRemote, tmp_path: Path
+) -> None:
+    sha = remote.work.head.commit.hexsha
+    expected = cli_render(remote.bare_path, sha)
+    denied = next(t for t in expected if "/containers/" in t)
+    # mosquitto started as root drops to its own user before reading the ACL: a directory it may enter
+    acl_dir = Path(tempfile.mkdtemp(prefix="phrame-sync-acl-"))
+    acl_dir.chmod(0o755)
+    acl = acl_dir / "acl"
+    acl.write_text(f"topic readwrite #\ntopic deny {denied}\n")
+    acl.chmod(0o644)
+    broker = Mosquitto([f"acl_file {acl}"]).start()
+    svc = ConfigSync(
+        settings_for(remote, tmp_path / "state", broker.url, poll_s=3600, debounce_s=0),
+        reporter=LocalReporter(),
+    )
+    try:
+        svc.start()
+        assert svc.queue.wait_idle(30)
+        worker = svc.queue.workers["ref:main"]
+        assert worker.failures == 1 and "PublishError" in str(worker.last_error)
+        with reader(broker.url) as client:
+            half = desired_on_broker(client)
+        assert half and denied not in half
+        assert not any(t.endswith("/manifest") for t in half) and SYNC not in half
+        acl.write_text("topic readwrite #\n")
+        assert broker.proc is not None
+        broker.proc.send_signal(signal.SIGHUP)  # mosquitto re-reads its ACL
+        time.sleep(0.5)
+        outcome = svc.syncer.sync_ref("main")
+        sent = [t for t, _ in outcome.messages]
+        assert sent[0] == denied and all(t.endswith("/manifest") for t in sent[1:-1]) and sent[-1] == SYNC
+        with reader(broker.url) as client:
+            assert without_sync(desired_on_broker(client)) == expected
+    finally:
+        svc.stop()
+        broker.stop()
+        shutil.rmtree(acl_dir, ignore_errors=True)

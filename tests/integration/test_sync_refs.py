@@ -1,0 +1,75 @@
+"""Environments tracking different branches: each is published from its own ref's head.
+
+A second environment ``studio-b`` tracks ``release``; config-sync discovers the ref from
+``main``, gives it a worker and syncs it, and a change to ``studio-b`` on ``main`` alone
+publishes nothing for it (real git remote, real mosquitto).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from config_sync.gitlab_api import LocalReporter
+from config_sync.service import ConfigSync
+from schemas import Topics
+from tests.integration.test_sync_support import SAMPLE, ConfigRemote, desired_on_broker, reader, settings_for
+from tests.support.mosquitto import Mosquitto
+
+T = Topics()
+ENV_B = "name: studio-b\ntrack: release\nplacement: auto\n"
+
+
+def service_b(image: str) -> str:
+    return f"name: probe\nimage: {image}\nplacement:\n  node: edge-01\n"
+
+
+def test_each_environment_follows_its_tracked_ref(tmp_path: Path, mosquitto: Mosquitto) -> None:
+    remote = ConfigRemote(tmp_path)
+    files = {
+        "environments/studio-b/environment.yaml": ENV_B,
+        "environments/studio-b/services/probe.yaml": service_b("probe:1"),
+    }
+    remote.commit("sample + studio-b", copy_from=SAMPLE, files=files)
+    remote.work.git.push("origin", "HEAD:refs/heads/release")
+    main_only = remote.commit(
+        "probe:2 on main only", files={"environments/studio-b/services/probe.yaml": service_b("probe:2")}
+    )
+    settings = settings_for(remote, tmp_path / "state", mosquitto.url, poll_s=3600, debounce_s=0)
+    service = ConfigSync(settings, reporter=LocalReporter())
+    service.start()
+    try:
+        assert service.queue.wait_idle(30)
+        assert service.tracked == {"main", "release"}
+        assert set(service.queue.workers) == {"ref:main", "ref:release"}
+        assert service.sync_counts == {"main": 1, "release": 1}
+        item = T.desired_item("edge-01", "containers", "studio-b.probe.0")
+        with reader(mosquitto.url) as client:
+            published = desired_on_broker(client)
+        assert json.loads(published[item])["image"] == "probe:1"  # from release, not main
+        sync_a = json.loads(published[T.env_sync("studio-a")])
+        sync_b = json.loads(published[T.env_sync("studio-b")])
+        assert (sync_a["ref"], sync_a["commit"]) == ("main", main_only)
+        assert sync_b["ref"] == "release" and sync_b["commit"] != main_only
+        # edge-01's manifest names items of both environments
+        manifest = json.loads(published[T.manifest("edge-01")])
+        assert "containers/studio-b.probe.0" in manifest["items"]
+        assert any(k.startswith("containers/studio-a.") for k in manifest["items"])
+        # the release branch moves: only studio-b's item and edge-01's manifest change
+        remote.work.git.checkout("-B", "release", "origin/release")
+        remote.commit(
+            "probe:3",
+            branch="release",
+            files={"environments/studio-b/services/probe.yaml": service_b("probe:3")},
+        )
+        outcome = service.syncer.sync_ref("release")
+        sent = [t for t, _ in outcome.messages]
+        assert sent == [
+            T.env_service("studio-b", "probe"),
+            item,
+            T.manifest("edge-01"),
+            T.env_sync("studio-b"),
+        ]
+        assert service.syncer.sync_ref("main").messages == []
+    finally:
+        service.stop()

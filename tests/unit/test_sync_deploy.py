@@ -1,0 +1,83 @@
+"""config_sync.deploy: the phrame/deploy status follows the agents' actual status (fake clock)."""
+
+from __future__ import annotations
+
+import json
+
+from config_sync.deploy import DeployWatcher, failure, verdict
+from config_sync.gitlab_api import LocalReporter
+from phrame_mqtt import Message
+from schemas import Topics
+
+T = Topics()
+SHA, OLD = "a" * 40, "b" * 40
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def status(node: str, **doc: object) -> Message:
+    return Message(T.status(node), json.dumps({"state": "online", **doc}).encode(), True)
+
+
+def deploys(reporter: LocalReporter) -> list[tuple[str, str, str]]:
+    return [
+        (s["sha"][:1], s["state"], s["description"])
+        for s in reporter.snapshot()["statuses"]
+        if s["name"] == "phrame/deploy"
+    ]
+
+
+def test_verdict_and_failure_text() -> None:
+    statuses = {"a": {"commit": SHA, "converged": True}, "b": {"commit": OLD, "converged": True}}
+    assert verdict(statuses, SHA, ["a"])[0] == "success"
+    assert verdict(statuses, SHA, ["a", "b"]) == ("running", "waiting for b")
+    assert failure(statuses, SHA, ["a", "b"]) == f"b: not converged (at {OLD[:12]})"
+    assert failure({}, SHA, ["c"]) == "c: no status reported"
+    errs = {"c": {"commit": SHA, "converged": False, "errors": [{"message": "pull failed: 404"}]}}
+    assert failure(errs, SHA, ["c"]) == "c: pull failed: 404"
+    assert failure({"d": {"state": "offline", "commit": OLD}}, SHA, ["d"]) == "d: offline"
+
+
+def test_running_then_success_when_every_node_converged() -> None:
+    reporter, clock = LocalReporter(), Clock()
+    watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
+    watcher.watch("main", SHA, ["edge-01", "core-01"])
+    assert deploys(reporter) == [("a", "running", "waiting for core-01, edge-01")]
+    watcher.on_status(status("edge-01", commit=SHA, converged=True))
+    watcher.on_status(status("core-01", commit=SHA, converged=False))
+    watcher.check()
+    assert watcher.active
+    watcher.on_status(status("core-01", commit=SHA, converged=True))
+    watcher.check()
+    assert not watcher.active
+    assert deploys(reporter)[-1] == ("a", "success", f"2 node(s) converged on {SHA[:12]}")
+
+
+def test_failed_with_node_and_error_after_the_timeout() -> None:
+    reporter, clock = LocalReporter(), Clock()
+    watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
+    watcher.watch("main", SHA, ["edge-01"])
+    watcher.on_status(status("edge-01", commit=SHA, converged=False, errors=["port 9200 in use"]))
+    clock.now += 59
+    watcher.check()
+    assert deploys(reporter)[-1][1] == "running"
+    clock.now += 2
+    watcher.check()
+    assert deploys(reporter)[-1] == ("a", "failed", "edge-01: port 9200 in use")
+
+
+def test_newer_deploy_cancels_the_older_and_garbage_is_ignored() -> None:
+    reporter = LocalReporter()
+    watcher = DeployWatcher(reporter, T, timeout_s=60, clock=Clock())
+    watcher.watch("main", OLD, ["edge-01"])
+    watcher.watch("main", SHA, ["edge-01"])
+    assert ("b", "canceled", f"superseded by {SHA[:12]}") in deploys(reporter)
+    watcher.on_status(Message(T.status("edge-01"), b"not json", True))
+    watcher.on_status(Message("elsewhere/x", b"{}", True))
+    assert watcher.statuses == {}

@@ -1,0 +1,154 @@
+"""config_sync.gitlab_api against canned GitLab REST responses (the `responses` library).
+
+Shapes follow GitLab's API docs (Commits › Set the pipeline status of a commit, Notes ›
+Merge requests, Branches › Create repository branch); the request bodies are asserted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import responses
+
+from config_sync.errors import GitLabError
+from config_sync.gitlab_api import GitLabReporter
+from config_sync.plan import PLAN_MARKER
+
+GITLAB = "http://gitlab.example.test"
+PROJECT = f"{GITLAB}/api/v4/projects/studio%2Fphrame-config"
+SHA = "940bc1e6d4b723e038c6b4d6ebae97dc84b569de"
+NOTES = f"{PROJECT}/merge_requests/7/notes"
+
+
+@pytest.fixture
+def api() -> Iterator[responses.RequestsMock]:
+    with responses.RequestsMock(assert_all_requests_are_fired=True) as mock:
+        yield mock
+
+
+@pytest.fixture
+def reporter() -> GitLabReporter:
+    return GitLabReporter(GITLAB, "glpat-test-token", "studio/phrame-config")
+
+
+def status_doc(state: str, name: str) -> dict[str, Any]:
+    return {
+        "id": 93,
+        "sha": SHA,
+        "ref": "main",
+        "status": state,
+        "name": name,
+        "description": "valid",
+        "target_url": None,
+        "allow_failure": False,
+        "author": {"id": 7, "username": "phrame-bot"},
+    }
+
+
+def body_of(call: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(call.request.body)
+    return doc
+
+
+def test_status_posts_state_name_description_and_ref(
+    api: responses.RequestsMock, reporter: GitLabReporter
+) -> None:
+    api.post(f"{PROJECT}/statuses/{SHA}", json=status_doc("success", "phrame/validate"), status=201)
+    reporter.set_status(SHA, "phrame/validate", "success", "valid", ref="main")
+    call = api.calls[0]
+    assert body_of(call) == {
+        "state": "success",
+        "name": "phrame/validate",
+        "description": "valid",
+        "ref": "main",
+    }
+    assert call.request.headers["PRIVATE-TOKEN"] == "glpat-test-token"
+    reporter.set_status(SHA, "phrame/validate", "success", "valid", ref="main")  # repeat: no request
+    assert len(api.calls) == 1
+
+
+def test_repeated_transition_400_counts_as_success(
+    api: responses.RequestsMock, reporter: GitLabReporter
+) -> None:
+    message = (
+        'Cannot transition status via :run from :running (Reason(s): Status cannot transition via "run")'
+    )
+    api.post(f"{PROJECT}/statuses/{SHA}", json={"message": message}, status=400)
+    reporter.set_status(SHA, "phrame/deploy", "running", "waiting for edge-01")
+    assert body_of(api.calls[0])["state"] == "running"
+    assert reporter.snapshot()["statuses"][-1]["state"] == "running"
+
+
+def test_other_errors_raise_with_the_reason(api: responses.RequestsMock, reporter: GitLabReporter) -> None:
+    api.post(f"{PROJECT}/statuses/{SHA}", json={"message": "403 Forbidden"}, status=403)
+    with pytest.raises(GitLabError, match="403"):
+        reporter.set_status(SHA, "phrame/validate", "failed", "2 problem(s)")
+    with pytest.raises(ValueError, match="unknown commit status"):
+        reporter.set_status(SHA, "phrame/validate", "broken", "x")
+
+
+def note(note_id: int, body: str) -> dict[str, Any]:
+    return {
+        "id": note_id,
+        "body": body,
+        "author": {"id": 1, "username": "someone"},
+        "system": False,
+        "noteable_id": 1207,
+        "noteable_type": "MergeRequest",
+        "noteable_iid": 7,
+        "created_at": "2026-11-21T10:06:00Z",
+        "updated_at": "2026-11-21T10:06:00Z",
+    }
+
+
+def test_open_then_update_upserts_one_note(api: responses.RequestsMock, reporter: GitLabReporter) -> None:
+    first = f"{PLAN_MARKER}\n### Phrame plan\n1 to add"
+    second = f"{PLAN_MARKER}\n### Phrame plan\n2 to add"
+    # MR opened: only a human comment exists -> create
+    api.get(NOTES, json=[note(1, "LGTM?")])
+    api.post(NOTES, json=note(2, first), status=201)
+    reporter.upsert_plan_note(7, first)
+    assert body_of(api.calls[1]) == {"body": first}
+    # MR updated: the plan note is found by its marker and edited in place
+    api.get(NOTES, json=[note(1, "LGTM?"), note(2, first)])
+    api.put(f"{NOTES}/2", json=note(2, second))
+    reporter.upsert_plan_note(7, second)
+    assert body_of(api.calls[3]) == {"body": second}
+    # the same plan again: found, unchanged, nothing written
+    api.get(NOTES, json=[note(1, "LGTM?"), note(2, second)])
+    reporter.upsert_plan_note(7, second)
+    methods = [c.request.method for c in api.calls]
+    assert methods == ["GET", "POST", "GET", "PUT", "GET"]
+    assert methods.count("POST") == 1
+
+
+def test_branch_create_from_sha_and_already_exists(
+    api: responses.RequestsMock, reporter: GitLabReporter
+) -> None:
+    branch = "placement/studio-a/940bc1e"
+    api.post(f"{PROJECT}/repository/branches", json={"name": branch, "commit": {"id": SHA}}, status=201)
+    reporter.create_branch(branch, SHA)
+    assert body_of(api.calls[0]) == {"branch": branch, "ref": SHA}
+    # a retry after a lost answer: the branch is there, at the same sha -> success
+    api.post(f"{PROJECT}/repository/branches", json={"message": "Branch already exists"}, status=400)
+    api.get(
+        f"{PROJECT}/repository/branches/placement%2Fstudio-a%2F940bc1e",
+        json={"name": branch, "commit": {"id": SHA}},
+    )
+    reporter.create_branch(branch, SHA)
+    # already there at another sha -> refused
+    api.post(f"{PROJECT}/repository/branches", json={"message": "Branch already exists"}, status=400)
+    api.get(
+        f"{PROJECT}/repository/branches/placement%2Fstudio-a%2F940bc1e",
+        json={"name": branch, "commit": {"id": "1" * 40}},
+    )
+    with pytest.raises(GitLabError, match="already exists at 111111111111"):
+        reporter.create_branch(branch, SHA)
+
+
+def test_tags_are_refused_without_a_request(reporter: GitLabReporter) -> None:
+    with pytest.raises(GitLabError, match="only branches"):
+        reporter.create_branch("refs/tags/v1", SHA)

@@ -1,0 +1,155 @@
+"""config_sync.plan: the publish list and the human plan, from the sample repo's rendering."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from config_repo import load_directory, render, validate
+from config_sync.plan import (
+    PLAN_MARKER,
+    Change,
+    desired_state,
+    item_changes,
+    plan_markdown,
+    publish_plan,
+    sync_payload,
+)
+from schemas import Topics, canonical_json, check_payload
+
+SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
+T = Topics()
+SHA1, SHA2 = "1" * 40, "2" * 40
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, dict[str, Any]]:
+    repo, problems = load_directory(SAMPLE)
+    assert validate(repo, problems) == []
+    return render(repo, commit=SHA1).topics(T)
+
+
+def published_of(desired: dict[str, dict[str, Any]]) -> dict[str, bytes]:
+    return {t: canonical_json(p) for t, p in desired.items()}
+
+
+def test_first_sync_publishes_exactly_the_rendering_with_manifests_last(rendered: dict[str, Any]) -> None:
+    desired = desired_state(rendered, {}, topics=T, commit=SHA1)
+    assert desired == rendered
+    plan = publish_plan(desired, {}, T)
+    messages = plan.messages()
+    assert dict(messages) == published_of(rendered)
+    kinds = [T.parse(t).kind for t, _ in messages]
+    first_manifest = kinds.index("manifest")
+    assert all(k == "manifest" for k in kinds[first_manifest:])
+    assert plan.clears == []
+
+
+def test_second_identical_sync_publishes_nothing(rendered: dict[str, Any]) -> None:
+    published = published_of(rendered)
+    desired = desired_state(rendered, published, topics=T, commit=SHA2)
+    assert publish_plan(desired, published, T).is_empty
+
+
+def test_changed_item_keeps_others_byte_for_byte_and_bumps_one_manifest(rendered: dict[str, Any]) -> None:
+    published = published_of(rendered)
+    new = render_changed(rendered, SHA2)
+    topic = next(t for t in new if "/containers/" in t)
+    new[topic]["image"] = "registry.example.test/changed:2"
+    new[topic]["digest"] = "sha256:" + "f" * 64
+    plan = publish_plan(desired_state(new, published, topics=T, commit=SHA2), published, T)
+    assert [t for t, _ in plan.items] == [topic]
+    node = T.parse(topic).node
+    assert [t for t, _ in plan.manifests] == [T.manifest(str(node))]
+    manifest = check_manifest(plan.manifests[0][1])
+    assert manifest["generation"] == 2 and manifest["commit"] == SHA2
+
+
+def render_changed(rendered: dict[str, Any], sha: str) -> dict[str, dict[str, Any]]:
+    new = copy.deepcopy(rendered)
+    for payload in new.values():
+        if "commit" in payload:
+            payload["commit"] = sha
+    return new
+
+
+def check_manifest(raw: bytes) -> dict[str, Any]:
+    import json
+
+    doc: dict[str, Any] = json.loads(raw)
+    check_payload("desired-manifest", doc)
+    return doc
+
+
+def test_removed_service_clears_its_topics_and_updates_manifests(rendered: dict[str, Any]) -> None:
+    published = published_of(rendered)
+    victim = next(T.parse(t).service for t in rendered if "/containers/" in t)
+    new = {t: p for t, p in rendered.items() if T.parse(t).service != victim}
+    plan = publish_plan(desired_state(new, published, topics=T, commit=SHA2), published, T)
+    assert plan.items == []
+    assert plan.clears and all(T.parse(t).service == victim for t in plan.clears)
+    assert T.env_service("studio-a", str(victim)) in plan.clears
+    nodes = {T.parse(t).node for t in plan.clears if T.parse(t).node}
+    assert {T.parse(t).node for t, _ in plan.manifests} == nodes
+    assert plan.messages()[-1][0].endswith("/manifest")
+
+
+def test_scope_keeps_other_environments_items(rendered: dict[str, Any]) -> None:
+    published = published_of(rendered)
+    desired = desired_state({}, published, topics=T, commit=SHA2, environments={"other-env"})
+    assert publish_plan(desired, published, T).is_empty
+
+
+def test_unowned_topics_are_never_cleared(rendered: dict[str, Any]) -> None:
+    published = {**published_of(rendered), T.env_sync("studio-a"): b"{}", T.env_placement("studio-a"): b"{}"}
+    plan = publish_plan(desired_state(rendered, published, topics=T, commit=SHA1), published, T)
+    assert plan.is_empty
+
+
+def test_sync_payload_keeps_last_applied_across_an_invalid_commit() -> None:
+    ok = sync_payload(environment="studio-a", ref="main", commit=SHA1, errors=[], previous=None, now=10.0)
+    check_payload("desired-sync", ok)
+    assert ok["last_applied"]["commit"] == SHA1
+    same = sync_payload(environment="studio-a", ref="main", commit=SHA1, errors=[], previous=ok, now=20.0)
+    assert same is not ok and same == ok  # unchanged: nothing to publish
+    errors = [{"file": "a.yaml", "line": 1, "column": 1, "rule": "schema", "message": "bad"}]
+    bad = sync_payload(environment="studio-a", ref="main", commit=SHA2, errors=errors, previous=ok, now=30.0)
+    check_payload("desired-sync", bad)
+    assert bad["ok"] is False and bad["last_attempted"]["commit"] == SHA2
+    assert bad["last_applied"] == ok["last_applied"]
+
+
+def test_item_changes_and_markdown(rendered: dict[str, Any]) -> None:
+    new = render_changed(rendered, SHA2)
+    items = [t for t in new if "/containers/" in t]
+    changed, removed = items[0], items[1]
+    new[changed] = {**new[changed], "image": "x:2", "digest": "sha256:" + "e" * 64}
+    del new[removed]
+    added = T.desired_item("edge-01", "containers", "studio-a.extra.0")
+    new[added] = {"digest": "sha256:" + "d" * 64}
+    changes = item_changes(rendered, new, T)
+    by_action = {c.action: c for c in changes}
+    assert set(by_action) == {"add", "change", "remove"}
+    assert by_action["change"].fields == ("image",)
+    assert by_action["add"].item_id == "studio-a.extra.0"
+    text = plan_markdown(changes, [], commit=SHA2, ref="main")
+    assert text.startswith(PLAN_MARKER)
+    assert "1 to add, 1 to change, 1 to remove" in text
+    assert "| change | container |" in text and "`image`" in text
+
+
+def test_markdown_lists_every_error_and_escapes_pipes() -> None:
+    errors = [
+        {"file": "a.yaml", "line": 3, "column": 5, "rule": "schema", "message": "x | y"},
+        {"file": "b.yaml", "line": 1, "column": 1, "rule": "unknown-node", "message": "no node"},
+    ]
+    text = plan_markdown([Change("n", "containers", "e.s.0", "add")], errors, commit=SHA1)
+    assert "2 problem(s)" in text and "`a.yaml:3:5`" in text and "x \\| y" in text
+    assert "unknown-node" in text
+
+
+def test_no_changes_says_so() -> None:
+    assert "No changes" in plan_markdown([], [], commit=SHA1)

@@ -1,0 +1,96 @@
+"""Routing of the recorded GitLab deliveries (fixtures/webhooks) by config_sync.webhooks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from config_sync.webhooks import MalformedEvent, delivery_key, is_token_valid, parse_body, route
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "webhooks"
+TRACKED = {"main"}
+
+
+def delivery(name: str) -> tuple[str, dict[str, Any]]:
+    doc = json.loads((FIXTURES / name).read_text())
+    return doc["headers"]["X-Gitlab-Event"], doc["body"]
+
+
+def test_push_to_tracked_branch_syncs_the_branch_not_the_sha() -> None:
+    r = route(*delivery("push.json"), TRACKED)
+    assert (r.action, r.ref) == ("sync", "main")
+
+
+def test_push_to_untracked_branch_is_ignored() -> None:
+    r = route(*delivery("push-branch-create.json"), TRACKED)
+    assert r.action == "ignore" and "feature/x" in r.reason
+
+
+def test_branch_delete_of_tracked_branch_keeps_the_last_state() -> None:
+    event, body = delivery("push-branch-delete.json")
+    assert route(event, body, {"feature/x"}).action == "ignore"
+    assert "deleted" in route(event, body, {"feature/x"}).reason
+
+
+def test_tag_push_is_never_deployed() -> None:
+    assert route(*delivery("tag-push.json"), TRACKED).action == "ignore"
+
+
+@pytest.mark.parametrize("name", ["merge-request-open.json", "merge-request-update.json"])
+def test_merge_request_open_and_update_ask_for_a_review(name: str) -> None:
+    event, body = delivery(name)
+    r = route(event, body, TRACKED)
+    assert (r.action, r.ref, r.mr_iid, r.source_branch) == ("review", "main", 7, "feature/x")
+    assert r.sha == body["object_attributes"]["last_commit"]["id"]
+
+
+def test_merge_request_merge_syncs_the_target_and_close_is_ignored() -> None:
+    assert route(*delivery("merge-request-merge.json"), TRACKED).action == "sync"
+    assert route(*delivery("merge-request-close.json"), TRACKED).action == "ignore"
+
+
+def test_merge_request_to_untracked_target_is_ignored() -> None:
+    assert route(*delivery("merge-request-open.json"), {"production"}).action == "ignore"
+
+
+def test_unknown_event_is_ignored_and_missing_header_is_malformed() -> None:
+    assert route("Pipeline Hook", {}, TRACKED).action == "ignore"
+    with pytest.raises(MalformedEvent, match="X-Gitlab-Event"):
+        route(None, {}, TRACKED)
+
+
+@pytest.mark.parametrize(
+    ("event", "body", "needle"),
+    [
+        ("Push Hook", {}, "'ref'"),
+        ("Push Hook", {"ref": 5}, "'ref'"),
+        ("Merge Request Hook", {"object_attributes": []}, "object_attributes"),
+        ("Merge Request Hook", {"object_attributes": {"iid": "7"}}, "iid"),
+        ("Merge Request Hook", {"object_attributes": {"iid": 7, "source_branch": "x"}}, "target_branch"),
+    ],
+)
+def test_malformed_bodies_say_what_is_wrong(event: str, body: dict[str, Any], needle: str) -> None:
+    with pytest.raises(MalformedEvent, match=needle):
+        route(event, body, TRACKED)
+
+
+@pytest.mark.parametrize("raw", [b"not json", b"[1, 2]", b"\xff\xfe", b""])
+def test_parse_body_refuses_non_objects(raw: bytes) -> None:
+    with pytest.raises(MalformedEvent):
+        parse_body(raw)
+
+
+def test_token_check() -> None:
+    assert is_token_valid("s3cret", "s3cret")
+    assert not is_token_valid("s3cret", "s3cret ")
+    assert not is_token_valid("s3cret", None)
+    assert is_token_valid(None, None)  # local host: no secret configured
+
+
+def test_delivery_key_prefers_idempotency_key_else_hashes_the_body() -> None:
+    assert delivery_key({"idempotency-key": "abc"}, b"x") == delivery_key({"idempotency-key": "abc"}, b"y")
+    assert delivery_key({}, b"x") != delivery_key({}, b"y")
+    assert delivery_key({}, b"x") == delivery_key({}, b"x")
