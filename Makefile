@@ -57,13 +57,11 @@ bench: deps ## run benchmarks/*.py and collect their JSON into out/bench.json
 	  pathlib.Path("out/bench.json").write_text(json.dumps(runs, indent=2, sort_keys=True) + "\n"); \
 	  print(f"out/bench.json: {len(runs)} benchmark(s)")'
 
-replay: ## replay a webhook event (EVENT=...): arrives with the config-sync issue
-	@echo "make replay arrives with the config-sync issue (phrame replay)." >&2
-	@exit 1
+replay: deps ## post a recorded webhook to a running config-sync (EVENT=fixtures/webhooks/push.json URL=...)
+	$(VENV)/phrame replay $(or $(EVENT),fixtures/webhooks/push.json) --new-key $(if $(URL),--url $(URL))
 
-plan: ## show what a commit would change: arrives with the config-sync issue
-	@echo "make plan arrives with the config-sync issue (phrame plan)." >&2
-	@exit 1
+plan: deps ## per node, what a change adds, changes and removes (REPO=git repo FROM=main TO=ref)
+	$(VENV)/phrame plan $(REPO) --from $(or $(FROM),main) $(if $(TO),--to $(TO))
 
 clean: ## remove build, cache and output files (keeps .venv)
 	rm -rf out build .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

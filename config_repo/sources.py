@@ -52,12 +52,17 @@ class GitSource:
 
     def __init__(self, repo_path: str | os.PathLike[str], ref: str = "HEAD") -> None:
         import git  # adapter-only import: gitpython
+        import gitdb.exc
 
         try:
             self.repo = git.Repo(repo_path)
+        except (git.exc.GitError, OSError) as e:
+            raise ConfigError(f"{repo_path}: not a git repository") from e
+        try:
             commit = self.repo.commit(ref)
-        except (git.exc.GitError, ValueError, OSError) as e:
-            raise ConfigError(f"{repo_path}: cannot read ref {ref!r}: {e}") from e
+        except (git.exc.GitError, gitdb.exc.ODBError, ValueError) as e:
+            # an unknown ref is gitdb's BadName, which is no GitError
+            raise ConfigError(f"{repo_path}: no commit for ref {ref!r}") from e
         self.commit: str | None = commit.hexsha
         self._blobs: dict[str, Any] = {
             str(getattr(item, "path", "")): item

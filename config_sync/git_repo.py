@@ -30,11 +30,11 @@ REFSPECS = (
 
 
 class GitRepo:
-    """A bare clone of ``url`` at ``<state_dir>/config-repo.git``; thread-safe."""
+    """A bare clone of ``url`` at ``<state_dir>/config-sync/config-repo.git``; thread-safe."""
 
     def __init__(self, url: str, state_dir: str | Path, *, token: str | None = None) -> None:
         self.url = url
-        self.path = Path(state_dir) / "config-repo.git"
+        self.path = Path(state_dir) / "config-sync" / "config-repo.git"
         self._token = token
         self._lock = threading.Lock()
         self.fetched_at: float | None = None

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from config_sync.errors import SettingsError
 from phrame_mqtt import MqttSettings
 from phrame_settings import EnvReader
+
+DEFAULT_STATE_DIR = "/var/lib/phrame"  # as every service; config-sync keeps its clone in config-sync/
 
 GIT_HOSTS = ("local", "gitlab")
 DEFAULT_LISTEN = "127.0.0.1:8080"
@@ -70,10 +71,9 @@ class SyncSettings:
         repo_url = e.text("PHRAME_REPO_URL")
         if not repo_url:
             raise SettingsError("PHRAME_REPO_URL is required (a bare repository path or a clone URL)")
-        default_state = str(Path.home() / ".local/state/phrame/config-sync")
         return cls(
             repo_url=repo_url,
-            state_dir=e.text("PHRAME_STATE_DIR", default_state) or default_state,
+            state_dir=e.text("PHRAME_STATE_DIR", DEFAULT_STATE_DIR) or DEFAULT_STATE_DIR,
             git_host=e.choice("PHRAME_GIT_HOST", "local", GIT_HOSTS),
             gitlab_url=e.text("PHRAME_GITLAB_URL"),
             gitlab_token=e.secret("PHRAME_GITLAB_TOKEN"),

@@ -36,12 +36,7 @@ def _topics_at(source: Any, topics: Topics) -> tuple[dict[str, dict[str, Any]], 
 
 
 def _source(path: str, ref: str | None, *, git_only: bool = False) -> Any:
-    try:
-        return GitSource(path, ref or "HEAD") if git_only else open_source(path, ref)
-    except ConfigError:
-        raise
-    except Exception as e:  # gitdb's BadName for an unknown ref is no GitError (nor ValueError)
-        raise ConfigError(f"{path}: cannot read ref {ref!r}: {e}") from e
+    return GitSource(path, ref or "HEAD") if git_only else open_source(path, ref)
 
 
 def run(args: argparse.Namespace) -> int:

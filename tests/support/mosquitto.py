@@ -41,6 +41,7 @@ class Mosquitto:
     def config_text(self) -> str:
         lines = [
             "persistence false",
+            "set_tcp_nodelay true",
             f"log_dest file {self.dir / 'mosquitto.log'}",
             "log_type error",
             "log_type warning",
