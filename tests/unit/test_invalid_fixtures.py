@@ -57,11 +57,15 @@ def test_console_script_exit_codes(tmp_path: Path) -> None:
     missing = subprocess.run([*phrame, "validate", str(tmp_path / "nope")], capture_output=True, text=True)
     assert missing.returncode == 2
     assert "no such directory" in missing.stderr
-    not_git = subprocess.run([*phrame, "validate", str(SAMPLE), "--ref", "main"], capture_output=True, text=True)
+    not_git = subprocess.run(
+        [*phrame, "validate", str(SAMPLE), "--ref", "main"], capture_output=True, text=True
+    )
     assert (not_git.returncode, "not a git repository" in not_git.stderr) == (2, True)
     repo = git.Repo.init(tmp_path / "repo")
     repo.index.commit("empty")
-    no_ref = subprocess.run([*phrame, "validate", repo.working_dir, "--ref", "nope"], capture_output=True, text=True)
+    no_ref = subprocess.run(
+        [*phrame, "validate", repo.working_dir, "--ref", "nope"], capture_output=True, text=True
+    )
     assert no_ref.returncode == 2
     assert "no commit for ref 'nope'" in no_ref.stderr and "Traceback" not in no_ref.stderr
 
