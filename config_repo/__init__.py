@@ -6,6 +6,7 @@ returns problems, it never publishes, logs or touches Docker.
 
 from __future__ import annotations
 
+from config_repo.cache import ReadCache
 from config_repo.loader import load, load_directory, load_git, node_names
 from config_repo.model import ConfigRepo, Document, Environment
 from config_repo.problems import ConfigError, Problem
@@ -18,6 +19,7 @@ __all__ = [
     "Document",
     "Environment",
     "Problem",
+    "ReadCache",
     "Rendered",
     "load",
     "load_directory",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from config_repo.cache import ReadCache
 from config_repo.model import ConfigRepo, Document, Environment
 from config_repo.problems import Problem
 from config_repo.sources import MAX_FILE_BYTES, DirectorySource, GitSource, Source
@@ -43,8 +44,9 @@ def _stem(path: str) -> str | None:
 
 
 class _Reader:
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, cache: ReadCache | None) -> None:
         self.source = source
+        self.cache = cache
         self.repo = ConfigRepo(commit=source.commit)
         self.problems: list[Problem] = []
 
@@ -55,10 +57,18 @@ class _Reader:
         if size > MAX_FILE_BYTES:
             self.problem(path, "file-too-large", f"file is {size} bytes; the limit is {MAX_FILE_BYTES}")
             return None
-        raw = self.source.read(path)
-        doc, problems = (parse_json if path.endswith(".json") else parse_yaml)(path, raw)
+        cid = self.source.content_id(path) if self.cache is not None else None
+        key = ("parse", path, cid)
+        cached = self.cache.get(key) if self.cache is not None and cid else None
+        if cached is None:
+            raw = self.source.read(path)
+            cached = (parse_json if path.endswith(".json") else parse_yaml)(path, raw)
+            if self.cache is not None and cid:
+                self.cache.put(key, cached)
+        doc, problems = cached
         self.problems += problems
-        return doc
+        # a fresh Document each time: validation marks it, the cached data stays shared
+        return None if doc is None else Document(path, doc.data, doc.tree, content_id=cid)
 
     def put(self, table: dict[str, Document], path: str, size: int, where: str) -> None:
         stem = _stem(path)
@@ -113,8 +123,10 @@ class _Reader:
             )
 
 
-def load(source: Source) -> tuple[ConfigRepo, list[Problem]]:
-    reader = _Reader(source)
+def load(source: Source, *, cache: ReadCache | None = None) -> tuple[ConfigRepo, list[Problem]]:
+    """Read every file of ``source``; with ``cache``, files already read (same path and
+    blob) are not parsed again."""
+    reader = _Reader(source, cache)
     for path, size in source.files():
         reader.read(path, size)
     for env in reader.repo.environments.values():

@@ -21,6 +21,7 @@ class Document:
     tree: Any = None
     schema_ok: bool = False
     is_readable: bool = True  # False: a placeholder for a file whose problems are already reported
+    content_id: str | None = None  # blob sha when read from git: the key of config_repo.cache
 
     @property
     def stem(self) -> str:

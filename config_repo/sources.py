@@ -26,6 +26,10 @@ class Source(Protocol):
 
     def read(self, path: str) -> bytes: ...
 
+    def content_id(self, path: str) -> str | None:
+        """An id that changes whenever the content does (a blob sha), or None if unknown."""
+        ...
+
 
 class DirectorySource:
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -45,6 +49,9 @@ class DirectorySource:
 
     def read(self, path: str) -> bytes:
         return (self.root / path).read_bytes()
+
+    def content_id(self, path: str) -> str | None:
+        return None  # files on disk change in place: never cached
 
 
 class GitSource:
@@ -77,3 +84,6 @@ class GitSource:
     def read(self, path: str) -> bytes:
         data: bytes = self._blobs[path].data_stream.read()
         return data
+
+    def content_id(self, path: str) -> str | None:
+        return str(self._blobs[path].hexsha)

@@ -11,6 +11,7 @@ from typing import Any
 from jsonschema.exceptions import ValidationError
 
 import schemas
+from config_repo.cache import ReadCache
 from config_repo.model import ConfigRepo, Document
 from config_repo.problems import Problem
 from config_repo.rules import semantic_problems
@@ -45,8 +46,14 @@ def _message(error: ValidationError) -> tuple[list[Any], str]:
     return path, error.message
 
 
-def schema_problems(kind: str, doc: Document) -> list[Problem]:
-    validator = schemas.validator(schema_name(kind, doc))
+def schema_problems(kind: str, doc: Document, cache: ReadCache | None = None) -> list[Problem]:
+    name = schema_name(kind, doc)
+    key = ("schema", name, doc.file, doc.content_id)
+    cached = cache.get(key) if cache is not None and doc.content_id else None
+    if cached is not None:
+        doc.schema_ok = not cached
+        return list(cached)
+    validator = schemas.validator(name)
     problems = []
     for error in validator.iter_errors(doc.data):
         path, message = _message(error)
@@ -54,11 +61,16 @@ def schema_problems(kind: str, doc: Document) -> list[Problem]:
         line, col = doc.position(path, key=is_key)
         problems.append(Problem(doc.file, line, col, "schema", message, pointer(path)))
     doc.schema_ok = not problems
+    if cache is not None and doc.content_id:
+        cache.put(key, tuple(problems))
     return problems
 
 
-def validate(repo: ConfigRepo, read_problems: list[Problem] | None = None) -> list[Problem]:
-    """All problems of ``repo``: those found while reading, schema, then semantic rules."""
+def validate(
+    repo: ConfigRepo, read_problems: list[Problem] | None = None, *, cache: ReadCache | None = None
+) -> list[Problem]:
+    """All problems of ``repo``: those found while reading, schema, then semantic rules.
+    With ``cache``, files whose content was checked before are not checked again."""
     problems = list(read_problems or [])
     checks: list[tuple[str, Document]] = [("node", d) for d in repo.nodes.values()]
     for env in repo.environments.values():
@@ -71,7 +83,7 @@ def validate(repo: ConfigRepo, read_problems: list[Problem] | None = None) -> li
     for kind, doc in checks:
         if not doc.is_readable:
             continue  # unreadable: already reported by the reader
-        problems += schema_problems(kind, doc)
+        problems += schema_problems(kind, doc, cache)
     problems += semantic_problems(repo)
     repo.problems = sorted(set(problems), key=lambda p: (p.file, p.line, p.column, p.rule, p.message))
     return repo.problems

@@ -16,7 +16,7 @@ from pathlib import Path
 import git
 from gitdb.exc import BadName, BadObject
 
-from config_repo import ConfigRepo, Problem, load
+from config_repo import ConfigRepo, Problem, ReadCache, load
 from config_repo.sources import GitSource
 from config_sync.errors import GitError
 
@@ -87,9 +87,9 @@ class GitRepo:
             return False
         return True
 
-    def load(self, sha: str) -> tuple[ConfigRepo, list[Problem]]:
+    def load(self, sha: str, *, cache: ReadCache | None = None) -> tuple[ConfigRepo, list[Problem]]:
         """The repository's tree at ``sha`` (read from objects, no checkout)."""
-        return load(GitSource(self.path, sha))
+        return load(GitSource(self.path, sha), cache=cache)
 
 
 def _short(e: BaseException) -> str:

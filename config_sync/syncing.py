@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from config_repo import ConfigError, ConfigRepo, render, validate
+from config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
 from config_sync.deploy import DeployWatcher
 from config_sync.errors import SyncError
 from config_sync.git_repo import GitRepo
@@ -71,6 +71,8 @@ class Syncer:
         self.last: dict[str, Outcome] = {}  # by ref
         self._lock = threading.Lock()
         self._readings: OrderedDict[str, Reading] = OrderedDict()
+        # files parsed and schema-checked before (same path, same blob) are not read again
+        self.read_cache = ReadCache()
 
     def read(self, sha: str) -> Reading:
         """Load, validate and render ``sha`` once; a poll that finds the same head only diffs."""
@@ -79,11 +81,11 @@ class Syncer:
                 self._readings.move_to_end(sha)
                 return self._readings[sha]
         try:
-            repo, read_problems = self.git.load(sha)
+            repo, read_problems = self.git.load(sha, cache=self.read_cache)
         except ConfigError as e:
             reading = Reading(sha, {}, [{"rule": "unreadable", "message": str(e)}], None)
         else:
-            errors = [p.to_dict() for p in validate(repo, read_problems)]
+            errors = [p.to_dict() for p in validate(repo, read_problems, cache=self.read_cache)]
             rendered = None if errors else render(repo, commit=sha).topics(self.topics)
             reading = Reading(sha, _tracks(repo, self.default_ref), errors, rendered)
         with self._lock:

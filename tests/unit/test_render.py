@@ -128,3 +128,38 @@ def test_render_refuses_an_unvalidated_or_invalid_repo(tmp_path: Path) -> None:
     validate(bad, read)
     with pytest.raises(ConfigError, match="unknown-node"):
         render(bad)
+
+
+def test_read_cache_reparses_only_changed_blobs_and_gives_the_same_result(tmp_path: Path) -> None:
+    from config_repo import ReadCache, load
+    from config_repo.sources import GitSource
+
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    repo = git.Repo.init(root)
+    repo.git.add(A=True)
+    c1 = repo.index.commit("one").hexsha
+    svc = root / "environments/studio-a/services/tams.yaml"
+    svc.write_text(svc.read_text().replace("image: ", "image: x", 1))
+    (root / "nodes/edge-03.yaml").write_text("name: edge-03\ncordoned: maybe\n")  # now invalid
+    repo.git.add(A=True)
+    c2 = repo.index.commit("two").hexsha
+
+    cache = ReadCache()
+    first, read1 = load(GitSource(root, c1), cache=cache)
+    assert validate(first, read1, cache=cache) == []
+    files = len(list(GitSource(root, c1).files()))
+    misses = cache.misses
+    second, read2 = load(GitSource(root, c2), cache=cache)
+    problems = validate(second, read2, cache=cache)
+    # only the two changed files were parsed and schema-checked again
+    assert cache.misses - misses == 2 * 2
+    uncached, read3 = load(GitSource(root, c2))
+    assert problems == validate(uncached, read3) and [p.rule for p in problems] == ["schema"]
+    # a cached reading renders exactly like a fresh one
+    again, read4 = load(GitSource(root, c1), cache=cache)
+    validate(again, read4, cache=cache)
+    fresh, read5 = load(GitSource(root, c1))
+    validate(fresh, read5)
+    assert render(again).topics() == render(fresh).topics()
+    assert files > 10 and len(cache) >= files
