@@ -140,6 +140,9 @@ class Action:
 class Plan:
     actions: tuple[Action, ...] = ()
     errors: tuple[str, ...] = ()  # things the planner refuses to do, said clearly
+    # changes deliberately left for a later pass (a replaced container kept until its
+    # process is stable): the node is not converged while any is pending
+    pending: tuple[str, ...] = ()
 
     @property
     def is_empty(self) -> bool:

@@ -72,10 +72,12 @@ def compute_plan(
             items.append(Action(Op.RESTART_PROCESS, pid, "digest changed", spec, deps))
 
     pulls = _pulls(a for a in items if a.op in (Op.CREATE, Op.RECREATE))
-    removals = _removals(desired, actual, mine, own_container_id)
+    pending: list[str] = []
+    removals = _removals(desired, actual, mine, own_container_id, pending)
     return Plan(
         actions=(*networks, *pulls, *order_by_dependencies(items), *removals),
         errors=tuple(errors),
+        pending=tuple(pending),
     )
 
 
@@ -139,6 +141,7 @@ def _removals(
     actual: ActualState,
     mine: Mapping[str, ObservedContainer],
     own_id: str | None,
+    pending: list[str],
 ) -> list[Action]:
     complete = desired.is_complete
     replaced = replaced_by(desired, mine.values())
@@ -151,6 +154,8 @@ def _removals(
             # Until the process has stayed up across two checks both exist: no gap.
             if proc is not None and proc.is_stable:
                 out.append(Action(Op.REMOVE, name, f"replaced by process {replaced[name]}"))
+            else:
+                pending.append(f"container {name} waits for process {replaced[name]} to stay up")
         elif complete and not desired.in_manifest("containers", name):
             out.append(Action(Op.REMOVE, name, "not in the complete manifest"))
     if complete:

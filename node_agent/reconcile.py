@@ -34,7 +34,7 @@ class PassResult:
 
     @property
     def converged(self) -> bool:
-        return not self.errors and all(o.ok for o in self.outcomes)
+        return not self.errors and not self.plan.pending and all(o.ok for o in self.outcomes)
 
     def to_dict(self) -> dict[str, Any]:
         return {

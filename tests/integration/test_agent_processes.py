@@ -54,6 +54,8 @@ def test_restart_with_backoff_and_a_log_per_process(tmp_path: Path, supervisors)
     sup.start(job)
     first = sup.check()["e.job.0"]
     assert first.state == "running" and first.pid
+    log = tmp_path / "processes" / "e.job.0" / "output.log"
+    assert wait_for_lines(log, "hello you", 1)  # the shell has run before it is killed
     os.kill(first.pid, signal.SIGKILL)
     wait_dead(first.pid)
     dead = sup.check()["e.job.0"]
@@ -63,8 +65,17 @@ def test_restart_with_backoff_and_a_log_per_process(tmp_path: Path, supervisors)
     clock.now += 1.5
     again = sup.check()["e.job.0"]
     assert again.state == "running" and again.pid != first.pid and again.restart_count == 1
-    log = (tmp_path / "processes" / "e.job.0" / "output.log").read_text()
-    assert log.count("hello you") == 2
+    assert wait_for_lines(log, "hello you", 2)  # one log for both runs, appended
+
+
+def wait_for_lines(path: Path, text: str, count: int, timeout: float = 10.0) -> bool:
+    """Bounded wait until ``path`` holds ``text`` exactly ``count`` times (the child writes it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().count(text) == count:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_a_new_agent_re_adopts_running_processes(tmp_path: Path, supervisors):
