@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
-from config_repo import render, validate
-from phrame.repo_args import add_repo_args, load_from_args
+from config_repo import render
+from phrame.repo_args import add_repo_args, validated_from_args
 from schemas import Topics
 
 
@@ -22,15 +23,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_repo_args(parser)
     parser.add_argument("--node", help="only this node's documents")
     parser.add_argument("--format", choices=("documents", "topics"), default="documents")
-    parser.add_argument("--prefix", default="phrame", help="topic prefix (PHRAME_TOPIC_PREFIX)")
+    parser.add_argument(
+        "--prefix", default=os.environ.get("PHRAME_TOPIC_PREFIX") or "phrame", help="topic prefix"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    loaded = load_from_args(args)
+    loaded = validated_from_args(args)
     if loaded is None:
         return 2
-    repo, read_problems = loaded
-    problems = validate(repo, read_problems)
+    repo, problems = loaded
     if problems:
         for p in problems:
             print(p.format(), file=sys.stderr)

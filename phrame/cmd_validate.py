@@ -10,8 +10,7 @@ import argparse
 import json
 import sys
 
-from config_repo import validate
-from phrame.repo_args import add_repo_args, load_from_args
+from phrame.repo_args import add_repo_args, validated_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -20,11 +19,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    loaded = load_from_args(args)
+    loaded = validated_from_args(args)
     if loaded is None:
         return 2
-    repo, read_problems = loaded
-    problems = validate(repo, read_problems)
+    repo, problems = loaded
     if args.format == "json":
         doc = {
             "valid": not problems,

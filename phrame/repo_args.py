@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from config_repo import ConfigError, ConfigRepo, Problem, load
+from config_repo import ConfigError, ConfigRepo, Problem, load, validate
 from config_repo.sources import DirectorySource, GitSource, Source
 
 
@@ -28,10 +28,12 @@ def open_source(path: str, ref: str | None) -> Source:
     return DirectorySource(p)
 
 
-def load_from_args(args: argparse.Namespace) -> tuple[ConfigRepo, list[Problem]] | None:
-    """Load the repo the arguments name; print the reason and return None when it cannot be read."""
+def validated_from_args(args: argparse.Namespace) -> tuple[ConfigRepo, list[Problem]] | None:
+    """Load and validate the repo the arguments name: (repo, problems). Print the reason and
+    return None when it cannot be read at all."""
     try:
-        return load(open_source(args.path, args.ref))
+        repo, read_problems = load(open_source(args.path, args.ref))
     except ConfigError as e:
         print(f"phrame {args.command}: {e}", file=sys.stderr)
         return None
+    return repo, validate(repo, read_problems)
