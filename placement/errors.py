@@ -29,3 +29,7 @@ class TagTargetError(GitError):
 
 class GitLabError(PlacementError):
     """The GitLab API refused or failed a request (merge request lookup or creation)."""
+
+
+class InvalidInputs(PlacementError):
+    """The commit holds node or service files that cannot be read: nothing is decided."""

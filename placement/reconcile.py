@@ -16,10 +16,10 @@ from typing import Any, Protocol
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random
 
-from config_repo import ConfigRepo, load_git, validate
+from config_repo import ConfigRepo, Problem, load_git, validate
 from placement import inventory
 from placement.decide import decide
-from placement.errors import GitError, PlacementError, PushRejected, TagTargetError
+from placement.errors import GitError, InvalidInputs, PlacementError, PushRejected, TagTargetError
 from placement.git_repo import GitRepo
 from placement.liveness import Liveness, gc_candidates
 from placement.models import Decision
@@ -119,6 +119,15 @@ class Reconciler:
         env = repo.environments.get(name) or env_main
         mode, _ = inventory.mode_and_track(env)
         result = EnvResult(name, mode=mode, track=track, base=base)
+        unreadable = unreadable_inputs(repo, name)
+        if unreadable:
+            # A node or service file that does not parse would read as "gone" and move healthy
+            # replicas for good (a returning node gets nothing back): wait for a readable commit.
+            files = ", ".join(sorted({p.file for p in unreadable}))
+            raise InvalidInputs(
+                f"environment {name}: the config at {base[:12]} has files placement cannot read "
+                f"({files}; first: {unreadable[0].format()}); node.json is left as it is"
+            )
         if mode == "auto" and self.git.is_tag(track):
             raise TagTargetError(
                 f"environment {name} tracks the tag {track!r} with placement: auto; placement never "
@@ -175,7 +184,21 @@ class Reconciler:
         repo, problems = load_git(self.git.path, sha)
         problems = validate(repo, problems)
         if problems:
-            # Still decide: the schema-valid parts are usable, and a placement may fix a
-            # capacity problem. The problems themselves are config-sync's to report.
+            # Semantic problems do not stop a decision (placement may be what fixes a capacity
+            # or port problem); unreadable inputs do, per environment (unreadable_inputs).
             log.debug("config at %s has %d problems", sha[:12], len(problems))
         return repo
+
+
+# Problems that leave a file's content unknown (as opposed to a rule across files).
+UNREADABLE_RULES = frozenset({
+    "yaml-syntax", "yaml-duplicate-key", "yaml-tab", "yaml-encoding", "yaml-alias-bomb",
+    "file-too-large", "json-syntax", "schema", "name-mismatch", "duplicate-name", "missing-file",
+})  # fmt: skip
+
+
+def unreadable_inputs(repo: ConfigRepo, environment: str) -> list[Problem]:
+    """Problems in the files a decision for ``environment`` reads: the inventory and the
+    environment's own folder (its services, ``environment.yaml`` and ``node.json``)."""
+    folders = ("nodes/", f"environments/{environment}/")
+    return [p for p in repo.problems or () if p.rule in UNREADABLE_RULES and p.file.startswith(folders)]

@@ -172,6 +172,32 @@ def test_rerun_is_a_fixed_point(tmp_path: Path, remote: ConfigRemote) -> None:
     assert make(tmp_path / "other", remote, clock).run_pass()[0].commit is None
 
 
+def test_unreadable_node_or_service_file_decides_nothing_and_moves_nothing(
+    tmp_path: Path, remote: ConfigRemote
+) -> None:
+    clock = Clock()
+    rec = make(tmp_path, remote, clock)
+    rec.run_pass()
+    placed, head = remote.node_json(), remote.head()
+    good_node = remote.show("nodes/edge-02.yaml")
+    good_mixer = remote.show("environments/studio-a/services/mixer.yaml")
+    # a typo in a node file must not read as "edge-02 removed from the inventory"
+    remote.change("nodes/edge-02.yaml", good_node + "cordoned: nope\n", "typo in edge-02")
+    # nor one in a service file as "mixer removed"
+    broken = remote.change("environments/studio-a/services/mixer.yaml", good_mixer + "replica: 3\n", "typo")
+    clock.now += 5
+    beat(rec.liveness, clock)
+    (result,) = rec.run_pass()
+    assert result.commit is None and remote.head() == broken
+    assert result.error is not None and "cannot read" in result.error and "nodes/edge-02.yaml" in result.error
+    remote.change("nodes/edge-02.yaml", good_node, "fix edge-02")
+    fixed = remote.change("environments/studio-a/services/mixer.yaml", good_mixer, "fix mixer")
+    beat(rec.liveness, clock)
+    (result,) = rec.run_pass()
+    assert (result.error, result.commit) == (None, None)
+    assert remote.head() == fixed and remote.node_json() == placed and head != fixed
+
+
 def test_node_loss_moves_only_its_replica_after_the_grace_period(
     tmp_path: Path, remote: ConfigRemote
 ) -> None:
