@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from config_sync.errors import SyncError
 from config_sync.gitlab_api import Reporter
 from phrame_mqtt import Message
 from schemas import Topics
@@ -85,7 +84,7 @@ class DeployWatcher:
         self._thread: threading.Thread | None = None
 
     def status_filter(self) -> str:
-        return f"{self.topics.prefix}/actual/nodes/+/status"
+        return self.topics.node_status_filter()
 
     def on_status(self, msg: Message) -> None:
         """MQTT callback (network thread): store the node's status; never raise."""
@@ -133,9 +132,11 @@ class DeployWatcher:
 
     def _report(self, commit: str, state: str, text: str, ref: str) -> None:
         log.info("deploy of %s on %s: %s (%s)", commit[:12], ref, state, text)
+        # never raises: check() reports each finished deployment on its own, so one failed
+        # report cannot leave the others (already out of ``active``) "running" forever
         try:
             self.reporter.set_status(commit, NAME, state, text, ref=ref)
-        except SyncError as e:
+        except Exception as e:  # whatever the host SDK raises
             log.warning("could not report deploy %s of %s: %s", state, commit[:12], e)
 
     def start(self) -> None:

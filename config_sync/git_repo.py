@@ -3,6 +3,7 @@
 The sync and review passes call :meth:`GitRepo.fetch` then :meth:`GitRepo.head` and read
 trees through ``config_repo.sources.GitSource`` at a sha, never checking anything out.
 A GitLab token goes to git through the environment (never argv, never the URL on disk).
+A fetch that outlasts ``timeout_s`` (PHRAME_GIT_TIMEOUT_S) is killed: a transient GitError.
 """
 
 from __future__ import annotations
@@ -32,8 +33,11 @@ REFSPECS = (
 class GitRepo:
     """A bare clone of ``url`` at ``<state_dir>/config-sync/config-repo.git``; thread-safe."""
 
-    def __init__(self, url: str, state_dir: str | Path, *, token: str | None = None) -> None:
+    def __init__(
+        self, url: str, state_dir: str | Path, *, token: str | None = None, timeout_s: float = 120.0
+    ) -> None:
         self.url = url
+        self.timeout_s = timeout_s
         self.path = Path(state_dir) / "config-sync" / "config-repo.git"
         self._token = token
         self._lock = threading.Lock()
@@ -65,8 +69,15 @@ class GitRepo:
             try:
                 repo = self._open()
                 with repo.git.custom_environment(GIT_TERMINAL_PROMPT="0", **self._env()):
-                    repo.git.fetch("--prune", "--quiet", "origin", *REFSPECS)
+                    repo.git.fetch(
+                        "--prune", "--quiet", "origin", *REFSPECS, kill_after_timeout=self.timeout_s
+                    )
             except (git.GitError, OSError) as e:
+                if _timed_out(e):
+                    raise GitError(
+                        f"fetching {self.url} timed out after {self.timeout_s:g} s (PHRAME_GIT_TIMEOUT_S);"
+                        " git was stopped, the next pass tries again"
+                    ) from e
                 raise GitError(f"cannot fetch {self.url} into {self.path}: {_short(e)}") from e
             self.fetched_at = time.time()
             self.fetches += 1
@@ -90,6 +101,11 @@ class GitRepo:
     def load(self, sha: str, *, cache: ReadCache | None = None) -> tuple[ConfigRepo, list[Problem]]:
         """The repository's tree at ``sha`` (read from objects, no checkout)."""
         return load(GitSource(self.path, sha), cache=cache)
+
+
+def _timed_out(e: BaseException) -> bool:
+    """gitpython's way of saying ``kill_after_timeout`` stopped the command."""
+    return isinstance(e, git.GitCommandError) and "did not complete in" in str(e.stderr)
 
 
 def _short(e: BaseException) -> str:

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from typing import Any, Protocol
 
 import gitlab
+import requests
 from gitlab import exceptions as gl_exc
 
 from config_sync.errors import GitLabError
@@ -42,7 +43,14 @@ class _Memory:
     def __init__(self) -> None:
         self.statuses: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
         self.notes: dict[int, str] = {}
+        self.last_error: str | None = None  # the latest failed call, for /status
         self.lock = threading.Lock()
+
+    def failed(self, text: str) -> GitLabError:
+        """Remember ``text`` for /status and return the error to raise."""
+        with self.lock:
+            self.last_error = text
+        return GitLabError(text)
 
     def is_repeat(self, sha: str, name: str, state: str, description: str) -> bool:
         with self.lock:
@@ -59,6 +67,7 @@ class _Memory:
                 "ref": ref,
             }
             self.statuses.move_to_end((sha, name))
+            self.last_error = None
             while len(self.statuses) > _KEEP:
                 self.statuses.popitem(last=False)
 
@@ -67,6 +76,7 @@ class _Memory:
             return {
                 "statuses": list(self.statuses.values())[-20:],
                 "plans": {str(k): v for k, v in sorted(self.notes.items())[-20:]},
+                "last_error": self.last_error,
             }
 
 
@@ -121,10 +131,10 @@ class GitLabReporter:
             self.project.commits.get(sha, lazy=True).statuses.create(data)
         except gl_exc.GitlabCreateError as e:
             if not _is_repeated_transition(e):
-                raise GitLabError(f"status {name}={state} on {sha[:12]}: {_why(e)}") from e
+                raise self.memory.failed(f"status {name}={state} on {sha[:12]}: {_why(e)}") from e
             log.debug("status %s=%s on %s was already set", name, state, sha[:12])
-        except gl_exc.GitlabError as e:
-            raise GitLabError(f"status {name}={state} on {sha[:12]}: {_why(e)}") from e
+        except (gl_exc.GitlabError, requests.RequestException) as e:
+            raise self.memory.failed(f"status {name}={state} on {sha[:12]}: {_why(e)}") from e
         self.memory.remember(sha, name, state, description, ref)
 
     def upsert_plan_note(self, mr_iid: int, body: str) -> None:
@@ -141,8 +151,8 @@ class GitLabReporter:
             elif existing.body != body:
                 existing.body = body
                 existing.save()
-        except gl_exc.GitlabError as e:
-            raise GitLabError(f"plan note on !{mr_iid}: {_why(e)}") from e
+        except (gl_exc.GitlabError, requests.RequestException) as e:
+            raise self.memory.failed(f"plan note on !{mr_iid}: {_why(e)}") from e
         with self.memory.lock:
             self.memory.notes[mr_iid] = body
 
@@ -152,6 +162,8 @@ class GitLabReporter:
             raise GitLabError(f"refusing to create {branch!r}: only branches, from an explicit sha")
         try:
             self.project.branches.create({"branch": branch, "ref": sha})
+        except requests.RequestException as e:
+            raise GitLabError(f"creating branch {branch}: {_why(e)}") from e
         except gl_exc.GitlabCreateError as e:
             if "already exists" not in _why(e):
                 raise GitLabError(f"creating branch {branch}: {_why(e)}") from e
@@ -162,7 +174,7 @@ class GitLabReporter:
     def _branch_sha(self, branch: str) -> str | None:
         try:
             commit: dict[str, Any] = self.project.branches.get(branch).commit
-        except gl_exc.GitlabError as e:
+        except (gl_exc.GitlabError, requests.RequestException) as e:
             raise GitLabError(f"reading branch {branch}: {_why(e)}") from e
         return commit.get("id")
 
@@ -170,7 +182,10 @@ class GitLabReporter:
         return self.memory.snapshot()
 
 
-def _why(e: gl_exc.GitlabError) -> str:
+def _why(e: gl_exc.GitlabError | requests.RequestException) -> str:
+    """GitLab's answer, or (python-gitlab passes these through) why there was none."""
+    if isinstance(e, requests.RequestException):
+        return f"GitLab unreachable: {type(e).__name__}: {e}"
     return f"{e.response_code} {e.error_message}" if e.response_code else str(e.error_message)
 
 

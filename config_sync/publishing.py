@@ -72,7 +72,8 @@ class Publisher:
         self.published: dict[str, bytes] | None = None  # None: rebuild from the broker first
         self.messages_total = 0
         self._decoded: dict[str, tuple[bytes, dict[str, Any]]] = {}  # topic -> (payload, its JSON)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held for a whole publication, PUBACK waits included
+        self._stale = threading.Event()  # set by invalidate(): rebuild before the next publication
 
     def rebuild(self) -> None:
         """Read every retained desired-plane topic back from the broker."""
@@ -83,9 +84,13 @@ class Publisher:
         log.info("rebuilt the published state: %d retained desired topics", len(self.published))
 
     def invalidate(self) -> None:
-        """Forget what is published; the next publication re-reads it from the broker."""
-        with self._lock:
-            self.published = None
+        """Forget what is published; the next publication re-reads it from the broker.
+
+        Lock-free: paho's network thread calls this on a reconnect, and a publication holding
+        the lock waits for PUBACKs that only that thread can deliver. A publication running
+        now leaves the flag set, so the one after it rebuilds.
+        """
+        self._stale.set()
 
     def publish_commit(
         self,
@@ -100,6 +105,9 @@ class Publisher:
         ``errors``, only the sync topics that report them."""
         started = time.monotonic()
         with self._lock:  # one publication at a time: each diffs against the last
+            if self._stale.is_set():
+                self._stale.clear()  # before rebuilding: a reconnect meanwhile sets it again
+                self.published = None
             if self.published is None:
                 self.rebuild()
             published = self.published or {}

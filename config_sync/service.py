@@ -48,7 +48,9 @@ class ConfigSync:
             else MqttClient(actual, f"config-sync-a-{suffix}")
         )
         token = settings.gitlab_token if settings.git_host == "gitlab" else None
-        self.git = GitRepo(settings.repo_url, settings.state_dir, token=token)
+        self.git = GitRepo(
+            settings.repo_url, settings.state_dir, token=token, timeout_s=settings.git_timeout_s
+        )
         self.reporter = reporter or make_reporter(settings)
         self.metrics = Metrics()
         self.publisher = Publisher(self.mqtt, self.topics)

@@ -17,7 +17,6 @@ from typing import Any
 
 from config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
 from config_sync.deploy import DeployWatcher
-from config_sync.errors import SyncError
 from config_sync.git_repo import GitRepo
 from config_sync.gitlab_api import Reporter
 from config_sync.plan import item_changes, plan_markdown
@@ -104,10 +103,11 @@ class Syncer:
             self._report(sha, "success", "valid", ref)
 
     def _report(self, sha: str, state: str, text: str, ref: str | None) -> None:
-        # GitLab being down must never hold a deployment back: log, publish anyway
+        # GitLab being down must never hold a deployment back: log (the reporter keeps the
+        # error for /status) and carry on; the next pass sets the status again
         try:
             self.reporter.set_status(sha, VALIDATE, state, text, ref=ref)
-        except SyncError as e:
+        except Exception as e:  # whatever the host SDK raises
             log.warning("could not report %s=%s on %s: %s", VALIDATE, state, sha[:12], e)
 
     def sync_ref(self, ref: str) -> Outcome:
@@ -124,10 +124,12 @@ class Syncer:
                 self.envs_by_ref[ref] = envs
             if ref == self.default_ref and not errors:
                 self.tracked = {self.default_ref, *reading.tracks.values()}
-        self._report_validation(sha, errors, ref)
-        outcome = self.publisher.publish_commit(
-            ref=ref, commit=sha, environments=envs, rendered=reading.rendered, errors=errors
-        )
+        try:  # publish first: a slow or unreachable git host never delays a deployment
+            outcome = self.publisher.publish_commit(
+                ref=ref, commit=sha, environments=envs, rendered=reading.rendered, errors=errors
+            )
+        finally:
+            self._report_validation(sha, errors, ref)
         self.last[ref] = outcome
         if self.on_outcome is not None:
             self.on_outcome(outcome)

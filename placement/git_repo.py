@@ -3,7 +3,8 @@
 Commits are built with plumbing on top of an explicit parent sha (no work tree, no
 checkout), and pushed without force: the push only fast-forwards, so it is a
 compare-and-swap on the branch and a rejection means someone committed meanwhile. It
-never writes to ``refs/tags/*``. The only module of the package that imports gitpython.
+never writes to ``refs/tags/*``. Fetch and push are killed after ``timeout_s``
+(PHRAME_GIT_TIMEOUT_S). The only module of the package that imports gitpython.
 """
 
 from __future__ import annotations
@@ -40,10 +41,13 @@ def branch_ref(branch: str) -> str:
 class GitRepo:
     """A bare clone of the config repo at ``cache``, fetched from ``url`` (path or URL)."""
 
-    def __init__(self, url: str, cache: Path, *, author: tuple[str, str] = AUTHOR) -> None:
+    def __init__(
+        self, url: str, cache: Path, *, author: tuple[str, str] = AUTHOR, timeout_s: float = 120.0
+    ) -> None:
         self.url = url
         self.cache = cache
         self.author = author
+        self.timeout_s = timeout_s
         self._repo: git.Repo | None = None
 
     @property
@@ -74,9 +78,10 @@ class GitRepo:
                 "origin",  # "+" updates our remote-tracking refs only; nothing is ever force-pushed
                 "+refs/heads/*:refs/remotes/origin/*",
                 "+refs/tags/*:refs/tags/*",
+                kill_after_timeout=self.timeout_s,
             )
         except git.exc.GitCommandError as e:
-            raise GitError(f"cannot fetch {self._where()}: {_stderr(e)}") from e
+            raise GitError(f"cannot fetch {self._where()}: {self._why(e)}") from e
 
     def is_tag(self, ref: str) -> bool:
         """Whether ``ref`` names a tag (``refs/tags/x``, or a short name with no such branch)."""
@@ -155,12 +160,12 @@ class GitRepo:
         recompute, retry) and :class:`TagTargetError` for a tag."""
         target = branch_ref(branch)
         try:
-            self.repo.git.push("--porcelain", "origin", f"{sha}:{target}")
+            self.repo.git.push("--porcelain", "origin", f"{sha}:{target}", kill_after_timeout=self.timeout_s)
         except git.exc.GitCommandError as e:
             text = f"{e.stdout or ''}\n{e.stderr or ''}"
             if "[rejected]" in text or "non-fast-forward" in text or "fetch first" in text:
                 raise PushRejected(f"push of {sha[:12]} to {target} rejected: the branch moved") from e
-            raise GitError(f"cannot push {sha[:12]} to {target} on {self._where()}: {_stderr(e)}") from e
+            raise GitError(f"cannot push {sha[:12]} to {target} on {self._where()}: {self._why(e)}") from e
         log.info("pushed %s to %s", sha[:12], target)
 
     def _resolve(self, name: str) -> str | None:
@@ -168,6 +173,11 @@ class GitRepo:
             return str(self.repo.commit(name).hexsha)
         except (git.exc.BadName, git.exc.GitError, ValueError):
             return None
+
+    def _why(self, e: git.exc.GitCommandError) -> str:
+        if "did not complete in" in str(e.stderr):  # gitpython killed it (kill_after_timeout)
+            return f"timed out after {self.timeout_s:g} s (PHRAME_GIT_TIMEOUT_S); git was stopped"
+        return _stderr(e)
 
     def _where(self) -> str:
         # Never print a URL with credentials in it.

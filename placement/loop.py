@@ -81,9 +81,7 @@ class PlacementLoop:
             self.liveness.status(topic.node, doc["state"], received_at=now)
 
     def _filters(self) -> list[str]:
-        # Topics has builders for one node only; the wildcard level stands for every node.
-        base = f"{self.topics.prefix}/actual/nodes/+"
-        return [f"{base}/heartbeat", f"{base}/status"]
+        return [self.topics.heartbeat_filter(), self.topics.node_status_filter()]
 
     def connect(self, *, settle_s: float = 0.5, max_wait_s: float = 5.0) -> None:
         """Connect, follow heartbeats and statuses, and return once the retained ones are in.
@@ -202,7 +200,7 @@ def build_loop(settings: PlacementSettings, *, clock: Callable[[], float] = time
     if settings.git_host == "gitlab" and settings.gitlab_url and settings.gitlab_project:
         merge_requests = MergeRequests(settings.gitlab_url, settings.gitlab_token, settings.gitlab_project)
     reconciler = Reconciler(
-        GitRepo(settings.authenticated_url(), settings.clone_cache),
+        GitRepo(settings.authenticated_url(), settings.clone_cache, timeout_s=settings.git_timeout_s),
         liveness,
         clock=clock,
         reschedule_after_s=settings.reschedule_after_s,

@@ -32,6 +32,8 @@ PUSH_ATTEMPTS = 5
 class MergeRequestPort(Protocol):
     def ensure(self, source_branch: str, target_branch: str, title: str, description: str) -> Any: ...
 
+    def close_superseded(self, source_branch: str) -> list[int]: ...
+
 
 @dataclass
 class EnvResult:
@@ -83,6 +85,9 @@ class Reconciler:
         except PlacementError as e:
             log.warning("placement pass skipped: %s", e)
             return []
+        except Exception:  # e.g. ConfigError: the loop carries on and tries again next pass
+            log.exception("placement pass skipped: unexpected error reading %s", self.default_branch)
+            return []
         return [self.sync_environment(name, fetch=False) for name in sorted(repo.environments)]
 
     def sync_environment(self, name: str, *, fetch: bool = True) -> EnvResult:
@@ -106,6 +111,9 @@ class Reconciler:
         except PlacementError as e:
             log.error("placement of environment %s failed: %s", name, e)
             return EnvResult(name, error=str(e))
+        except Exception as e:  # unexpected (a ConfigError, an SDK's own error): this env only
+            log.exception("placement of environment %s failed unexpectedly", name)
+            return EnvResult(name, error=f"unexpected {type(e).__name__}: {e}")
         raise AssertionError("unreachable: tenacity either returned or raised")
 
     def _sync(self, name: str) -> EnvResult:
@@ -178,7 +186,21 @@ class Reconciler:
             title = message.splitlines()[0]
             mr = self.merge_requests.ensure(branch, result.track, title, message)
             result.merge_request = str(getattr(mr, "web_url", mr))
+            if getattr(mr, "is_new", False):
+                self._close_superseded(result.environment, branch)
         return result
+
+    def _close_superseded(self, environment: str, branch: str) -> None:
+        """Older proposals for ``environment`` are stale once a new one is open; failing to
+        close them is logged, never a failed placement (the new merge request is open)."""
+        assert self.merge_requests is not None
+        try:
+            closed = self.merge_requests.close_superseded(branch)
+        except PlacementError as e:
+            log.warning("environment %s: %s", environment, e)
+            return
+        if closed:
+            log.info("environment %s: closed superseded merge requests %s", environment, closed)
 
     def _load(self, sha: str) -> ConfigRepo:
         repo, problems = load_git(self.git.path, sha)

@@ -33,6 +33,7 @@ class PlacementSettings:
     gitlab_url: str | None = None
     gitlab_token: str | None = field(default=None, repr=False)
     gitlab_project: str | None = None
+    git_timeout_s: float = 120.0  # a git fetch or push running longer is killed (transient)
     default_branch: str = "main"  # the branch whose environments/ lists the environments
     instance: str = ""  # who we are in commit trailers and logs: host/pid
 
@@ -56,6 +57,7 @@ class PlacementSettings:
             gitlab_url=r.text("PHRAME_GITLAB_URL"),
             gitlab_token=r.secret("PHRAME_GITLAB_TOKEN"),
             gitlab_project=r.text("PHRAME_GITLAB_PROJECT"),
+            git_timeout_s=r.number("PHRAME_GIT_TIMEOUT_S", 120.0, minimum=1.0),
             default_branch=r.text("PHRAME_DEFAULT_BRANCH", "main") or "main",
             instance=f"{os.uname().nodename}/{os.getpid()}",
         )

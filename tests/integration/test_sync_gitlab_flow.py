@@ -14,12 +14,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 import responses
 
 from config_sync.gitlab_api import GitLabReporter
 from config_sync.service import ConfigSync
 from tests.integration.test_sync_app import Running, serving
-from tests.integration.test_sync_support import SAMPLE, SECRET, ConfigRemote, settings_for
+from tests.integration.test_sync_publishing import carried, cli_render, without_sync
+from tests.integration.test_sync_support import (
+    SAMPLE,
+    SECRET,
+    ConfigRemote,
+    desired_on_broker,
+    reader,
+    settings_for,
+)
 from tests.support.mosquitto import Mosquitto
 
 GITLAB = "http://gitlab.example.test"
@@ -144,3 +153,35 @@ def test_gitlab_down_never_holds_a_deployment_back(tmp_path: Path, mosquitto: Mo
             assert service.queue.workers["ref:main"].failures == 0
         finally:
             service.stop()
+
+
+def test_gitlab_unreachable_still_publishes_exactly_the_rendering(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    # python-gitlab lets requests.ConnectionError through: it must neither stop the publish
+    # nor fail the pass, and /status must say what went wrong
+    remote = ConfigRemote(tmp_path)
+    remote.commit("sample", copy_from=SAMPLE)
+    settings = settings_for(remote, tmp_path / "state", mosquitto.url, webhook_secret=SECRET, poll_s=3600)
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        down = requests.ConnectionError("gitlab.example.test: connection refused")
+        for method in (responses.GET, responses.POST, responses.PUT):
+            mock.add(method, re.compile(rf"{re.escape(GITLAB)}/.*"), body=down)
+        service = ConfigSync(settings, reporter=GitLabReporter(GITLAB, "glpat-test", "studio/phrame-config"))
+        with serving(service) as url, reader(mosquitto.url) as client:
+            running = Running(service, url, remote)
+            running.idle()
+            sha = remote.commit(
+                "add", files={"environments/studio-a/services/asset-cache.yaml": SERVICE.format(tag=1)}
+            )
+            before = desired_on_broker(client)
+            assert running.post("push.json", **{"Idempotency-Key": "gl-down"}).status_code == 202
+            running.idle()
+            after = desired_on_broker(client)
+            assert without_sync(after) == carried(before, cli_render(remote.bare_path, sha))
+            assert service.syncer.last["main"].commit == sha
+            status = running.http.get("/status").json()
+            running.http.close()
+        assert status["workers"]["ref:main"]["failures"] == 0
+        assert "GitLab unreachable: ConnectionError" in status["reports"]["last_error"]
+        assert any("/statuses/" in c.request.url for c in mock.calls)  # reporting was attempted

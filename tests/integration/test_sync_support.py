@@ -7,7 +7,9 @@ sample repo as its first commit, and a started ``ConfigSync`` wired to a real br
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator, Mapping
+import socket
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -92,3 +94,55 @@ def reader(url: str, name: str = "test-reader") -> Iterator[MqttClient]:
 
 def desired_on_broker(client: MqttClient, topics: Topics | None = None) -> dict[str, bytes]:
     return client.collect_retained((topics or Topics()).desired_filter(), settle=0.2)
+
+
+@contextmanager
+def silent_git_server() -> Iterator[str]:
+    """A ``git://127.0.0.1:PORT/x`` URL whose server accepts connections and never answers
+    (a hung git host); closing it on exit releases any git still waiting on it."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            held.append(conn)  # read nothing, answer nothing
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"git://127.0.0.1:{server.getsockname()[1]}/phrame-config.git"
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+def finishes_within(seconds: float, work: Callable[[], object]) -> BaseException | None:
+    """Run ``work`` on a thread; the exception it raised, or AssertionError if it is still
+    running after ``seconds`` (the caller's ``silent_git_server`` exit then releases it)."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as e:  # handed to the test to assert on
+            outcome.append(e)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        return AssertionError(f"still running after {seconds} s")
+    return outcome[0]

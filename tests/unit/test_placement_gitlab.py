@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+import requests
 import responses
 
 from placement.errors import GitLabError
@@ -84,3 +85,35 @@ def test_api_errors_become_gitlab_errors() -> None:
     responses.get(MRS, status=401, json={"message": "401 Unauthorized"})
     with pytest.raises(GitLabError, match="cannot list merge requests"):
         client().ensure(BRANCH, "main", "t", "d")
+
+
+@responses.activate
+def test_unreachable_gitlab_becomes_a_gitlab_error() -> None:
+    # python-gitlab passes requests' own errors through unwrapped
+    responses.get(MRS, body=requests.ConnectionError("connection refused"))
+    with pytest.raises(GitLabError, match=r"cannot list merge requests.*connection refused"):
+        client().ensure(BRANCH, "main", "t", "d")
+    responses.replace(responses.GET, MRS, json=[])
+    responses.post(MRS, body=requests.Timeout("read timed out"))
+    with pytest.raises(GitLabError, match=r"cannot open a merge request.*read timed out"):
+        client().ensure(BRANCH, "main", "t", "d")
+
+
+@responses.activate
+def test_close_superseded_closes_only_older_proposals_of_the_same_environment() -> None:
+    older = mr(iid=3, source="placement/studio-a/ffffffff")
+    others = [mr(iid=4, source="placement/studio-b/ffffffff"), mr(iid=5, source="feature/studio-a")]
+    listing = responses.get(MRS, json=[mr(iid=7), older, *others])
+    closing = responses.put(f"{MRS}/3", json={**older, "state": "closed"})
+    assert client().close_superseded(BRANCH) == [3]
+    assert "state=opened" in (listing.calls[0].request.url or "")
+    assert closing.call_count == 1
+    assert json.loads(closing.calls[0].request.body or "{}") == {"state_event": "close"}
+
+
+@responses.activate
+def test_close_superseded_failure_is_a_gitlab_error() -> None:
+    responses.get(MRS, json=[mr(iid=3, source="placement/studio-a/ffffffff")])
+    responses.put(f"{MRS}/3", status=403, json={"message": "403 Forbidden"})
+    with pytest.raises(GitLabError, match="cannot close the merge requests"):
+        client().close_superseded(BRANCH)

@@ -78,7 +78,11 @@ def test_settings_defaults_and_validation(tmp_path: Path) -> None:
     s = PlacementSettings.from_env({"PHRAME_REPO_URL": "/srv/config.git"})
     assert (s.node_timeout_s, s.reschedule_after_s, s.node_gc_s) == (20.0, 60.0, 86400.0)
     assert s.git_host == "local" and s.lock_file is None and s.topic_prefix == "phrame"
-    assert s.authenticated_url() == "/srv/config.git"
+    assert s.authenticated_url() == "/srv/config.git" and s.git_timeout_s == 120.0
+    timed = PlacementSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_GIT_TIMEOUT_S": "30"})
+    assert timed.git_timeout_s == 30.0
+    with pytest.raises(SettingsError, match="PHRAME_GIT_TIMEOUT_S"):
+        PlacementSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_GIT_TIMEOUT_S": "0.5"})
     with pytest.raises(SettingsError, match="PHRAME_REPO_URL"):
         PlacementSettings.from_env({})
     with pytest.raises(SettingsError, match=r"PHRAME_GIT_HOST=.github. must be one of local, gitlab"):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import requests
+
 from config_sync.deploy import DeployWatcher, failure, verdict
 from config_sync.gitlab_api import LocalReporter
 from phrame_mqtt import Message
@@ -81,3 +83,32 @@ def test_newer_deploy_cancels_the_older_and_garbage_is_ignored() -> None:
     watcher.on_status(Message(T.status("edge-01"), b"not json", True))
     watcher.on_status(Message("elsewhere/x", b"{}", True))
     assert watcher.statuses == {}
+
+
+class FlakyReporter(LocalReporter):
+    """Reports like LocalReporter, except for one commit, whose reports raise what an
+    unwrapped SDK might (GitLab unreachable)."""
+
+    def __init__(self, broken: str) -> None:
+        super().__init__()
+        self.broken = broken
+
+    def set_status(
+        self, sha: str, name: str, state: str, description: str, *, ref: str | None = None
+    ) -> None:
+        if sha == self.broken:
+            raise requests.ConnectionError("gitlab.example.test: connection refused")
+        super().set_status(sha, name, state, description, ref=ref)
+
+
+def test_one_failed_report_leaves_no_other_deployment_running() -> None:
+    reporter = FlakyReporter(broken=OLD)
+    watcher = DeployWatcher(reporter, T, timeout_s=60, clock=Clock())
+    watcher.watch("hotfix", OLD, ["edge-02"])  # its "running" report fails, it is watched anyway
+    watcher.watch("main", SHA, ["edge-01"])
+    watcher.on_status(status("edge-02", commit=OLD, converged=True))
+    watcher.on_status(status("edge-01", commit=SHA, converged=True))
+    watcher.check()
+    # both finished in the same check: the first report fails, the second is still sent
+    assert not watcher.active
+    assert deploys(reporter)[-1] == ("a", "success", f"1 node(s) converged on {SHA[:12]}")

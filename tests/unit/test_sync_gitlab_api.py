@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import requests
 import responses
 
 from config_sync.errors import GitLabError
@@ -152,3 +153,20 @@ def test_branch_create_from_sha_and_already_exists(
 def test_tags_are_refused_without_a_request(reporter: GitLabReporter) -> None:
     with pytest.raises(GitLabError, match="only branches"):
         reporter.create_branch("refs/tags/v1", SHA)
+
+
+def test_unreachable_gitlab_becomes_gitlab_error_and_is_kept_for_status(
+    api: responses.RequestsMock, reporter: GitLabReporter
+) -> None:
+    # python-gitlab passes requests' own errors through: the adapter must convert them
+    api.post(f"{PROJECT}/statuses/{SHA}", body=requests.ConnectionError("connection refused"))
+    api.get(NOTES, body=requests.Timeout("read timed out"))
+    api.post(f"{PROJECT}/repository/branches", body=requests.ConnectionError("no route"))
+    with pytest.raises(GitLabError, match="GitLab unreachable: ConnectionError"):
+        reporter.set_status(SHA, "phrame/validate", "success", "valid", ref="main")
+    assert reporter.snapshot()["last_error"].startswith("status phrame/validate=success")
+    assert reporter.snapshot()["statuses"] == []  # not remembered: the next pass sets it again
+    with pytest.raises(GitLabError, match="GitLab unreachable: Timeout"):
+        reporter.upsert_plan_note(7, "plan")
+    with pytest.raises(GitLabError, match="creating branch placement/x"):
+        reporter.create_branch("placement/x", SHA)

@@ -33,6 +33,8 @@ def test_defaults_and_overrides(tmp_path: Path) -> None:
         {"PHRAME_REPO_URL": "x", "PHRAME_POLL_S": "5", "PHRAME_LISTEN": "0.0.0.0:9000"}
     )
     assert s2.poll_s == 5 and s2.listen_address == ("0.0.0.0", 9000)
+    assert s.git_timeout_s == 120
+    assert SyncSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_GIT_TIMEOUT_S": "7.5"}).git_timeout_s == 7.5
 
 
 @pytest.mark.parametrize(
@@ -44,6 +46,7 @@ def test_defaults_and_overrides(tmp_path: Path) -> None:
         ({"PHRAME_REPO_URL": "x", "PHRAME_POLL_S": "soon"}, "PHRAME_POLL_S"),
         ({"PHRAME_REPO_URL": "x", "PHRAME_POLL_S": "0"}, "at least 1"),
         ({"PHRAME_REPO_URL": "x", "PHRAME_LISTEN": "8080"}, "host:port"),
+        ({"PHRAME_REPO_URL": "x", "PHRAME_GIT_TIMEOUT_S": "0"}, "PHRAME_GIT_TIMEOUT_S.*at least 1"),
         (
             {"PHRAME_REPO_URL": "x", "PHRAME_WEBHOOK_SECRET": "a", "PHRAME_WEBHOOK_SECRET_FILE": "/f"},
             "not both",
