@@ -81,13 +81,14 @@ class DesiredStore:
         return parsed.kind, key, doc
 
     def snapshot(self) -> DesiredState:
+        """The desired state: with a manifest, only the received items it lists."""
         with self._lock:
             return DesiredState(
                 containers=dict(self._items["containers"]),
                 networks=dict(self._items["networks"]),
                 processes=dict(self._items["processes"]),
                 manifest=self._manifest,
-            )
+            ).effective()
 
     def errors(self) -> dict[str, str]:
         with self._lock:

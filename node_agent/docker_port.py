@@ -8,12 +8,10 @@ call per kind, and it never acts on a name it was not given by the caller.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, TypeVar
 
 import docker
@@ -24,14 +22,13 @@ from docker.types import IPAMConfig, IPAMPool
 from docker.utils import parse_repository_tag
 
 from node_agent.container_config import create_params, managed_labels
+from node_agent.docker_refs import auth_for, observed_container
 from node_agent.errors import DockerError, NameConflict, NotFound
 from node_agent.models import MANAGED, NETWORK, NODE, ObservedContainer, ObservedNetwork, Spec
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 EVENTS = ("die", "destroy", "oom", "health_status")
-_EXITED = re.compile(r"Exited \((-?\d+)\)")
-_HEALTH = re.compile(r"\((healthy|unhealthy|health: starting)\)")
 _PERMANENT_500 = ("port is already allocated", "address already in use", "no such image")
 
 
@@ -50,19 +47,6 @@ def _convert(what: str, e: Exception) -> DockerError:
     return DockerError(f"{what}: {e}")
 
 
-def detect_own_container_id(root: Path = Path("/proc/self")) -> str | None:
-    """The id of the container this process runs in, or None on a bare host."""
-    pattern = re.compile(r"(?:/containers/|/docker[-/])([0-9a-f]{64})")
-    for name in ("mountinfo", "cgroup"):
-        try:
-            match = pattern.search((root / name).read_text())
-        except OSError:
-            continue
-        if match:
-            return match.group(1)
-    return None
-
-
 class DockerPort:
     """Docker for one node. ``calls`` counts API calls by name (used by the benchmarks)."""
 
@@ -72,22 +56,33 @@ class DockerPort:
         *,
         client: docker.DockerClient | None = None,
         registry_auth: dict[str, str] | None = None,
+        registry: str | None = None,
         stop_timeout: int = 10,
         attempts: int = 4,
     ) -> None:
         self.node = node
         self.client = client or docker.from_env(timeout=120)
         self.api = self.client.api
-        self.registry_auth = registry_auth
+        self.registry_auth = registry_auth  # sent only for images from ``registry``
+        self.registry = registry
         self.stop_timeout = stop_timeout
         self.calls: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._cancelled = threading.Event()
         self._retry = tenacity.Retrying(
             retry=tenacity.retry_if_exception(lambda e: getattr(e, "transient", False)),
             stop=tenacity.stop_after_attempt(attempts),
             wait=tenacity.wait_exponential(multiplier=0.2, max=3.0),
+            sleep=self._backoff,
             reraise=True,
         )
+
+    def _backoff(self, seconds: float) -> None:
+        self._cancelled.wait(seconds)  # a stopping agent does not sit out the backoff
+
+    def cancel(self) -> None:
+        """The agent is stopping: waits (``wait_ready``, retry backoff) end early."""
+        self._cancelled.set()
 
     def _call(self, what: str, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
         def once() -> T:
@@ -106,12 +101,11 @@ class DockerPort:
         rows = self._call(
             "list containers", self.api.containers, all=True, filters={"label": f"{MANAGED}=true"}
         )
-        return [_observed(r) for r in rows]
+        return [observed_container(r) for r in rows]
 
     def list_networks(self) -> list[ObservedNetwork]:
-        """This node's managed networks: one API call."""
-        labels = [f"{MANAGED}=true", f"{NODE}={self.node}"]
-        rows = self._call("list networks", self.api.networks, filters={"label": labels})
+        """Every managed network on this daemon (any node: names may be shared): one API call."""
+        rows = self._call("list networks", self.api.networks, filters={"label": [f"{MANAGED}=true"]})
         return [ObservedNetwork(r["Id"], r["Name"], r.get("Labels") or {}) for r in rows]
 
     def inspect_container(self, name: str) -> dict[str, Any]:
@@ -127,12 +121,11 @@ class DockerPort:
             except NotFound:
                 pass
         repo, tag = parse_repository_tag(image)
-        log.info("pulling %s", image)
+        auth = auth_for(image, self.registry, self.registry_auth)
+        log.info("pulling %s%s", image, " with the configured credentials" if auth else "")
 
         def pull() -> None:
-            stream = self.api.pull(
-                repo, tag=tag or "latest", stream=True, decode=True, auth_config=self.registry_auth
-            )
+            stream = self.api.pull(repo, tag=tag or "latest", stream=True, decode=True, auth_config=auth)
             for line in stream:
                 if "error" in line:
                     raise DockerError(f"pull {image}: {line['error']}")
@@ -217,7 +210,8 @@ class DockerPort:
                 raise DockerError(f"{name} is {state.get('Status')} (exit {state.get('ExitCode')})")
             if time.monotonic() > deadline:
                 raise DockerError(f"{name} not ready after {timeout:.0f}s (health {health})")
-            time.sleep(poll)
+            if self._cancelled.wait(poll):
+                raise DockerError(f"{name}: not waiting for it to be ready, the agent is stopping")
 
     # -- networks
     def create_network(self, spec: Spec) -> None:
@@ -253,19 +247,3 @@ class DockerPort:
         }
         stream: Iterator[dict[str, Any]] = self.api.events(decode=True, filters=filters)
         return stream
-
-
-def _observed(row: dict[str, Any]) -> ObservedContainer:
-    status = row.get("Status") or ""
-    exited = _EXITED.search(status)
-    health = _HEALTH.search(status)
-    return ObservedContainer(
-        id=row["Id"],
-        name=(row.get("Names") or ["/?"])[0].lstrip("/"),
-        state=row.get("State") or "unknown",
-        labels=row.get("Labels") or {},
-        image=row.get("Image"),
-        image_id=row.get("ImageID"),
-        health=health.group(1).replace("health: ", "") if health else None,
-        exit_code=int(exited.group(1)) if exited else None,
-    )

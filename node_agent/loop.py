@@ -11,13 +11,13 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import queue
 import threading
 import time
 from typing import Any
 
+from node_agent.commands import RestartCommands
 from node_agent.desired import DesiredStore
-from node_agent.docker_port import DockerPort, detect_own_container_id
+from node_agent.docker_port import DockerPort
 from node_agent.errors import AgentError
 from node_agent.models import NODE, ObservedProcess
 from node_agent.processes import Supervisor
@@ -25,7 +25,7 @@ from node_agent.reconcile import Reconciler
 from node_agent.reporting import Reporter
 from node_agent.settings import AgentSettings
 from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings, Will
-from schemas import PayloadError, Topics, check_payload
+from schemas import Topics
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +58,9 @@ class Agent:
         self._trigger = threading.Event()
         self._last_message = 0.0
         self._reconnected = False
-        self._restarts: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.commands = RestartCommands(self.topics, self.node, docker, own_container_id)
         self._events: Any = None
+        self._heartbeats: threading.Thread | None = None
         self.applied: tuple[int, str] | None = None
         self.passes = 0
         self._processes: dict[str, ObservedProcess] = {}
@@ -95,16 +96,8 @@ class Agent:
         self._trigger.set()
 
     def _on_cmd(self, msg: Message) -> None:
-        try:
-            topic = self.topics.parse(msg.topic)
-            if topic.kind != "restart" or topic.node != self.node or not topic.item_id:
-                raise ValueError(f"{msg.topic}: not a command for node {self.node}")
-            check_payload("cmd-restart", json.loads(msg.payload or b"{}"))
-        except (ValueError, PayloadError) as e:
-            log.warning("refused command on %s: %s", msg.topic, e)
-            return
-        self._restarts.put(topic.item_id)
-        self._trigger.set()
+        if self.commands.accept(msg):
+            self._trigger.set()
 
     def _watch_events(self) -> None:
         backoff = 1.0
@@ -128,28 +121,26 @@ class Agent:
         self.desired_client.subscribe(self.topics.desired_node_filter(self.node), self._on_desired)
         self.desired_client.subscribe(self.topics.cmd_node_filter(self.node), self._on_cmd)
         threading.Thread(target=self._watch_events, name="docker-events", daemon=True).start()
+        # Heartbeats have their own thread: a long pass (pulls, wait_ready) must not stop them.
+        self._heartbeats = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
+        self._heartbeats.start()
         log.info("node agent for %s running", self.node)
         self._last_message = time.monotonic()  # let the retained messages arrive first
         self._trigger.set()
         next_resync = time.monotonic() + self.settings.resync_s
-        next_heartbeat = time.monotonic()
         try:
             while not self.stop_event.is_set():
                 now = time.monotonic()
-                if now >= next_heartbeat:
-                    self._heartbeat()
-                    next_heartbeat = now + self.settings.heartbeat_s
                 quiet_at = self._last_message + self.settings.debounce_s
                 if (self._trigger.is_set() and now >= quiet_at) or now >= next_resync:
                     self._trigger.clear()
                     self.run_pass()
                     next_resync = self._next_resync()
                     continue
-                until = min(next_heartbeat, next_resync)
                 if self._trigger.is_set():
-                    self.stop_event.wait(max(0.0, min(until, quiet_at) - now))
+                    self.stop_event.wait(max(0.0, min(next_resync, quiet_at) - now))
                 else:
-                    self._trigger.wait(max(0.0, until - now))
+                    self._trigger.wait(max(0.0, next_resync - now))
         finally:
             self._shutdown()
         return 0
@@ -165,35 +156,48 @@ class Agent:
         return at
 
     def run_pass(self) -> None:
+        """One pass; never raises: a failure is logged, reported on the status, retried later."""
         self.passes += 1
+        try:
+            self._pass()
+        except Exception as e:  # one bad item or a Docker outage must not end the loop
+            if isinstance(e, AgentError):
+                log.error("node %s: pass %d failed: %s", self.node, self.passes, e)
+            else:
+                log.exception("node %s: pass %d failed", self.node, self.passes)
+            why = str(e) if isinstance(e, AgentError) else f"{type(e).__name__}: {e}"
+            try:
+                self.reporter.report_status("online", applied=self.applied, errors=[f"pass failed: {why}"])
+            except Exception as report_error:
+                log.warning("node %s: cannot report the failure: %s", self.node, report_error)
+
+    def _pass(self) -> None:
         if self._reconnected:
             self._reconnected = False
             self.reporter.forget()
-        self._handle_restarts()
+        restart_errors = self.commands.run()
         desired = self.store.snapshot()
-        try:
-            result = self.reconciler.run_pass(desired)
-            actual = self.reconciler.observe() if result.outcomes else result.actual
-        except AgentError as e:
-            log.error("node %s: pass failed: %s", self.node, e)
-            self.reporter.report_status("online", applied=self.applied, errors=[str(e)])
-            return
+        result = self.reconciler.run_pass(desired)
+        actual = self.reconciler.observe() if result.outcomes else result.actual
         self._processes = dict(actual.processes)
         mine = [c for c in actual.containers.values() if c.labels.get(NODE) == self.node]
         self._counts = {
             "containers": len(mine),
             "containers_running": sum(c.state == "running" for c in mine),
-            "networks": len(actual.networks),
+            "networks": sum(n.labels.get(NODE) == self.node for n in actual.networks.values()),
             "processes": len(actual.processes),
             "processes_running": sum(p.state == "running" for p in actual.processes.values()),
         }
         converged = result.converged and desired.is_complete
         if converged and desired.manifest is not None:
             self.applied = (desired.manifest.generation, desired.manifest.commit)
-        errors = list(result.errors) + sorted(self.store.errors().values())
         item_errors = {o.action.target: o.error for o in result.outcomes if o.error}
         try:
             self.reporter.report_items(desired, actual, item_errors)
+            for note in self.reporter.skipped:  # the plan's errors already name these objects
+                log.debug("node %s: %s", self.node, note)
+            errors = [*result.errors, *restart_errors]
+            errors += sorted(self.store.errors().values())
             self.reporter.report_status("online", applied=self.applied, converged=converged, errors=errors)
         except MqttError as e:
             log.warning("node %s: cannot publish actual state: %s", self.node, e)
@@ -206,31 +210,25 @@ class Agent:
                 sum(not o.ok for o in result.outcomes),
             )
 
-    def _handle_restarts(self) -> None:
-        while not self._restarts.empty():
-            item_id = self._restarts.get()
-            mine = {c.name: c for c in self.docker.list_containers()}
-            c = mine.get(item_id)
-            if c is None or c.labels.get(NODE) != self.node:
-                log.warning("refused restart of %s: not a managed container of %s", item_id, self.node)
-                continue
-            try:
-                self.docker.restart(c.id)
-                log.info("restarted %s on request", item_id)
-            except AgentError as e:
-                log.warning("restart of %s failed: %s", item_id, e)
+    def _heartbeat_loop(self) -> None:
+        while not self.stop_event.is_set():
+            self._heartbeat()
+            self.stop_event.wait(self.settings.heartbeat_s)
 
     def _heartbeat(self) -> None:
-        desired = self.store.snapshot()
-        counts = {f"desired_{k}": len(desired.kind(k)) for k in ("containers", "networks", "processes")}
-        counts |= self._counts | {"passes": self.passes}
         try:
+            desired = self.store.snapshot()
+            counts = {f"desired_{k}": len(desired.kind(k)) for k in ("containers", "networks", "processes")}
+            counts |= self._counts | {"passes": self.passes}
             self.reporter.heartbeat(self.settings.heartbeat_s, counts)
-        except MqttError as e:
+        except Exception as e:  # never let the heartbeat thread die
             log.warning("node %s: heartbeat not sent: %s", self.node, e)
 
     def _shutdown(self) -> None:
         """Say offline, leave containers and processes running, disconnect."""
+        self.stop()
+        if self._heartbeats is not None:
+            self._heartbeats.join(timeout=10)  # no heartbeat after the offline status
         events = self._events
         if events is not None and hasattr(events, "close"):
             with contextlib.suppress(Exception):  # already closed by a broken connection
@@ -245,20 +243,7 @@ class Agent:
         log.info("node agent for %s stopped; containers left running", self.node)
 
     def stop(self) -> None:
+        """Ask the loop to end (signal-safe): waits inside a pass return early."""
         self.stop_event.set()
+        self.docker.cancel()
         self._trigger.set()
-
-
-def build_agent(settings: AgentSettings) -> Agent:
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
-    docker = DockerPort(
-        settings.node, registry_auth=settings.registry_auth, stop_timeout=settings.stop_timeout_s
-    )
-    return Agent(
-        settings,
-        docker=docker,
-        supervisor=Supervisor(settings.state_dir, stop_timeout=settings.stop_timeout_s),
-        desired_mqtt=MqttSettings.from_env(plane="desired"),
-        actual_mqtt=MqttSettings.from_env(plane="actual"),
-        own_container_id=detect_own_container_id(),
-    )

@@ -7,7 +7,7 @@ Nothing here performs I/O; specs are the validated desired-plane payloads, kept 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -57,6 +57,23 @@ class DesiredState:
 
     def in_manifest(self, kind: str, item_id: str) -> bool:
         return self.manifest is not None and f"{kind}/{item_id}" in self.manifest.items
+
+    def effective(self) -> DesiredState:
+        """What is desired: with a manifest, only the received items it lists.
+
+        An item received but not listed (cleared while the agent was away, or published
+        ahead of the manifest that will list it) is not desired: it waits for a manifest.
+        Without a manifest every received item counts (unknown: create, remove nothing).
+        """
+        if self.manifest is None:
+            return self
+        listed = self.manifest.items
+        return replace(
+            self,
+            containers={k: v for k, v in self.containers.items() if f"containers/{k}" in listed},
+            networks={k: v for k, v in self.networks.items() if f"networks/{k}" in listed},
+            processes={k: v for k, v in self.processes.items() if f"processes/{k}" in listed},
+        )
 
 
 @dataclass(frozen=True)

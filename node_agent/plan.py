@@ -9,6 +9,7 @@ manifest is complete.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from node_agent.models import (
     ENVIRONMENT,
@@ -22,8 +23,10 @@ from node_agent.models import (
     Plan,
     Spec,
 )
+from schemas import Topics
 
 _NEEDS_START = ("created", "exited")
+_TOPICS = Topics()  # only its item-id check is used
 
 
 def compute_plan(
@@ -34,7 +37,9 @@ def compute_plan(
     own_container_id: str | None = None,
 ) -> Plan:
     """Return the actions that close the gap between ``desired`` and ``actual`` for ``node``."""
+    desired = desired.effective()  # with a manifest, an item it does not list is not desired
     errors: list[str] = []
+    actual = _without_bad_names(actual, node, errors)
     mine = {n: c for n, c in actual.containers.items() if c.labels.get(NODE) == node}
     foreign = {n: c for n, c in actual.containers.items() if n not in mine}
 
@@ -45,7 +50,9 @@ def compute_plan(
     ]
     for name, spec in sorted(desired.networks.items()):
         seen_net = actual.networks.get(name)
-        if seen_net is not None and seen_net.digest not in (None, spec["digest"]):
+        if seen_net is None or seen_net.labels.get(NODE) != node:
+            continue  # absent, or another node's on a shared daemon: present, never ours to change
+        if seen_net.digest not in (None, spec["digest"]):
             # Recreating a network means detaching every container on it: left to a person.
             errors.append(
                 f"network {name}: its spec changed; networks are not recreated automatically "
@@ -73,7 +80,7 @@ def compute_plan(
 
     pulls = _pulls(a for a in items if a.op in (Op.CREATE, Op.RECREATE))
     pending: list[str] = []
-    removals = _removals(desired, actual, mine, own_container_id, pending)
+    removals = _removals(desired, actual, mine, own_container_id, pending, node)
     return Plan(
         actions=(*networks, *pulls, *order_by_dependencies(items), *removals),
         errors=tuple(errors),
@@ -81,7 +88,36 @@ def compute_plan(
     )
 
 
-def _is_own(container: ObservedContainer, own_id: str | None) -> bool:
+def _without_bad_names(actual: ActualState, node: str, errors: list[str]) -> ActualState:
+    """Drop (and name in ``errors``) this node's managed objects whose name is no item id.
+
+    Phrame never creates such names, so the object was labelled by hand: never touched.
+    """
+    bad = {
+        kind: sorted(n for n, o in objects.items() if o.labels.get(NODE) == node and not _is_item_id(n))
+        for kind, objects in (("container", actual.containers), ("network", actual.networks))
+    }
+    if not bad["container"] and not bad["network"]:
+        return actual
+    for kind, names in bad.items():
+        errors += [f"managed {kind} {n!r}: the name is not an item id; not touched" for n in names]
+    return replace(
+        actual,
+        containers={n: c for n, c in actual.containers.items() if n not in bad["container"]},
+        networks={n: o for n, o in actual.networks.items() if n not in bad["network"]},
+    )
+
+
+def _is_item_id(name: str) -> bool:
+    try:
+        _TOPICS.actual_item("n", "containers", name)
+    except ValueError:
+        return False
+    return True
+
+
+def is_own_container(container: ObservedContainer, own_id: str | None) -> bool:
+    """True when ``container`` is the one the agent runs in (``own_id`` may be a prefix)."""
     return bool(own_id) and container.id.startswith(own_id or "-")
 
 
@@ -95,7 +131,7 @@ def _container_action(
     deps = tuple(spec.get("depends_on") or ())
     if seen is None:
         return Action(Op.CREATE, name, "absent", spec, deps)
-    if own_id and _is_own(seen, own_id):
+    if own_id and is_own_container(seen, own_id):
         if seen.digest != spec["digest"]:
             errors.append(f"container {name} is the agent itself; it never recreates itself")
         return None
@@ -142,12 +178,13 @@ def _removals(
     mine: Mapping[str, ObservedContainer],
     own_id: str | None,
     pending: list[str],
+    node: str,
 ) -> list[Action]:
     complete = desired.is_complete
     replaced = replaced_by(desired, mine.values())
     out: list[Action] = []
     for name, c in sorted(mine.items()):
-        if name in desired.containers or _is_own(c, own_id):
+        if name in desired.containers or is_own_container(c, own_id):
             continue
         if name in replaced:
             proc = actual.processes.get(replaced[name])
@@ -166,8 +203,10 @@ def _removals(
         ]
         out += [
             Action(Op.REMOVE_NETWORK, name, "not in the complete manifest")
-            for name in sorted(actual.networks)
-            if name not in desired.networks and not desired.in_manifest("networks", name)
+            for name, net in sorted(actual.networks.items())
+            if net.labels.get(NODE) == node
+            and name not in desired.networks
+            and not desired.in_manifest("networks", name)
         ]
     return out
 

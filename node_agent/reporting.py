@@ -93,6 +93,7 @@ class Reporter:
         self.state_dir = state_dir
         self.sent: dict[str, bytes] = {}
         self.seq = 0
+        self.skipped: list[str] = []  # objects of the last report_items that could not be reported
         self._details: dict[str, tuple[tuple[str, str, str | None], Mapping[str, Any]]] = {}
 
     def forget(self) -> None:
@@ -127,13 +128,14 @@ class Reporter:
     def report_items(self, desired: DesiredState, actual: ActualState, errors: Mapping[str, str]) -> int:
         """Publish changed item payloads and clear vanished ones; return how many were sent."""
         wanted: dict[str, dict[str, Any]] = {}
+        self.skipped = []
         for name, c in actual.containers.items():
-            if c.labels.get(NODE) == self.node:
-                topic = self.topics.actual_item(self.node, "containers", name)
+            if c.labels.get(NODE) == self.node and (topic := self._item_topic("containers", name)):
                 wanted[topic] = container_payload(c, self._details_of(c), errors.get(name))
-        for name in actual.networks:
-            topic = self.topics.actual_item(self.node, "networks", name)
-            wanted[topic] = {"state": "present", "digest": actual.networks[name].digest}
+        for name, net in actual.networks.items():
+            ours = net.labels.get(NODE) == self.node or name in desired.networks  # shared daemon
+            if ours and (topic := self._item_topic("networks", name)):
+                wanted[topic] = {"state": "present", "digest": actual.networks[name].digest}
         for pid, p in actual.processes.items():
             wanted[self.topics.actual_item(self.node, "processes", pid)] = process_payload(p, errors.get(pid))
         for kind in ("containers", "networks", "processes"):
@@ -148,6 +150,14 @@ class Reporter:
             if not topic.endswith(("/status", "/heartbeat")):
                 sent += self._send(topic, "actual-item", None)
         return sent
+
+    def _item_topic(self, kind: str, name: str) -> str | None:
+        """The actual topic of a managed object, or None (and a note) when its name is no item id."""
+        try:
+            return self.topics.actual_item(self.node, kind, name)
+        except ValueError as e:
+            self.skipped.append(f"managed {kind[:-1]} {name!r} not reported: {e}")
+            return None
 
     def report_status(
         self,

@@ -24,6 +24,7 @@ class AgentSettings:
     resync_s: float = 30.0
     parallelism: int = 4
     state_dir: Path = Path(DEFAULT_STATE_DIR)
+    registry_url: str | None = None  # host[:port] the credentials belong to
     registry_username: str | None = None
     registry_password: str | None = None
     topic_prefix: str = "phrame"
@@ -34,14 +35,22 @@ class AgentSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
         r = EnvReader(env, error=SettingsError)
+        registry_url = registry_host(r.text("PHRAME_REGISTRY_URL"))
+        username, password = r.text("PHRAME_REGISTRY_USERNAME"), r.secret("PHRAME_REGISTRY_PASSWORD")
+        if (username or password) and not registry_url:
+            raise SettingsError(
+                "PHRAME_REGISTRY_USERNAME/PASSWORD are set but PHRAME_REGISTRY_URL is not: "
+                "set it to the registry (host[:port]) the credentials are for"
+            )
         return cls(
             node=r.text("PHRAME_NODE_NAME") or socket.gethostname().split(".")[0].lower(),
             heartbeat_s=r.number("PHRAME_HEARTBEAT_S", 5.0, minimum=0.1),
             resync_s=r.number("PHRAME_RESYNC_S", 30.0, minimum=0.1),
             parallelism=r.integer("PHRAME_PARALLELISM", 4, minimum=1),
             state_dir=r.path("PHRAME_STATE_DIR", DEFAULT_STATE_DIR) or Path(DEFAULT_STATE_DIR),
-            registry_username=r.text("PHRAME_REGISTRY_USERNAME"),
-            registry_password=r.secret("PHRAME_REGISTRY_PASSWORD"),
+            registry_url=registry_url,
+            registry_username=username,
+            registry_password=password,
             topic_prefix=r.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",
             debounce_s=r.number("PHRAME_DEBOUNCE_S", 0.2),
             stop_timeout_s=r.integer("PHRAME_STOP_TIMEOUT_S", 10),
@@ -50,7 +59,26 @@ class AgentSettings:
 
     @property
     def registry_auth(self) -> dict[str, str] | None:
-        """Pull credentials for docker-py, or None to use the node's own Docker config."""
+        """Pull credentials for docker-py (for ``registry_url`` only), or None to use the
+        node's own Docker config."""
         if self.registry_username and self.registry_password:
             return {"username": self.registry_username, "password": self.registry_password}
         return None
+
+
+_DOCKER_HUB = {"docker.io", "index.docker.io", "registry-1.docker.io"}
+
+
+def registry_host(value: str | None) -> str | None:
+    """``host[:port]`` of a registry, lower-cased; Docker Hub's aliases become ``docker.io``.
+
+    A leading ``https://`` or ``http://`` and a trailing ``/`` are tolerated; a path is not.
+    """
+    if not value:
+        return None
+    host = value.strip().lower().removeprefix("https://").removeprefix("http://").rstrip("/")
+    if not host or "/" in host or " " in host:
+        raise SettingsError(
+            f"PHRAME_REGISTRY_URL={value!r}: expected host[:port], e.g. registry.example.com:5000"
+        )
+    return "docker.io" if host in _DOCKER_HUB else host

@@ -13,14 +13,16 @@ import argparse
 import json
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from node_agent.desired import DesiredStore
-from node_agent.docker_port import DockerPort, detect_own_container_id
+from node_agent.docker_port import DockerPort
+from node_agent.docker_refs import detect_own_container_id
 from node_agent.errors import AgentError
-from node_agent.loop import build_agent
+from node_agent.loop import Agent
 from node_agent.processes import Supervisor
 from node_agent.reconcile import PassResult, Reconciler
 from node_agent.settings import AgentSettings
@@ -53,10 +55,37 @@ def run(args: argparse.Namespace) -> int:
     if args.desired or args.dry_run:
         print("phrame node-agent: --desired and --dry-run need --once", file=sys.stderr)
         return 2
-    agent = build_agent(settings)
-    signal.signal(signal.SIGTERM, lambda *_: agent.stop())
-    signal.signal(signal.SIGINT, lambda *_: agent.stop())
+    agent = _build_agent(settings)
+
+    def on_signal(*_: object) -> None:
+        # from another thread: the handler may interrupt the main thread inside an Event's
+        # lock, and setting that Event right here would then deadlock
+        threading.Thread(target=agent.stop, name="stop", daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     return agent.run()
+
+
+def _docker(settings: AgentSettings) -> DockerPort:
+    return DockerPort(
+        settings.node,
+        registry_auth=settings.registry_auth,  # sent only for images from registry_url
+        registry=settings.registry_url,
+        stop_timeout=settings.stop_timeout_s,
+    )
+
+
+def _build_agent(settings: AgentSettings) -> Agent:
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    return Agent(
+        settings,
+        docker=_docker(settings),
+        supervisor=Supervisor(settings.state_dir, stop_timeout=settings.stop_timeout_s),
+        desired_mqtt=MqttSettings.from_env(plane="desired"),
+        actual_mqtt=MqttSettings.from_env(plane="actual"),
+        own_container_id=detect_own_container_id(),
+    )
 
 
 def _read_desired(settings: AgentSettings, path: str | None) -> DesiredStore:
@@ -87,9 +116,7 @@ def _run_once(settings: AgentSettings, args: argparse.Namespace) -> int:
     except MqttError as e:
         print(f"phrame node-agent: cannot read the desired state: {e}", file=sys.stderr)
         return 1
-    docker = DockerPort(
-        settings.node, registry_auth=settings.registry_auth, stop_timeout=settings.stop_timeout_s
-    )
+    docker = _docker(settings)
     supervisor = Supervisor(settings.state_dir, stop_timeout=settings.stop_timeout_s)
     reconciler = Reconciler(
         settings.node,

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
+import docker.errors
 import pytest
 
 from node_agent.docker_port import DockerPort
@@ -15,6 +19,7 @@ from node_agent.reconcile import Reconciler
 from tests.support import agent_support as spec
 from tests.support.agent_support import AgentEnv as Env
 from tests.support.docker import TEST_LABEL
+from tests.support.registry import Registry
 from tests.support.services import free_port
 
 
@@ -145,11 +150,33 @@ def test_depends_on_waits_for_a_healthy_dependency(env: Env):
     web = env.container("web", depends_on=[db["name"]])
     converge(env, [db, web])
     db_state = env.get(db["name"]).attrs["State"]
-    web_started = env.get(web["name"]).attrs["State"]["StartedAt"]
+    web_started = docker_time(env.get(web["name"]).attrs["State"]["StartedAt"])
     assert db_state["Health"]["Status"] == "healthy"
-    assert web_started > db_state["StartedAt"]
+    assert web_started > docker_time(db_state["StartedAt"])
     log = db_state["Health"]["Log"]
-    assert any(entry["ExitCode"] == 0 and entry["End"] <= web_started for entry in log)
+    assert any(entry["ExitCode"] == 0 and docker_time(entry["End"]) <= web_started for entry in log)
+
+
+def docker_time(text: str) -> datetime:
+    """Parse Docker's RFC 3339 time: nanoseconds (cut to microseconds), Z or an offset.
+
+    Docker trims trailing zeros of the fraction, so its strings do not sort as times do.
+    """
+    match = re.fullmatch(r"(.+?T\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", text)
+    assert match, f"not a Docker timestamp: {text!r}"
+    base, fraction, zone = match.groups()
+    micro = (fraction or "0")[:6].ljust(6, "0")
+    return datetime.fromisoformat(f"{base}.{micro}{'+00:00' if zone == 'Z' else zone}")
+
+
+def test_docker_time_compares_as_time_not_as_text():
+    for early, late in (
+        ("2026-01-01T10:00:01.5Z", "2026-01-01T10:00:01.50001Z"),
+        ("2026-01-01T10:00:01Z", "2026-01-01T10:00:01.1Z"),
+    ):
+        assert early > late  # as text: wrong
+        assert docker_time(early) < docker_time(late)
+    assert docker_time("2026-01-01T12:00:00+02:00") == docker_time("2026-01-01T10:00:00Z")
 
 
 def test_authenticated_pull_from_the_registry(env: Env, registry):
@@ -165,7 +192,9 @@ def test_authenticated_pull_from_the_registry(env: Env, registry):
     web = env.container("web", image=f"{repo}:1")
     anonymous = env.reconciler().run_pass(spec.desired([web]))
     assert not anonymous.converged and not env.exists(web["name"])
-    port = DockerPort(env.node, client=env.client, registry_auth=registry.auth_config, stop_timeout=1)
+    port = DockerPort(
+        env.node, client=env.client, registry_auth=registry.auth_config, registry=registry.url, stop_timeout=1
+    )
     try:
         result = Reconciler(env.node, port).run_pass(spec.desired([web]))
         assert result.converged, result.errors
@@ -173,3 +202,60 @@ def test_authenticated_pull_from_the_registry(env: Env, registry):
     finally:
         env.client.api.remove_container(web["name"], force=True)
         env.client.images.remove(f"{repo}:1", force=True)
+
+
+def test_credentials_are_not_sent_to_another_registry(env: Env, registry):
+    # A second registry that would accept the same credentials: a pull from it succeeds only
+    # if they are sent, so a failure proves they were not.
+    with Registry(username=registry.username, password=registry.password) as other:
+        repo = f"{other.url}/phrame-agent-{env.env}"
+        env.client.images.get(env.image).tag(repo, "1")
+        try:
+            for line in env.client.api.push(
+                repo, "1", auth_config=other.auth_config, stream=True, decode=True
+            ):
+                assert "error" not in line, line
+        finally:
+            env.client.images.remove(f"{repo}:1")
+        web = env.container("web", image=f"{repo}:1")
+
+        def pass_with(registry_url: str):
+            port = DockerPort(
+                env.node,
+                client=env.client,
+                registry_auth=registry.auth_config,
+                registry=registry_url,
+                stop_timeout=1,
+            )
+            return Reconciler(env.node, port).run_pass(spec.desired([web]))
+
+        try:
+            refused = pass_with(registry.url)  # the credentials are for the first registry
+            assert not refused.converged and not env.exists(web["name"])
+            assert any("pull" in e for e in refused.errors), refused.errors
+            assert pass_with(other.url).converged  # the same credentials, meant for it: pulled
+        finally:
+            if env.exists(web["name"]):
+                env.client.api.remove_container(web["name"], force=True)
+            with contextlib.suppress(docker.errors.ImageNotFound):
+                env.client.images.remove(f"{repo}:1", force=True)
+
+
+def test_two_nodes_on_one_daemon_share_a_network_name(env: Env):
+    """DESIGN §8 runs several agents on one daemon: `<env>.<net>` is one network for all."""
+    net = env.network("shared")
+    node_b = env.node + "-b"
+    web = env.container("web", networks=[net["name"]])
+    api = env.container("api", networks=[net["name"]])
+    first = env.reconciler().run_pass(spec.desired([net, web], with_manifest=True))
+    assert first.converged, first.errors
+    for _ in range(2):  # node b: the network is present (no create, no 409), every pass
+        second = env.reconciler(node_b).run_pass(spec.desired([net, api], with_manifest=True))
+        assert second.converged, second.errors
+        assert "create_network" not in [a.op.value for a in second.plan.actions]
+    assert env.get(api["name"]).status == "running"
+    # node b's complete manifest without the network: node a's network is never removed
+    third = env.reconciler(node_b).run_pass(spec.desired([api], with_manifest=True))
+    assert third.converged, third.errors
+    assert [n.name for n in env.client.networks.list(names=[net["name"]])] == [net["name"]]
+    assert env.client.networks.get(net["name"]).attrs["Labels"][NODE] == env.node

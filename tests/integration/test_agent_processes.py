@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import docker.errors
 import psutil
 import pytest
 
@@ -115,14 +116,22 @@ def test_process_replaces_container_with_no_gap(env: AgentEnv, tmp_path: Path, s
     gaps: list[float] = []
     stop = threading.Event()
 
+    def container_up() -> bool:
+        try:
+            return bool(env.get(old["name"]).status == "running")
+        except docker.errors.NotFound:  # removed (between list and inspect, too)
+            return False
+
+    def process_up() -> bool | None:  # read the pid file: check() itself counts as a check
+        try:
+            pids = [json.loads(m.read_text())["pid"] for m in (tmp_path / "processes").glob("*/meta.json")]
+        except (OSError, ValueError):
+            return None  # caught mid-write: this sample says nothing
+        return any(psutil.pid_exists(pid or 0) for pid in pids)
+
     def poll() -> None:  # every 100 ms: at least one of the two must be up
         while not stop.is_set():
-            container_up = env.exists(old["name"]) and env.get(old["name"]).status == "running"
-            process_up = any(  # read the pid file: check() itself counts as a check
-                psutil.pid_exists(json.loads(m.read_text())["pid"] or 0)
-                for m in (tmp_path / "processes").glob("*/meta.json")
-            )
-            if not (container_up or process_up):
+            if not container_up() and process_up() is False:
                 gaps.append(time.monotonic())
             stop.wait(0.1)
 

@@ -175,7 +175,8 @@ class AgentEnv:
     def managed(self) -> list[Any]:
         """Every container labelled with this test's node, running or not."""
         selector = {"label": f"io.phrame.node={self.node}"}
-        return list(self.client.containers.list(all=True, filters=selector))
+        # ignore_removed: one can vanish between the list and its inspect (a killed create)
+        return list(self.client.containers.list(all=True, filters=selector, ignore_removed=True))
 
     def process_env(self, state_dir: str, **extra: str) -> dict[str, str]:
         """Environment for a ``phrame node-agent`` subprocess acting as this test's node."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from node_agent.container_config import create_params, duration_ns
-from node_agent.docker_port import detect_own_container_id
+from node_agent.docker_refs import auth_for, detect_own_container_id
 from node_agent.errors import SettingsError, SpecError
 from node_agent.models import DIGEST, MANAGED, NODE, REPLICA
 from node_agent.settings import AgentSettings
@@ -80,12 +80,14 @@ def test_settings_from_env(tmp_path: Path):
             "PHRAME_NODE_NAME": "n1",
             "PHRAME_RESYNC_S": "2.5",
             "PHRAME_PARALLELISM": "8",
+            "PHRAME_REGISTRY_URL": "Registry.Example.com:5000",
             "PHRAME_REGISTRY_USERNAME": "u",
             "PHRAME_REGISTRY_PASSWORD_FILE": str(pw),
         }
     )
     assert (s.node, s.resync_s, s.parallelism, s.heartbeat_s) == ("n1", 2.5, 8, 5.0)
     assert s.registry_auth == {"username": "u", "password": "hunter2"}
+    assert s.registry_url == "registry.example.com:5000"
     assert AgentSettings.from_env({"PHRAME_NODE_NAME": "n"}).registry_auth is None
     with pytest.raises(SettingsError, match="PHRAME_RESYNC_S"):
         AgentSettings.from_env({"PHRAME_RESYNC_S": "soon"})
@@ -102,3 +104,50 @@ def test_own_container_detection(tmp_path: Path):
     (bare / "mountinfo").write_text("1 2 0:1 / / rw - ext4 /dev/sda1 rw\n")
     (bare / "cgroup").write_text("0::/user.slice\n")
     assert detect_own_container_id(bare) is None
+
+
+def test_a_bare_host_with_a_shareable_ipc_container_is_not_that_container(tmp_path: Path):
+    other = "8e" * 32
+    (tmp_path / "mountinfo").write_text(
+        "24 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+        f"47 42 0:41 / /var/lib/docker/containers/{other}/mounts/shm rw,nosuid shared:3 - tmpfs shm rw\n"
+        f"48 42 0:42 / /run/docker/netns/{other[:12]} rw shared:4 - nsfs nsfs rw\n"
+    )
+    assert detect_own_container_id(tmp_path) is None
+
+
+def test_own_container_id_comes_from_the_etc_bind_mounts_only(tmp_path: Path):
+    own, other = "ee" * 32, "8e" * 32
+    (tmp_path / "mountinfo").write_text(
+        f"47 42 0:41 / /var/lib/docker/containers/{other}/mounts/shm rw - tmpfs shm rw\n"
+        f"89 72 254:0 /var/lib/docker/containers/{own}/resolv.conf /etc/resolv.conf rw - ext4 /dev/vda rw\n"
+        f"90 72 254:0 /var/lib/docker/containers/{own}/hostname /etc/hostname rw - ext4 /dev/vda rw\n"
+    )
+    assert detect_own_container_id(tmp_path) == own
+
+
+def test_registry_credentials_without_a_registry_url_are_refused(tmp_path: Path):
+    env = {"PHRAME_NODE_NAME": "n", "PHRAME_REGISTRY_USERNAME": "u", "PHRAME_REGISTRY_PASSWORD": "p"}
+    with pytest.raises(SettingsError, match="PHRAME_REGISTRY_URL"):
+        AgentSettings.from_env(env)
+    with pytest.raises(SettingsError, match="host\\[:port\\]"):
+        AgentSettings.from_env({**env, "PHRAME_REGISTRY_URL": "registry.example.com/team"})
+    hub = AgentSettings.from_env({**env, "PHRAME_REGISTRY_URL": "https://index.docker.io/"})
+    assert hub.registry_url == "docker.io"
+
+
+def test_registry_credentials_go_only_to_their_registry():
+    auth = {"username": "u", "password": "p"}
+    mine = "registry.example.com:5000"
+    assert auth_for(f"{mine}/team/app:1", mine, auth) == auth
+    assert auth_for(f"{mine}/app@sha256:{'a' * 64}", mine, auth) == auth
+    for image in (
+        "busybox:1",
+        "docker.io/library/busybox",
+        "other.example.com/app:1",
+        "registry.example.com/x",
+    ):
+        assert auth_for(image, mine, auth) is None, image
+    assert auth_for("busybox", "docker.io", auth) == auth  # Docker Hub by any of its names
+    assert auth_for("index.docker.io/library/busybox", "docker.io", auth) == auth
+    assert auth_for(f"{mine}/app", None, auth) is None

@@ -76,3 +76,13 @@ def test_manifest_with_a_different_digest_is_incomplete():
     doc[T.desired_item(NODE, "containers", "e.web.0")] = new
     s.apply_all(spec.topic_messages(doc))
     assert not s.snapshot().is_complete
+
+
+def test_with_a_manifest_only_the_items_it_lists_are_desired():
+    s = store()
+    web, stale, net = spec.container("e", "web"), spec.container("e", "stale"), spec.network("e", "n")
+    s.apply_all(spec.topic_messages(spec.topics_doc(NODE, [web, stale, net], with_manifest=False)))
+    assert set(s.snapshot().containers) == {"e.web.0", "e.stale.0"}  # no manifest: unknown
+    s.apply(T.manifest(NODE), json.dumps(spec.manifest([web], generation=2)).encode())
+    d = s.snapshot()
+    assert d.containers == {"e.web.0": web} and d.networks == {} and d.is_complete

@@ -35,9 +35,13 @@ def seen(spec: dict[str, Any] | str, state: str = "running", *, node: str = NODE
 def actual(*containers: ObservedContainer, networks=(), processes=()) -> ActualState:
     return ActualState(
         containers={c.name: c for c in containers},
-        networks={n: ObservedNetwork(id="n" + n, name=n) for n in networks},
+        networks={n: ObservedNetwork(id="n" + n, name=n, labels=net_labels(NODE_A)) for n in networks},
         processes={p.item_id: p for p in processes},
     )
+
+
+def net_labels(node: str) -> dict[str, str]:
+    return {MANAGED: "true", NODE: node}
 
 
 def ops(plan) -> list[tuple[str, str]]:
@@ -138,12 +142,26 @@ def test_manifest_with_other_digest_is_incomplete():
     assert ops(plan) == [("pull_image", "web:2"), ("recreate", "prod.web.0")]
 
 
-def test_items_newer_than_the_manifest_are_created_but_do_not_unlock_pruning_wrongly():
+def test_an_item_published_before_its_manifest_waits_for_the_manifest():
     web, extra = container("prod", "web"), container("prod", "extra")
     d = desired([web, extra], with_manifest=[web])
     assert d.is_complete
-    plan = plan_of(d, actual(seen(web)))
-    assert ops(plan) == [("pull_image", "img:1"), ("create", "prod.extra.0")]
+    assert ops(plan_of(d, actual(seen(web)))) == []  # not listed yet: not created
+    listed = desired([web, extra], with_manifest=[web, extra])
+    assert ops(plan_of(listed, actual(seen(web)))) == [("pull_image", "img:1"), ("create", "prod.extra.0")]
+
+
+def test_a_stale_item_not_in_the_manifest_is_pruned_not_kept():
+    # cleared while the agent was away: its payload is still in the store, the manifest
+    # no longer lists it
+    web, stale = container("prod", "web"), container("prod", "stale")
+    gone_net = network("prod", "gone")
+    d = desired([web, stale, gone_net], with_manifest=[web])
+    plan = plan_of(d, actual(seen(web), seen(stale), networks=["prod.gone"]))
+    assert ops(plan) == [("remove", "prod.stale.0"), ("remove_network", "prod.gone")]
+    # not complete yet (web missing): the stale item is neither created nor removed
+    waiting = desired([stale], with_manifest=[web])
+    assert ops(plan_of(waiting, actual())) == []
 
 
 def test_own_container_is_never_recreated_or_removed():
@@ -226,6 +244,31 @@ def test_replaces_by_full_item_id_touches_only_that_container():
 
 def test_changed_network_is_reported_not_recreated():
     net = network("e", "n", subnet="10.9.0.0/24")
-    seen_net = ObservedNetwork(id="x", name="e.n", labels={DIGEST: "sha256:" + "4" * 64})
+    seen_net = ObservedNetwork(
+        id="x", name="e.n", labels={**net_labels(NODE_A), DIGEST: "sha256:" + "4" * 64}
+    )
     plan = compute_plan(desired([net]), ActualState(networks={"e.n": seen_net}), node=NODE_A)
     assert ops(plan) == [] and "not recreated automatically" in plan.errors[0]
+
+
+def test_a_managed_object_whose_name_is_not_an_item_id_is_reported_and_never_touched():
+    web = container("prod", "web")
+    odd = seen("prod.web_old.0")  # labelled by hand: phrame never makes such a name
+    odd_net = ObservedNetwork(id="nx", name="Prod_Net", labels=net_labels(NODE_A))
+    a = actual(seen(web), odd)
+    a = ActualState(a.containers, {"Prod_Net": odd_net}, {})
+    plan = plan_of(desired([web], with_manifest=True), a)
+    assert ops(plan) == []
+    assert any("'prod.web_old.0'" in e and "not an item id" in e for e in plan.errors)
+    assert any("'Prod_Net'" in e for e in plan.errors)
+
+
+def test_another_nodes_network_of_the_same_name_counts_as_present_and_is_never_removed():
+    net = network("prod", "back")
+    theirs = {
+        n: ObservedNetwork(id="n" + n, name=n, labels={**net_labels("node-b"), DIGEST: "sha256:" + "9" * 64})
+        for n in ("prod.back", "prod.other")
+    }
+    plan = plan_of(desired([net], with_manifest=True), ActualState({}, theirs, {}))
+    assert ops(plan) == [] and plan.errors == ()  # no create (409), no remove, no digest error
+    assert ops(plan_of(desired([net]), ActualState({}, theirs, {}))) == []

@@ -1,0 +1,70 @@
+"""The one imperative verb: ``phrame/cmd/nodes/<node>/containers/<id>/restart``.
+
+The loop feeds every ``cmd`` message to :meth:`RestartCommands.accept` (MQTT thread) and
+runs :meth:`RestartCommands.run` at the start of each pass. It restarts only this node's
+managed containers, never the agent's own; anything else is refused and logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+from typing import Protocol
+
+from node_agent.models import NODE, ObservedContainer
+from node_agent.plan import is_own_container
+from phrame_mqtt import Message
+from schemas import PayloadError, Topics, check_payload
+
+log = logging.getLogger(__name__)
+
+
+class Restarter(Protocol):
+    def list_containers(self) -> list[ObservedContainer]: ...
+    def restart(self, name: str) -> None: ...
+
+
+class RestartCommands:
+    def __init__(self, topics: Topics, node: str, docker: Restarter, own_container_id: str | None) -> None:
+        self.topics = topics
+        self.node = node
+        self.docker = docker
+        self.own_container_id = own_container_id
+        self._queue: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    def accept(self, msg: Message) -> bool:
+        """Queue a valid restart command for this node; return False (logged) otherwise."""
+        try:
+            topic = self.topics.parse(msg.topic)
+            if topic.kind != "restart" or topic.node != self.node or not topic.item_id:
+                raise ValueError(f"{msg.topic}: not a command for node {self.node}")
+            check_payload("cmd-restart", json.loads(msg.payload or b"{}"))
+        except (ValueError, PayloadError) as e:
+            log.warning("refused command on %s: %s", msg.topic, e)
+            return False
+        self._queue.put(topic.item_id)
+        return True
+
+    def run(self) -> list[str]:
+        """Run the queued commands; return their errors (for the node status). Never raises."""
+        errors: list[str] = []
+        while not self._queue.empty():
+            item_id = self._queue.get()
+            try:
+                self._restart(item_id)
+            except Exception as e:  # Docker down, or a bug: the command fails, the loop goes on
+                log.warning("node %s: restart of %s failed: %s", self.node, item_id, e)
+                errors.append(f"restart {item_id} failed: {e}")
+        return errors
+
+    def _restart(self, item_id: str) -> None:
+        c = {c.name: c for c in self.docker.list_containers()}.get(item_id)
+        if c is None or c.labels.get(NODE) != self.node:
+            log.warning("refused restart of %s: not a managed container of %s", item_id, self.node)
+            return
+        if is_own_container(c, self.own_container_id):
+            log.warning("refused restart of %s: it is the agent's own container", item_id)
+            return
+        self.docker.restart(c.id)
+        log.info("restarted %s on request", item_id)

@@ -1,0 +1,75 @@
+"""Pure helpers about Docker: which container am I, which image gets credentials, list rows.
+
+``docker_port`` (pulls) and ``phrame node-agent`` (start-up) call them. They read only
+the text they are given (``/proc/self/mountinfo``, an image reference) and never call the
+Docker API.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from docker.auth import resolve_repository_name
+from docker.utils import parse_repository_tag
+
+from node_agent.models import ObservedContainer
+from node_agent.settings import registry_host
+
+_EXITED = re.compile(r"Exited \((-?\d+)\)")
+_HEALTH = re.compile(r"\((healthy|unhealthy|health: starting)\)")
+
+_OWN_MOUNTS = ("/etc/hostname", "/etc/resolv.conf", "/etc/hosts")
+_CONTAINER_DIR = re.compile(r"/containers/([0-9a-f]{64})/(?:hostname|resolv\.conf|hosts)$")
+
+
+def detect_own_container_id(root: Path = Path("/proc/self")) -> str | None:
+    """The id of the container this process runs in, or None on a bare host.
+
+    Only the bind mounts Docker makes for ``/etc/hostname`` (or ``resolv.conf``, ``hosts``)
+    count: a bare host also shows ``/var/lib/docker/containers/<id>/...`` mounts (a shm of
+    an ``--ipc shareable`` container), which must not make it think it is that container.
+    """
+    try:
+        text = (root / "mountinfo").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 5 or fields[4] not in _OWN_MOUNTS:
+            continue
+        match = _CONTAINER_DIR.search(fields[3])  # the mount's root within its source
+        if match:
+            return match.group(1)
+    return None
+
+
+def auth_for(image: str, registry: str | None, auth: dict[str, str] | None) -> dict[str, str] | None:
+    """The credentials to pull ``image`` with: ``auth`` only when the image is from ``registry``."""
+    if not auth or not registry:
+        return None
+    repo, _tag = parse_repository_tag(image)
+    try:
+        host, _name = resolve_repository_name(repo)
+        theirs = registry_host(host)
+    except Exception:  # an unparsable reference: certainly not sent any credentials
+        return None
+    return auth if theirs == registry_host(registry) else None
+
+
+def observed_container(row: dict[str, Any]) -> ObservedContainer:
+    """One row of the container list API as an :class:`ObservedContainer`."""
+    status = row.get("Status") or ""
+    exited = _EXITED.search(status)
+    health = _HEALTH.search(status)
+    return ObservedContainer(
+        id=row["Id"],
+        name=(row.get("Names") or ["/?"])[0].lstrip("/"),
+        state=row.get("State") or "unknown",
+        labels=row.get("Labels") or {},
+        image=row.get("Image"),
+        image_id=row.get("ImageID"),
+        health=health.group(1).replace("health: ", "") if health else None,
+        exit_code=int(exited.group(1)) if exited else None,
+    )

@@ -1,0 +1,168 @@
+"""The agent loop keeps going: bad objects, Docker outages, long passes, its own container.
+
+Real mosquitto and dockerd. Some tests drive an in-process :class:`Agent` one pass at a
+time (its restart queue, an unreachable daemon); the others run ``phrame node-agent`` as
+a subprocess and read its actual plane back with a watcher.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+
+from node_agent.docker_port import DockerPort
+from node_agent.loop import Agent
+from node_agent.models import MANAGED, NODE
+from node_agent.processes import Supervisor
+from node_agent.settings import AgentSettings
+from phrame_mqtt import Message, MqttSettings
+from schemas import Topics
+from tests.support import agent_support as spec
+from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess
+from tests.support.docker import TEST_LABEL
+from tests.support.services import free_port
+
+T = Topics()
+RESTART = b'{"requested_by": "test"}'
+
+
+@pytest.fixture
+def env(docker_client, busybox_image, docker_cleanup) -> Iterator[AgentEnv]:
+    yield AgentEnv(docker_client, busybox_image, docker_cleanup)
+
+
+@pytest.fixture
+def watcher(mosquitto, env: AgentEnv) -> Iterator[ActualWatcher]:
+    w = ActualWatcher(mosquitto.url, env.node)
+    yield w
+    w.stop()
+
+
+def in_process_agent(
+    env: AgentEnv, url: str, tmp_path: Path, port: DockerPort, own_id: str | None = None
+) -> Agent:
+    settings = AgentSettings(node=env.node, state_dir=tmp_path / "state", heartbeat_s=0.5)
+    mqtt = MqttSettings(url=url)
+    agent = Agent(
+        settings,
+        docker=port,
+        supervisor=Supervisor(settings.state_dir, stop_timeout=1),
+        desired_mqtt=mqtt,
+        actual_mqtt=mqtt,
+        own_container_id=own_id,
+    )
+    agent.actual_client.start()
+    return agent
+
+
+def restart_cmd(agent: Agent, item_id: str) -> None:
+    assert agent.commands.accept(Message(T.restart(agent.node, item_id), RESTART, False))
+
+
+def status_errors(watcher: ActualWatcher) -> list[str]:
+    return list((watcher.status() or {}).get("errors") or [])
+
+
+def test_a_restart_while_docker_is_down_fails_the_pass_not_the_loop(
+    env: AgentEnv, mosquitto, watcher: ActualWatcher, tmp_path: Path
+):
+    # nothing listens there: every Docker call fails as "Docker unreachable"
+    nowhere = docker.DockerClient(base_url=f"tcp://127.0.0.1:{free_port()}", version="1.41")
+    agent = in_process_agent(env, mosquitto.url, tmp_path, DockerPort(env.node, client=nowhere, attempts=1))
+    try:
+        restart_cmd(agent, f"{env.env}.web.0")
+        agent.run_pass()  # must not raise
+        watcher.wait_for(
+            lambda: any("pass failed" in e and "unreachable" in e for e in status_errors(watcher)),
+            10,
+            "the failure on the node status",
+        )
+        agent.run_pass()  # and the next pass runs too
+        assert agent.passes == 2
+    finally:
+        agent.actual_client.stop()
+        nowhere.close()
+
+
+def test_the_restart_command_refuses_the_agents_own_container(env: AgentEnv, mosquitto, tmp_path: Path):
+    me, other = env.container("agent"), env.container("other")
+    env.reconciler().run_pass(spec.desired([me, other]))
+    own_id = env.get(me["name"]).id
+    port = DockerPort(env.node, client=env.client, stop_timeout=1)
+    agent = in_process_agent(env, mosquitto.url, tmp_path, port, own_id=own_id[:12])
+    try:
+        started = {n: env.get(n).attrs["State"]["StartedAt"] for n in (me["name"], other["name"])}
+        restart_cmd(agent, me["name"])
+        restart_cmd(agent, other["name"])
+        agent.run_pass()
+        assert env.get(me["name"]).attrs["State"]["StartedAt"] == started[me["name"]]
+        assert env.get(other["name"]).attrs["State"]["StartedAt"] != started[other["name"]]
+    finally:
+        agent.actual_client.stop()
+
+
+def test_a_managed_container_with_a_bad_name_is_reported_and_skipped(
+    env: AgentEnv, mosquitto, watcher: ActualWatcher, tmp_path: Path
+):
+    odd_name = f"{env.env}.Odd_Name.0"
+    labels = {MANAGED: "true", NODE: env.node, TEST_LABEL: env.label}
+    env.client.containers.create(env.image, ["sleep", "3600"], name=odd_name, labels=labels)
+    web = env.container("web")
+    watcher.publish(spec.topics_doc(env.node, [web]))
+    agent = AgentProcess(
+        env.process_env(str(tmp_path / "state"), PHRAME_DESIRED_MQTT_URL=mosquitto.url),
+        str(tmp_path / "agent.log"),
+    )
+    try:
+        watcher.wait_for(
+            lambda: any(odd_name in e and "not an item id" in e for e in status_errors(watcher)),
+            30,
+            "the odd container on the node status",
+        )
+        watcher.wait_for(lambda: (watcher.item("containers", web["name"]) or {}).get("state") == "running")
+        assert agent.proc.poll() is None, agent.log()
+        assert env.get(odd_name).status == "created"  # never started, removed or reported
+        env.get(odd_name).remove(force=True)
+        watcher.wait_for(lambda: bool(watcher.status()["converged"]), 30, "converged once it is gone")
+    finally:
+        assert agent.terminate() == 0, agent.log()
+
+
+def test_heartbeats_flow_while_a_pass_waits_and_sigterm_ends_the_wait(
+    env: AgentEnv, mosquitto, watcher: ActualWatcher, tmp_path: Path
+):
+    never: dict[str, Any] = {"test": ["CMD", "false"], "interval": "200ms", "retries": 1000}
+    db = env.container("db", healthcheck=never)
+    web = env.container("web", depends_on=[db["name"]])
+    watcher.publish(spec.topics_doc(env.node, [db, web]))
+    agent = AgentProcess(
+        env.process_env(
+            str(tmp_path / "state"), PHRAME_DESIRED_MQTT_URL=mosquitto.url, PHRAME_HEARTBEAT_S="0.3"
+        ),
+        str(tmp_path / "agent.log"),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (env.exists(db["name"]) and env.get(db["name"]).status == "running"):
+            assert time.monotonic() < deadline, agent.log()
+            time.sleep(0.1)
+        time.sleep(0.5)  # the pass now waits for db to be healthy (up to 120 s)
+
+        def seq() -> int:
+            return int((watcher.latest.get(T.heartbeat(env.node)) or {}).get("seq", -1))
+
+        first = seq()
+        time.sleep(3.0)
+        assert not env.exists(web["name"]), "the pass should still be waiting for db"
+        assert seq() - first >= 6, f"heartbeats stalled during the pass: {first} -> {seq()}"
+    finally:
+        began = time.monotonic()
+        code = agent.terminate()
+    assert code == 0, agent.log()
+    assert time.monotonic() - began < 8, "SIGTERM did not end the wait_ready quickly"
+    watcher.wait_for(lambda: watcher.status()["state"] == "offline", 5, "offline status")
