@@ -10,7 +10,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from phrame.cli import main as phrame_main
-from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings, PublishRefused
+from phrame_mqtt import MqttClient, MqttError, MqttSettings, PublishRefused
 from tests.support.certs import Pki, make_pki
 from tests.support.mosquitto import Mosquitto
+from tests.support.mqtt import Inbox
 from tests.support.services import free_port, require_binary, wait_for_port
 
 pytestmark = pytest.mark.mqtt
@@ -82,38 +82,11 @@ def broker() -> Iterator[SecureBroker]:
         shutil.rmtree(conf_dir, ignore_errors=True)
 
 
-@pytest.fixture
-def clients() -> Iterator[list[MqttClient]]:
-    started: list[MqttClient] = []
-    yield started
-    for c in started:
-        c.stop()
-
-
 def connect(clients: list[MqttClient], settings: MqttSettings, cid: str) -> MqttClient:
     client = MqttClient(settings, cid)
     client.start(timeout=5)
     clients.append(client)
     return client
-
-
-class Inbox:
-    def __init__(self) -> None:
-        self.messages: list[Message] = []
-        self.event = threading.Condition()
-
-    def __call__(self, message: Message) -> None:
-        with self.event:
-            self.messages.append(message)
-            self.event.notify_all()
-
-    def wait_for(self, topic: str, timeout: float = 5.0) -> bool:
-        with self.event:
-            return self.event.wait_for(lambda: topic in self.topics, timeout)
-
-    @property
-    def topics(self) -> set[str]:
-        return {m.topic for m in self.messages}
 
 
 def test_generated_acl_lists_every_inventory_node() -> None:
@@ -143,8 +116,8 @@ def test_agent_reads_only_its_own_desired_topics(broker: SecureBroker, clients: 
     sync.publish_batch([("phrame/desired/nodes/edge-02/manifest", b'{"n": 3}'),
                         ("phrame/desired/nodes/edge-01/x", b"own")])  # fmt: skip
     assert inbox.wait_for("phrame/desired/nodes/edge-01/x")
-    with inbox.event:
-        assert not inbox.event.wait_for(lambda: "phrame/desired/nodes/edge-02/manifest" in inbox.topics, 0.5)
+    with inbox.cond:
+        assert not inbox.cond.wait_for(lambda: "phrame/desired/nodes/edge-02/manifest" in inbox.topics, 0.5)
 
 
 def test_agent_writes_only_its_own_actual_topics(broker: SecureBroker, clients: list) -> None:
@@ -157,8 +130,8 @@ def test_agent_writes_only_its_own_actual_topics(broker: SecureBroker, clients: 
     assert refused.value.topics == ["phrame/actual/nodes/edge-02/status"]
     agent.publish_batch([("phrame/actual/nodes/edge-01/status", b"mine")], timeout=5)
     assert inbox.wait_for("phrame/actual/nodes/edge-01/status")
-    with inbox.event:
-        assert not inbox.event.wait_for(lambda: "phrame/actual/nodes/edge-02/status" in inbox.topics, 0.5)
+    with inbox.cond:
+        assert not inbox.cond.wait_for(lambda: "phrame/actual/nodes/edge-02/status" in inbox.topics, 0.5)
     # The agent may not write the desired plane either, even its own node's.
     with pytest.raises(PublishRefused):
         agent.publish_batch([("phrame/desired/nodes/edge-01/manifest", b"x")], timeout=5)

@@ -18,28 +18,11 @@ import pytest
 
 from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings, PublishTimeout, Will
 from tests.support.mosquitto import Mosquitto
+from tests.support.mqtt import Inbox
 from tests.support.services import free_port, wait_for_port
 
 pytestmark = pytest.mark.mqtt
 ROOT = Path(__file__).parents[2]
-
-
-class Inbox:
-    def __init__(self) -> None:
-        self.messages: list[Message] = []
-        self.cond = threading.Condition()
-
-    def __call__(self, message: Message) -> None:
-        with self.cond:
-            self.messages.append(message)
-            self.cond.notify_all()
-
-    def wait_for(self, topic: str, timeout: float = 5.0, payload: bytes | None = None) -> bool:
-        def seen() -> bool:
-            return any(m.topic == topic and (payload is None or m.payload == payload) for m in self.messages)
-
-        with self.cond:
-            return self.cond.wait_for(seen, timeout)
 
 
 @pytest.fixture
@@ -47,14 +30,6 @@ def broker() -> Iterator[Mosquitto]:
     m = Mosquitto().start()
     yield m
     m.stop()
-
-
-@pytest.fixture
-def clients() -> Iterator[list[MqttClient]]:
-    started: list[MqttClient] = []
-    yield started
-    for c in started:
-        c.stop()
 
 
 def settings(url: str, **kw: object) -> MqttSettings:

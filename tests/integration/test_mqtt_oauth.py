@@ -9,14 +9,14 @@ unexpired token for the user name. amqtt speaks MQTT 3.1.1, so these clients use
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings
+from phrame_mqtt import MqttClient, MqttError, MqttSettings
+from tests.support.mqtt import Inbox
 from tests.support.oauth_server import TokenBroker, TokenServer, mint_token
 from tests.support.services import require
 
@@ -41,14 +41,6 @@ def broker(tmp_path: Path) -> Iterator[TokenBroker]:
     b = TokenBroker(SECRET, tmp_path / "auth.log")
     yield b.start()
     b.stop()
-
-
-@pytest.fixture
-def clients() -> Iterator[list[MqttClient]]:
-    started: list[MqttClient] = []
-    yield started
-    for c in started:
-        c.stop()
 
 
 def oauth_settings(broker: TokenBroker, server: TokenServer, client_id: str, secret: str) -> MqttSettings:
@@ -77,21 +69,6 @@ def start(clients: list[MqttClient], settings: MqttSettings, cid: str) -> MqttCl
 def observer(clients: list[MqttClient], broker: TokenBroker) -> MqttClient:
     token = mint_token(SECRET, "observer", time.time() + 120)
     return start(clients, token_settings(broker, "observer", token), "observer")
-
-
-class Inbox:
-    def __init__(self) -> None:
-        self.payloads: list[bytes] = []
-        self.cond = threading.Condition()
-
-    def __call__(self, message: Message) -> None:
-        with self.cond:
-            self.payloads.append(message.payload)
-            self.cond.notify_all()
-
-    def wait_for(self, payload: bytes, timeout: float = 5.0) -> bool:
-        with self.cond:
-            return self.cond.wait_for(lambda: payload in self.payloads, timeout)
 
 
 def wait_until(condition: object, timeout: float) -> bool:
@@ -138,7 +115,7 @@ def test_refresh_before_expiry_keeps_subscriptions_and_inflight_messages(
         agent.publish(f"out/{i % 7}", payload, retain=False)
         time.sleep(0.05)
     agent.publish_batch([("out/end", b"end")], retain=False, timeout=10)
-    assert inbox_obs.wait_for(b"end")
+    assert inbox_obs.wait_for(payload=b"end")
     with inbox_obs.cond:
         assert inbox_obs.cond.wait_for(lambda: set(payloads) <= set(inbox_obs.payloads), 5), (
             f"lost: {sorted(set(payloads) - set(inbox_obs.payloads))[:5]}"
@@ -151,7 +128,7 @@ def test_refresh_before_expiry_keeps_subscriptions_and_inflight_messages(
     assert all(b - a < LIFETIME for a, b in itertools.pairwise(times)), times
     # The subscription made before the refreshes still delivers.
     watcher.publish_batch([("cmd/x", b"still-subscribed")], retain=False)
-    assert inbox_agent.wait_for(b"still-subscribed")
+    assert inbox_agent.wait_for(payload=b"still-subscribed")
 
 
 def test_token_endpoint_down_for_10s_is_retried_then_recovered(
@@ -173,7 +150,7 @@ def test_token_endpoint_down_for_10s_is_retried_then_recovered(
     assert wait_until(lambda: agent.is_connected, 10), "no recovery after the endpoint returned"
     assert token_server.issued() >= 1 and issued_before >= 1
     observer(clients, broker).publish_batch([("cmd/y", b"after")], retain=False)
-    assert inbox.wait_for(b"after"), "subscription not renewed after recovery"
+    assert inbox.wait_for(payload=b"after"), "subscription not renewed after recovery"
 
 
 def test_mqtt5_against_a_311_only_broker_says_which_setting_to_change(broker: TokenBroker) -> None:
