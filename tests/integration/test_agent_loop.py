@@ -11,7 +11,6 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
@@ -20,6 +19,7 @@ from node_agent.processes import Supervisor
 from schemas import Topics
 from tests.support import agent_support as spec
 from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess
+from tests.support.services import wait_until
 
 T = Topics()
 
@@ -50,13 +50,6 @@ def running(env: AgentEnv, name: str) -> bool:
     return env.exists(name) and env.get(name).status == "running"
 
 
-def wait_until(cond: Any, timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
 def converged_on(watcher: ActualWatcher, generation: int = 1) -> bool:
     s = watcher.status()
     return bool(s) and s["state"] == "online" and s["converged"] and s["generation"] == generation
@@ -80,10 +73,10 @@ def test_loop_converges_reports_repairs_and_exits_cleanly(
 
     # docker kill: back within one resync (a die event triggers it sooner)
     env.get(web["name"]).kill()
-    wait_until(lambda: running(env, web["name"]), 10, "killed container back")
+    wait_until(lambda: running(env, web["name"]), "killed container back", 10)
     # docker rm -f: recreated
     env.client.api.remove_container(db["name"], force=True)
-    wait_until(lambda: running(env, db["name"]), 10, "removed container recreated")
+    wait_until(lambda: running(env, db["name"]), "removed container recreated", 10)
 
     # a digest change published: recreated, old id gone
     old_id = env.get(web["name"]).id
@@ -97,7 +90,7 @@ def test_loop_converges_reports_repairs_and_exits_cleanly(
     # the restart verb restarts one managed container; other verbs are refused
     started = env.get(db["name"]).attrs["State"]["StartedAt"]
     watcher.client.publish(T.restart(env.node, db["name"]), b'{"requested_by": "test"}', False)
-    wait_until(lambda: env.get(db["name"]).attrs["State"]["StartedAt"] != started, 15, "restart")
+    wait_until(lambda: env.get(db["name"]).attrs["State"]["StartedAt"] != started, "restart", 15)
     watcher.client.publish(f"phrame/cmd/nodes/{env.node}/containers/{db['name']}/stop", b"{}", False)
 
     # SIGTERM: offline published, exit 0, containers left running

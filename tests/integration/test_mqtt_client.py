@@ -19,7 +19,7 @@ import pytest
 from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings, PublishTimeout, Will
 from tests.support.mosquitto import Mosquitto
 from tests.support.mqtt import Inbox
-from tests.support.services import free_port, wait_for_port
+from tests.support.services import eventually, free_port, wait_for_port
 
 pytestmark = pytest.mark.mqtt
 ROOT = Path(__file__).parents[2]
@@ -41,15 +41,6 @@ def connect(clients: list[MqttClient], s: MqttSettings, cid: str, **kw: object) 
     client.start(timeout=5)
     clients.append(client)
     return client
-
-
-def wait_until(condition: object, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_publish_batch_then_collect_retained_omits_cleared(broker: Mosquitto, clients: list) -> None:
@@ -104,9 +95,9 @@ def test_reconnects_and_resubscribes_after_broker_kill(broker: Mosquitto, client
     inbox = Inbox()
     c.subscribe("r/#", inbox)
     broker.kill()
-    assert wait_until(lambda: not c.is_connected, 5)
+    assert eventually(lambda: not c.is_connected, 5)
     broker.start()  # same port, empty broker: the subscription must be renewed by the client
-    assert wait_until(lambda: c.is_connected, 10), "client did not reconnect"
+    assert eventually(lambda: c.is_connected, 10), "client did not reconnect"
     other = connect(clients, settings(broker.url), "publisher")
     other.publish_batch([("r/after", b"x")])
     assert inbox.wait_for("r/after"), "no resubscription after the broker restart"
@@ -116,14 +107,14 @@ def test_reconnects_and_resubscribes_after_broker_kill(broker: Mosquitto, client
 def test_qos1_messages_queued_while_broker_down_are_delivered(broker: Mosquitto, clients: list) -> None:
     c = connect(clients, settings(broker.url), "queuer")
     broker.kill()
-    assert wait_until(lambda: not c.is_connected, 5)
+    assert eventually(lambda: not c.is_connected, 5)
     with pytest.raises(PublishTimeout) as timeout:
         c.publish_batch([("s/1", b"a"), ("s/2", b"b")], timeout=0.5)
     assert timeout.value.pending == ["s/1", "s/2"]
     broker.start()
-    assert wait_until(lambda: c.is_connected, 10)
+    assert eventually(lambda: c.is_connected, 10)
     reader = connect(clients, settings(broker.url), "checker")
-    assert wait_until(lambda: reader.collect_retained("s/#", settle=0.1) == {
+    assert eventually(lambda: reader.collect_retained("s/#", settle=0.1) == {
         "s/1": b"a", "s/2": b"b"}, 5)  # fmt: skip
 
 

@@ -18,7 +18,7 @@ import pytest
 from phrame_mqtt import MqttClient, MqttError, MqttSettings
 from tests.support.mqtt import Inbox
 from tests.support.oauth_server import TokenBroker, TokenServer, mint_token
-from tests.support.services import require
+from tests.support.services import eventually, require
 
 pytestmark = pytest.mark.mqtt
 SECRET = "test-signing-key"
@@ -69,15 +69,6 @@ def start(clients: list[MqttClient], settings: MqttSettings, cid: str) -> MqttCl
 def observer(clients: list[MqttClient], broker: TokenBroker) -> MqttClient:
     token = mint_token(SECRET, "observer", time.time() + 120)
     return start(clients, token_settings(broker, "observer", token), "observer")
-
-
-def wait_until(condition: object, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_a_valid_token_connects_expired_and_forged_are_refused(broker: TokenBroker) -> None:
@@ -143,11 +134,11 @@ def test_token_endpoint_down_for_10s_is_retried_then_recovered(
     # A broker restart now: reconnecting needs a token the endpoint cannot give.
     broker.stop()
     broker.start()
-    assert wait_until(lambda: "refused" in broker.decisions("agent-a"), 5)
+    assert eventually(lambda: "refused" in broker.decisions("agent-a"), 5)
     assert not agent.is_connected
     time.sleep(max(0.0, 10 - (LIFETIME + 1) - 1))
     token_server.start()  # same port, after ~10 s down
-    assert wait_until(lambda: agent.is_connected, 10), "no recovery after the endpoint returned"
+    assert eventually(lambda: agent.is_connected, 10), "no recovery after the endpoint returned"
     assert token_server.issued() >= 1 and issued_before >= 1
     observer(clients, broker).publish_batch([("cmd/y", b"after")], retain=False)
     assert inbox.wait_for(payload=b"after"), "subscription not renewed after recovery"

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,18 +21,10 @@ from schemas import Topics
 from tests.integration.test_placement_git import NODES, ConfigRemote
 from tests.integration.test_placement_loop import heartbeat
 from tests.support.mosquitto import Mosquitto
+from tests.support.services import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPICS = Topics("phrame")
-
-
-def wait_until(cond: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Heartbeats:

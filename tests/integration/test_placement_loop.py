@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from placement.reconcile import Reconciler
 from schemas import Topics, check_payload
 from tests.integration.test_placement_git import NODES, Clock, ConfigRemote
 from tests.support.mosquitto import Mosquitto
+from tests.support.services import wait_until
 
 TOPICS = Topics("phrame")
 
@@ -34,15 +35,6 @@ def heartbeat(ts: float, seq: int = 1) -> bytes:
         "disk_used": 1e9,
     }
     return json.dumps({"ts": ts, "seq": seq, "interval_s": 5, "host": host}).encode()
-
-
-def wait_until(cond: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Harness:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from config_sync.gitlab_api import LocalReporter
@@ -11,6 +10,7 @@ from config_sync.service import ConfigSync
 from schemas import Topics
 from tests.integration.test_sync_support import SAMPLE, ConfigRemote, reader, settings_for
 from tests.support.mosquitto import Mosquitto
+from tests.support.services import eventually
 
 T = Topics()
 
@@ -21,15 +21,6 @@ def deploy_states(service: ConfigSync, sha: str) -> list[tuple[str, str]]:
         for s in service.reporter.snapshot()["statuses"]
         if s["name"] == "phrame/deploy" and s["sha"] == sha
     ]
-
-
-def wait_for(predicate: object, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_deploy_success_when_agents_report_the_commit_and_failed_after_timeout(
@@ -56,7 +47,7 @@ def test_deploy_success_when_agents_report_the_commit_and_failed_after_timeout(
                     for n in nodes
                 ]
             )
-            assert wait_for(lambda: deploy_states(service, first)[-1][0] == "success")
+            assert eventually(lambda: deploy_states(service, first)[-1][0] == "success")
             # next commit: one node reports an error and never converges
             second = remote.commit("drop egress", files={"environments/studio-a/services/egress.yaml": None})
             outcome = service.syncer.sync_ref("main")
@@ -64,7 +55,7 @@ def test_deploy_success_when_agents_report_the_commit_and_failed_after_timeout(
             node = outcome.changed_nodes[0]
             bad = {"state": "online", "commit": first, "converged": False, "errors": ["cannot remove egress"]}
             agents.publish_batch([(T.status(node), json.dumps(bad).encode())])
-            assert wait_for(lambda: deploy_states(service, second)[-1][0] == "failed")
+            assert eventually(lambda: deploy_states(service, second)[-1][0] == "failed")
             assert deploy_states(service, second)[-1][1] == f"{node}: cannot remove egress"
     finally:
         service.stop()

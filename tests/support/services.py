@@ -11,6 +11,8 @@ import os
 import shutil
 import socket
 import subprocess
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -45,8 +47,6 @@ def free_port() -> int:
 
 
 def wait_for_port(port: int, timeout: float = 10.0) -> bool:
-    import time
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with socket.socket() as s:
@@ -67,3 +67,19 @@ def stop_process(proc: subprocess.Popen[bytes] | None, timeout: float = 5.0) -> 
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout)
+
+
+def eventually(condition: Callable[[], object], timeout: float = 10.0, interval: float = 0.02) -> bool:
+    """Poll ``condition`` until it is true or ``timeout`` passes (a bounded wait)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval)
+    return bool(condition())
+
+
+def wait_until(condition: Callable[[], object], what: str = "condition", timeout: float = 10.0) -> None:
+    """:func:`eventually`, failing the test with ``what`` when it never became true."""
+    if not eventually(condition, timeout):
+        raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
