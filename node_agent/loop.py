@@ -175,6 +175,11 @@ class Agent:
         if self._reconnected:
             self._reconnected = False
             self.reporter.forget()
+            try:  # what the broker holds now: stale reports get cleared, lost ones resent
+                held = self.actual_client.collect_retained(self.topics.actual_filter(self.node), timeout=5)
+                self.reporter.adopt(held)
+            except MqttError as e:
+                log.warning("node %s: cannot read back its reports (%s); republishing all", self.node, e)
         restart_errors = self.commands.run()
         desired = self.store.snapshot()
         result = self.reconciler.run_pass(desired)

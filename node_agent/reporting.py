@@ -100,6 +100,12 @@ class Reporter:
         """Republish everything next time (after a reconnect: the broker may have lost it)."""
         self.sent.clear()
 
+    def adopt(self, retained: Mapping[str, bytes]) -> None:
+        """Take the item reports the broker holds for this node as what was sent: the next
+        report sends only differences and clears reports of items that are gone (e.g.
+        removed while the agent was down). Status and heartbeat are always sent afresh."""
+        self.sent = {t: p for t, p in retained.items() if not t.endswith(("/status", "/heartbeat"))}
+
     def _send(self, topic: str, schema: str, doc: dict[str, Any] | None) -> bool:
         payload = None if doc is None else canonical_json(doc)
         if self.sent.get(topic, b"") == (payload or b""):

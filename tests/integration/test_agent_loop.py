@@ -202,3 +202,24 @@ def pid_alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def test_reports_of_items_removed_while_the_agent_was_down_are_cleared(
+    env: AgentEnv, watcher: ActualWatcher, mosquitto, tmp_path: Path
+):
+    web = env.container("web")
+    watcher.publish(spec.topics_doc(env.node, [web]))
+    stale = T.actual_item(env.node, "containers", f"{env.env}.gone.0")
+    # a report left on the broker by an earlier agent run, for an item that no longer exists
+    watcher.publish({stale: {"state": "running", "digest": web["digest"]}})
+    watcher.wait_for(lambda: watcher.latest.get(stale) is not None, 10, "the stale report")
+    proc = AgentProcess(
+        env.process_env(str(tmp_path / "state"), PHRAME_DESIRED_MQTT_URL=mosquitto.url),
+        str(tmp_path / "agent.log"),
+    )
+    try:
+        watcher.wait_for(lambda: converged_on(watcher), what="converged")
+        watcher.wait_for(lambda: watcher.latest.get(stale, "x") is None, 10, "the stale report cleared")
+        assert watcher.item("containers", web["name"])["state"] == "running"
+    finally:
+        assert proc.terminate() == 0
