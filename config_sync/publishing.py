@@ -100,9 +100,12 @@ class Publisher:
         environments: Collection[str],
         rendered: Mapping[str, dict[str, Any]] | None,
         errors: list[dict[str, Any]],
+        handed_over: Collection[str] = (),
     ) -> Outcome:
         """Publish ``rendered`` (the topics of ``environments`` at ``commit``) or, with
-        ``errors``, only the sync topics that report them."""
+        ``errors``, only the sync topics that report them. ``handed_over``: environments
+        this commit still declares but another ref tracks; that ref publishes (or clears)
+        them, so this one never clears them on the way."""
         started = time.monotonic()
         with self._lock:  # one publication at a time: each diffs against the last
             if self._stale.is_set():
@@ -116,7 +119,7 @@ class Publisher:
             gone: list[str] = []
             if not errors and rendered is not None:
                 # environments this ref published before but no longer declares: clear them too
-                gone = sorted(self._environments_of(ref, published) - set(environments))
+                gone = sorted(self._environments_of(ref, published) - set(environments) - set(handed_over))
                 scope = {*environments, *gone}
                 previous = decode(published, self.topics, self._decoded)
                 desired = desired_state(

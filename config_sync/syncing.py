@@ -125,8 +125,15 @@ class Syncer:
             if ref == self.default_ref and not errors:
                 self.tracked = {self.default_ref, *reading.tracks.values()}
         try:  # publish first: a slow or unreachable git host never delays a deployment
+            # an environment re-tracked to another ref is that ref's to publish: not cleared here
+            handed = {env for env, track in reading.tracks.items() if track != ref}
             outcome = self.publisher.publish_commit(
-                ref=ref, commit=sha, environments=envs, rendered=reading.rendered, errors=errors
+                ref=ref,
+                commit=sha,
+                environments=envs,
+                rendered=reading.rendered,
+                errors=errors,
+                handed_over=handed,
             )
         finally:
             self._report_validation(sha, errors, ref)

@@ -73,3 +73,35 @@ def test_each_environment_follows_its_tracked_ref(tmp_path: Path, mosquitto: Mos
         assert service.syncer.sync_ref("main").messages == []
     finally:
         service.stop()
+
+
+def test_retracking_an_environment_never_clears_it_on_the_way(tmp_path: Path, mosquitto: Mosquitto) -> None:
+    remote = ConfigRemote(tmp_path)
+    env_on_main = ENV_B.replace("track: release", "track: main")
+    files = {
+        "environments/studio-b/environment.yaml": env_on_main,
+        "environments/studio-b/services/probe.yaml": service_b("probe:1"),
+    }
+    remote.commit("sample + studio-b on main", copy_from=SAMPLE, files=files)
+    settings = settings_for(remote, tmp_path / "state", mosquitto.url, poll_s=3600, debounce_s=0)
+    service = ConfigSync(settings, reporter=LocalReporter())
+    service.start()
+    try:
+        assert service.queue.wait_idle(30)
+        item = T.desired_item("edge-01", "containers", "studio-b.probe.0")
+        # studio-b moves to its own branch: the same content there, track: release on both
+        moved = {"environments/studio-b/environment.yaml": ENV_B}
+        remote.commit("studio-b follows release", files=moved)
+        remote.work.git.push("origin", "HEAD:refs/heads/release")
+        outcome = service.syncer.sync_ref("main")
+        cleared = [t for t, payload in outcome.messages if payload is None]
+        assert item not in cleared and not [t for t in cleared if "studio-b" in t]
+        # the release worker takes it over: nothing of studio-b changes but its sync topic
+        taken = service.syncer.sync_ref("release")
+        assert [t for t, _ in taken.messages] == [T.env_sync("studio-b")]
+        with reader(mosquitto.url) as client:
+            published = desired_on_broker(client)
+        assert json.loads(published[item])["image"] == "probe:1"
+        assert json.loads(published[T.env_sync("studio-b")])["ref"] == "release"
+    finally:
+        service.stop()
