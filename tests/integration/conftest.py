@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from phrame_mqtt import MqttClient
+from tests.support.agent_support import ActualWatcher, AgentEnv
 
 
 @pytest.fixture
@@ -16,3 +17,17 @@ def clients() -> Iterator[list[MqttClient]]:
     yield started
     for c in started:
         c.stop()
+
+
+@pytest.fixture
+def env(docker_client, busybox_image, docker_cleanup) -> Iterator[AgentEnv]:
+    """A node-agent test environment: a unique node name and environment on the one daemon."""
+    yield AgentEnv(docker_client, busybox_image, docker_cleanup)
+
+
+@pytest.fixture
+def watcher(mosquitto, env: AgentEnv) -> Iterator[ActualWatcher]:
+    """Follows the actual plane of ``env``'s node on the test broker."""
+    w = ActualWatcher(mosquitto.url, env.node)
+    yield w
+    w.stop()

@@ -25,18 +25,6 @@ T = Topics()
 
 
 @pytest.fixture
-def env(docker_client, busybox_image, docker_cleanup) -> Iterator[AgentEnv]:
-    yield AgentEnv(docker_client, busybox_image, docker_cleanup)
-
-
-@pytest.fixture
-def watcher(mosquitto, env: AgentEnv) -> Iterator[ActualWatcher]:
-    w = ActualWatcher(mosquitto.url, env.node)
-    yield w
-    w.stop()
-
-
-@pytest.fixture
 def agent(mosquitto, env: AgentEnv, tmp_path: Path) -> Iterator[AgentProcess]:
     proc = AgentProcess(
         env.process_env(str(tmp_path / "state"), PHRAME_DESIRED_MQTT_URL=mosquitto.url),

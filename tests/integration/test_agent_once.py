@@ -7,22 +7,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from schemas import Topics
 from tests.support import agent_support as spec
 from tests.support.agent_support import ActualWatcher, AgentEnv
 
 PHRAME = [sys.executable, "-m", "phrame"]
-
-
-@pytest.fixture
-def env(docker_client, busybox_image, docker_cleanup) -> Iterator[AgentEnv]:
-    yield AgentEnv(docker_client, busybox_image, docker_cleanup)
 
 
 def write(tmp_path: Path, doc: dict[str, Any]) -> str:

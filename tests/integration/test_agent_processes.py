@@ -99,11 +99,6 @@ def test_a_new_agent_re_adopts_running_processes(tmp_path: Path, supervisors):
     assert "e.job.0" not in Supervisor(tmp_path).check()
 
 
-@pytest.fixture
-def env(docker_client, busybox_image, docker_cleanup) -> Iterator[AgentEnv]:
-    yield AgentEnv(docker_client, busybox_image, docker_cleanup)
-
-
 def test_process_replaces_container_with_no_gap(env: AgentEnv, tmp_path: Path, supervisors):
     sup = Supervisor(tmp_path)
     supervisors.append(sup)

@@ -8,12 +8,10 @@ a subprocess and read its actual plane back with a watcher.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import docker
-import pytest
 
 from node_agent.docker_port import DockerPort
 from node_agent.loop import Agent
@@ -29,18 +27,6 @@ from tests.support.services import free_port
 
 T = Topics()
 RESTART = b'{"requested_by": "test"}'
-
-
-@pytest.fixture
-def env(docker_client, busybox_image, docker_cleanup) -> Iterator[AgentEnv]:
-    yield AgentEnv(docker_client, busybox_image, docker_cleanup)
-
-
-@pytest.fixture
-def watcher(mosquitto, env: AgentEnv) -> Iterator[ActualWatcher]:
-    w = ActualWatcher(mosquitto.url, env.node)
-    yield w
-    w.stop()
 
 
 def in_process_agent(
