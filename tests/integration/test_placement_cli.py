@@ -20,6 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 TOPICS = Topics("phrame")
 
 
+def placement_once(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``phrame placement --once`` as a subprocess with ``env``."""
+    cmd = [sys.executable, "-m", "phrame.cli", "placement", "--once"]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+
 def test_once_places_prints_and_publishes(mosquitto: Mosquitto, tmp_path: Path) -> None:
     remote = ConfigRemote(tmp_path)
     client = MqttClient(MqttSettings(url=mosquitto.url), "test-cli")
@@ -31,14 +37,7 @@ def test_once_places_prints_and_publishes(mosquitto: Mosquitto, tmp_path: Path) 
             "PHRAME_DESIRED_MQTT_URL": mosquitto.url,
             "PHRAME_STATE_DIR": str(tmp_path / "state"),
         }
-        done = subprocess.run(
-            [sys.executable, "-m", "phrame.cli", "placement", "--once"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        done = placement_once(env)
         assert done.returncode == 0, done.stderr
         states = json.loads(done.stdout)
         assert [s["environment"] for s in states] == ["studio-a"]
@@ -48,14 +47,7 @@ def test_once_places_prints_and_publishes(mosquitto: Mosquitto, tmp_path: Path) 
         published = json.loads(client.collect_retained(topic, settle=0.1)[topic])
         assert published["last_commit"] == remote.head()
 
-        again = subprocess.run(
-            [sys.executable, "-m", "phrame.cli", "placement", "--once"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        again = placement_once(env)
         assert again.returncode == 0 and json.loads(again.stdout)[0]["last_commit"] is None
         assert remote.count() == 2  # the initial config and one placement commit: a fixed point
     finally:
@@ -64,12 +56,5 @@ def test_once_places_prints_and_publishes(mosquitto: Mosquitto, tmp_path: Path) 
 
 def test_bad_settings_exit_2(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PHRAME_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "phrame.cli", "placement", "--once"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = placement_once(env)
     assert done.returncode == 2 and "PHRAME_REPO_URL" in done.stderr
