@@ -17,12 +17,12 @@ from config_sync.deploy import DeployWatcher
 from config_sync.git_repo import GitRepo
 from config_sync.gitlab_api import GitLabReporter, LocalReporter, Reporter
 from config_sync.metrics import Metrics
-from config_sync.publishing import Outcome, Publisher
+from config_sync.publishing import Outcome, Publisher, PublishError
 from config_sync.queue import WorkQueue
 from config_sync.settings import SyncSettings
 from config_sync.syncing import Syncer
 from config_sync.webhooks import Route
-from phrame_mqtt import MqttClient
+from phrame_mqtt import MqttClient, MqttError
 from schemas import Topics
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,11 @@ class ConfigSync:
         )
         token = settings.gitlab_token if settings.git_host == "gitlab" else None
         self.git = GitRepo(
-            settings.repo_url, settings.state_dir, token=token, timeout_s=settings.git_timeout_s
+            settings.repo_url,
+            settings.state_dir,
+            token=token,
+            ca_file=settings.git_ca_file,
+            timeout_s=settings.git_timeout_s,
         )
         self.reporter = reporter or make_reporter(settings)
         self.metrics = Metrics()
@@ -68,19 +72,60 @@ class ConfigSync:
         self.sync_counts: dict[str, int] = {}
         self.started_at: float | None = None
         self._lock = threading.Lock()
+        self._stopping = False
+        self.start_wait_s = 10.0
+        self._start_error: MqttError | None = None
+        self._deferred_reviews: list[Route] = []
 
     # -- lifecycle
     def start(self) -> None:
-        self.mqtt.start(timeout=10)
-        if self.actual is not self.mqtt:
-            self.actual.start(timeout=10)
+        """Connect, read back what is published and sync the tracked refs.
+
+        A broker that does not answer within ``start_wait_s`` does not stop the service: it serves
+        (``/readyz`` says not ready, triggers wait for the first sync) and finishes starting
+        once the broker answers. A refused login within ``start_wait_s`` raises: waiting would not help.
+        """
+        starter = threading.Thread(target=self._start, name="config-sync-start", daemon=True)
+        starter.start()
+        starter.join(self.start_wait_s)
+        if self._start_error is not None:
+            raise self._start_error
+        if starter.is_alive():
+            log.warning(
+                "no broker at %s yet; serving, not ready, and syncing once it answers",
+                self.settings.mqtt.broker.redacted(),
+            )
+
+    def _start(self) -> None:
+        try:
+            self.mqtt.start(timeout=None)
+            if self.actual is not self.mqtt:
+                self.actual.start(timeout=None)
+        except MqttError as e:
+            if not self._stopping:
+                log.error("config-sync cannot start: %s", e)
+                self._start_error = e
+            return
         self.actual.subscribe(self.deployer.status_filter(), self.deployer.on_status)
         self.deployer.start()
-        self.publisher.rebuild()
+        delay = 1.0
+        while not self._stopping:
+            try:
+                self.publisher.rebuild()
+                break
+            except PublishError as e:  # the broker went away again: read back once it returns
+                log.warning("cannot read back the published state (%s); retrying in %.0f s", e, delay)
+                time.sleep(delay)
+                delay = min(30.0, delay * 2)
         self.started_at = time.time()
         self.trigger_sync(self.settings.default_ref)
+        with self._lock:
+            deferred, self._deferred_reviews = self._deferred_reviews, []
+        for route in deferred:
+            self.trigger_review(route)
 
     def stop(self) -> None:
+        self._stopping = True
         self.queue.stop()
         self.deployer.stop()
         if self.actual is not self.mqtt:
@@ -95,12 +140,18 @@ class ConfigSync:
     def trigger_sync(self, ref: str) -> bool:
         if ref not in self.syncer.tracked:
             return False
+        if self.started_at is None:
+            return True  # not started yet: the first sync, once connected, reads every head
         self._ref_worker(ref).trigger(ref, lambda: self._sync(ref))
         return True
 
     def trigger_review(self, route: Route) -> None:
         assert route.mr_iid is not None and route.source_branch and route.ref
         iid, source, target = route.mr_iid, route.source_branch, route.ref
+        with self._lock:
+            if self.started_at is None:  # its plan compares with what is published: not read yet
+                self._deferred_reviews.append(route)
+                return
         self.queue.worker("reviews").trigger(f"mr:{iid}", lambda: self._review(iid, source, target))
 
     def _ref_worker(self, ref: str) -> Any:

@@ -58,6 +58,7 @@ class Agent:
         self._trigger = threading.Event()
         self._last_message = 0.0
         self._reconnected = False
+        self._connected = False
         self.commands = RestartCommands(self.topics, self.node, docker, own_container_id)
         self._events: Any = None
         self._heartbeats: threading.Thread | None = None
@@ -116,8 +117,8 @@ class Agent:
 
     # -- the loop
     def run(self) -> int:
-        self.actual_client.start()
-        self.desired_client.start()
+        if not self._connect():
+            return 0
         self.desired_client.subscribe(self.topics.desired_node_filter(self.node), self._on_desired)
         self.desired_client.subscribe(self.topics.cmd_node_filter(self.node), self._on_cmd)
         threading.Thread(target=self._watch_events, name="docker-events", daemon=True).start()
@@ -144,6 +145,23 @@ class Agent:
         finally:
             self._shutdown()
         return 0
+
+    def _connect(self) -> bool:
+        """Connect both planes, however long the broker takes (a host may boot before it);
+        False when stopped first. A refused login raises: waiting would not fix it."""
+        try:
+            self.actual_client.start(timeout=None)
+            self.desired_client.start(timeout=None)
+        except MqttError:
+            if not self.stop_event.is_set():
+                self.actual_client.stop()
+                raise
+            log.info("node agent for %s stopped before it reached the broker", self.node)
+            self.actual_client.stop()
+            self.desired_client.stop()
+            return False
+        self._connected = True
+        return True
 
     def _next_resync(self) -> float:
         now = time.monotonic()
@@ -252,3 +270,6 @@ class Agent:
         self.stop_event.set()
         self.docker.cancel()
         self._trigger.set()
+        if not self._connected:  # still waiting for the broker: end that wait
+            self.actual_client.stop()
+            self.desired_client.stop()

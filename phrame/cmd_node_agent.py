@@ -64,7 +64,11 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    return agent.run()
+    try:
+        return agent.run()
+    except MqttError as e:  # a refused login: a configuration error, not an outage
+        print(f"phrame node-agent: {e}", file=sys.stderr)
+        return 1
 
 
 def _docker(settings: AgentSettings) -> DockerPort:

@@ -67,43 +67,73 @@ class MqttClient:
         self.connect_count = 0
 
     # -- lifecycle
-    def start(self, timeout: float = 10.0) -> None:
-        """Connect within ``timeout`` seconds or raise :class:`MqttError`; then stay connected."""
-        deadline = time.monotonic() + timeout
+    def start(self, timeout: float | None = 10.0) -> None:
+        """Connect within ``timeout`` seconds or raise :class:`MqttError`; then stay connected.
+
+        ``timeout=None`` waits as long as it takes (a host that boots before its broker),
+        retrying with backoff; only a refused login or :meth:`stop` ends the wait with an error.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._lifecycle:
             if self._running:
                 raise MqttError(f"client {self.client_id} already started")
+            self._running = True
+            with self._state:
+                self._connected_once, self._refused = False, None
             if self.settings.uses_oauth2:
                 self._tokens = TokenProvider(self.settings, on_token=self._on_new_token)
                 self._tokens.start()
-                if not self._tokens.wait_for_token(max(0.0, deadline - time.monotonic())):
-                    self._tokens.stop()
-                    raise MqttError(
-                        f"no OAuth2 token from {self.settings.oauth2_token_url} "
-                        f"within {timeout:.0f}s (see the warnings above)"
-                    )
-            with self._state:
-                self._connected_once, self._refused = False, None
+        tokens = self._tokens
+        if tokens is not None and not self._await(tokens.has_token, deadline):
+            self.stop()
+            raise MqttError(
+                f"no OAuth2 token from {self.settings.oauth2_token_url} "
+                f"within {timeout or 0:.0f}s (see the warnings above)"
+            )
+        with self._lifecycle:
+            if not self._running:
+                raise MqttError(f"client {self.client_id} stopped before it connected")
             paho_setup.connect_async(self._paho, self.settings)
             self._paho.loop_start()
-            self._running = True
+        self._await(lambda: self._connected_once or self._refused is not None, deadline)
         with self._state:
-            self._state.wait_for(
-                lambda: self._connected_once or self._refused is not None,
-                max(0.0, deadline - time.monotonic()),
-            )
             ok, refused, last = self._connected_once, self._refused, self._last_error
-        if not ok:
-            self.stop()
-            if refused:
-                raise MqttError(
-                    f"broker {self._where} refused the connection: {refused}; "
-                    "check PHRAME_MQTT_USERNAME/PASSWORD"
+        if ok:
+            return
+        self.stop()
+        if refused:
+            raise MqttError(
+                f"broker {self._where} refused the connection: {refused}; check PHRAME_MQTT_USERNAME/PASSWORD"
+            )
+        if timeout is None:
+            raise MqttError(f"client {self.client_id} stopped before it connected")
+        reason = diagnose(self.settings)
+        if reason is None and self.settings.protocol == "5":
+            reason = f"{last}; the broker may speak only MQTT 3.1.1 (PHRAME_MQTT_PROTOCOL=3.1.1)"
+        raise MqttError(f"could not connect to {self._where} within {timeout:.0f}s: {reason or last}")
+
+    def _await(self, done: Callable[[], bool], deadline: float | None) -> bool:
+        """Wait until ``done()``, the deadline (None: none) or :meth:`stop`; whether done.
+
+        Without a deadline it says once, after 10 s, why the broker does not answer."""
+        said = time.monotonic() + 10.0
+        while True:
+            now = time.monotonic()
+            step = 0.25 if deadline is None else max(0.0, min(0.25, deadline - now))
+            with self._state:
+                if self._state.wait_for(done, step):
+                    return True
+            if not self._running or (deadline is not None and time.monotonic() >= deadline):
+                return False
+            if deadline is None and time.monotonic() >= said:
+                said = float("inf")
+                with self._state:
+                    last = self._last_error
+                log.warning(
+                    "still no connection to %s (%s); waiting, retrying with backoff",
+                    self._where,
+                    diagnose(self.settings) or last,
                 )
-            reason = diagnose(self.settings)
-            if reason is None and self.settings.protocol == "5":
-                reason = f"{last}; the broker may speak only MQTT 3.1.1 (PHRAME_MQTT_PROTOCOL=3.1.1)"
-            raise MqttError(f"could not connect to {self._where} within {timeout:.0f}s: {reason or last}")
 
     def stop(self) -> None:
         """Disconnect cleanly and end the network thread.
@@ -127,11 +157,25 @@ class MqttClient:
         return self._paho.is_connected()
 
     # -- subscribing and reading
-    def subscribe(self, topic_filter: str, callback: Callback) -> None:
-        """Deliver every message matching ``topic_filter`` to ``callback``, across reconnects."""
+    def subscribe(self, topic_filter: str, callback: Callback, timeout: float = 5.0) -> bool:
+        """Deliver every message matching ``topic_filter`` to ``callback``, across reconnects.
+
+        When connected (and not called from an MQTT callback) it returns once the broker
+        acknowledged the subscription, so a message published afterwards is delivered:
+        ``True`` when granted, ``False`` when refused or unacknowledged within ``timeout``
+        (the subscription is still renewed on every reconnect). Offline it returns ``False``
+        at once; the subscription is sent on connect.
+        """
         self._subs.add(check_filter(topic_filter), callback)
-        if self.is_connected:
-            self._send_subscribe([topic_filter])
+        if not self.is_connected:
+            return False
+        mid = self._send_subscribe([topic_filter])
+        if threading.current_thread() is self._network_thread:
+            return False  # only this thread reads the SUBACK; do not wait for it
+        refused = self._acks.wait_suback(mid, timeout)
+        if refused:
+            log.warning("broker %s refused a subscription to %s (ACL?)", self._where, topic_filter)
+        return refused is False
 
     def collect_retained(
         self, topic_filter: str, settle: float = 0.3, timeout: float = 10.0

@@ -86,8 +86,8 @@ class TokenProvider:
         self._thread = threading.Thread(target=self._run, name="phrame-oauth2", daemon=True)
         self._thread.start()
 
-    def wait_for_token(self, timeout: float) -> bool:
-        return self._have_token.wait(timeout)
+    def has_token(self) -> bool:
+        return self._have_token.is_set()
 
     def refresh_now(self) -> None:
         """Ask for a new token at once (e.g. after the broker refused the current one)."""

@@ -52,6 +52,7 @@ class PlacementLoop:
         self.lock = lock
         self.instance = instance or reconciler.instance
         self._stop = threading.Event()
+        self._connected = False
         self._published: dict[str, dict[str, Any]] = {}
         self._last_commit: dict[str, str] = {}
         self._gc_reported: set[str] = set()
@@ -83,16 +84,19 @@ class PlacementLoop:
     def _filters(self) -> list[str]:
         return [self.topics.heartbeat_filter(), self.topics.node_status_filter()]
 
-    def connect(self, *, settle_s: float = 0.5, max_wait_s: float = 5.0) -> None:
+    def connect(self, *, settle_s: float = 0.5, max_wait_s: float = 5.0, patient: bool = False) -> None:
         """Connect, follow heartbeats and statuses, and return once the retained ones are in.
 
         Not ``collect_retained``: with many nodes live heartbeats never leave a quiet gap.
         Retained copies arrive first and carry the retain flag; once none came for
         ``settle_s`` the first decision can trust what it knows (a node never heard from
-        counts as offline, so deciding too early would leave new replicas unassigned)."""
-        self.actual.start()
+        counts as offline, so deciding too early would leave new replicas unassigned).
+        ``patient``: wait for a broker that is not up yet (until :meth:`stop`), as the loop does."""
+        timeout = None if patient else 10.0
+        self.actual.start(timeout=timeout)
         if self.desired is not self.actual:
-            self.desired.start()
+            self.desired.start(timeout=timeout)
+        self._connected = True
         start = time.monotonic()
         self._last_retained = start
         for topic_filter in self._filters():
@@ -105,10 +109,13 @@ class PlacementLoop:
     # -- the loop
     def run(self) -> int:
         try:
-            self.connect()
+            self.connect(patient=True)
         except MqttError as e:
-            log.error("cannot start placement: %s", e)
             self.close()
+            if self._stop.is_set():
+                log.info("placement stopped before it reached the broker")
+                return 0
+            log.error("cannot start placement: %s", e)
             return 1
         try:
             if self.lock is not None and not self.lock.acquire(self._stop):
@@ -134,7 +141,10 @@ class PlacementLoop:
         return results
 
     def stop(self) -> None:
+        """Ask the loop to end (signal-safe)."""
         self._stop.set()
+        if not self._connected:  # still waiting for the broker: end that wait, off the signal frame
+            threading.Thread(target=self.close, name="placement-stop", daemon=True).start()
 
     def close(self) -> None:
         for client in {id(c): c for c in (self.actual, self.desired)}.values():
@@ -200,7 +210,13 @@ def build_loop(settings: PlacementSettings, *, clock: Callable[[], float] = time
     if settings.git_host == "gitlab" and settings.gitlab_url and settings.gitlab_project:
         merge_requests = MergeRequests(settings.gitlab_url, settings.gitlab_token, settings.gitlab_project)
     reconciler = Reconciler(
-        GitRepo(settings.authenticated_url(), settings.clone_cache, timeout_s=settings.git_timeout_s),
+        GitRepo(
+            settings.repo_url,
+            settings.clone_cache,
+            token=settings.git_token,
+            ca_file=settings.git_ca_file,
+            timeout_s=settings.git_timeout_s,
+        ),
         liveness,
         clock=clock,
         reschedule_after_s=settings.reschedule_after_s,

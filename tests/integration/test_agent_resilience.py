@@ -152,3 +152,43 @@ def test_heartbeats_flow_while_a_pass_waits_and_sigterm_ends_the_wait(
     assert code == 0, agent.log()
     assert time.monotonic() - began < 8, "SIGTERM did not end the wait_ready quickly"
     watcher.wait_for(lambda: watcher.status()["state"] == "offline", 5, "offline status")
+
+
+def test_an_agent_that_boots_before_its_broker_waits_for_it(env: AgentEnv, mosquitto, tmp_path: Path):
+    """A host often boots before its broker: the agent waits, then converges; it never exits."""
+    mosquitto.stop()
+    web = env.container("web")
+    agent = AgentProcess(
+        env.process_env(str(tmp_path / "state"), PHRAME_DESIRED_MQTT_URL=mosquitto.url),
+        str(tmp_path / "agent.log"),
+    )
+    try:
+        time.sleep(11.0)  # past the 10 s a plain MqttClient.start() would give up after
+        assert agent.proc.poll() is None, f"the agent gave up without a broker:\n{agent.log()}"
+        assert "still no connection" in agent.log()
+        mosquitto.start()
+        watcher = ActualWatcher(mosquitto.url, env.node)
+        try:
+            watcher.publish(spec.topics_doc(env.node, [web]))
+            watcher.wait_for(lambda: (watcher.status() or {}).get("converged") is True, 30, "converged")
+            assert env.get(web["name"]).status == "running"
+        finally:
+            watcher.stop()
+    finally:
+        code = agent.terminate()
+    assert code == 0, agent.log()
+
+
+def test_sigterm_while_waiting_for_the_broker_ends_the_agent_cleanly(env: AgentEnv, tmp_path: Path):
+    nowhere = f"mqtt://127.0.0.1:{free_port()}"
+    agent = AgentProcess(
+        env.process_env(str(tmp_path / "state"), PHRAME_DESIRED_MQTT_URL=nowhere),
+        str(tmp_path / "agent.log"),
+    )
+    time.sleep(2.0)
+    assert agent.proc.poll() is None, agent.log()
+    began = time.monotonic()
+    code = agent.terminate()
+    assert code == 0, agent.log()
+    assert time.monotonic() - began < 5, "SIGTERM did not end the wait for the broker"
+    assert "stopped before it reached the broker" in agent.log()

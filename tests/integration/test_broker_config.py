@@ -108,9 +108,10 @@ def test_agent_reads_only_its_own_desired_topics(broker: SecureBroker, clients: 
     seen = agent.collect_retained("phrame/desired/#", settle=0.3)
     assert seen == {"phrame/desired/nodes/edge-01/manifest": b'{"n": 1}'}
     inbox = Inbox()
+    # mosquitto grants a wildcard subscription and filters each message against the ACL.
     agent.subscribe("phrame/desired/nodes/edge-02/#", inbox)
-    agent.subscribe("phrame/desired/nodes/edge-01/#", inbox)
-    agent.subscribe("phrame/cmd/nodes/edge-01/#", inbox)
+    assert agent.subscribe("phrame/desired/nodes/edge-01/#", inbox) is True
+    assert agent.subscribe("phrame/cmd/nodes/edge-01/#", inbox) is True
     assert inbox.wait_for("phrame/desired/nodes/edge-01/manifest")
     # B's message is sent first, so once A's own has arrived B's would have too.
     sync.publish_batch([("phrame/desired/nodes/edge-02/manifest", b'{"n": 3}'),

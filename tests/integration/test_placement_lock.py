@@ -167,3 +167,44 @@ def test_lock_is_exclusive_and_released(tmp_path: Path) -> None:
     stop_now.set()
     assert third.acquire(stop_now) is False  # stopped while standing by
     second.release()
+
+
+def test_an_instance_started_before_its_broker_waits_then_places(
+    mosquitto: Mosquitto, tmp_path: Path, instances: list[Instance]
+) -> None:
+    mosquitto.stop()
+    remote = ConfigRemote(tmp_path)
+    env = dict(os.environ) | {
+        "PHRAME_REPO_URL": str(remote.bare),
+        "PHRAME_DESIRED_MQTT_URL": mosquitto.url,
+        "PHRAME_PLACEMENT_INTERVAL_S": "0.2",
+    }
+    a = Instance(tmp_path, "a", env)
+    instances.append(a)
+    time.sleep(11.0)  # past the 10 s in which a plain start gives up
+    assert a.proc.poll() is None, f"placement gave up without a broker:\n{a.text()}"
+    assert "still no connection" in a.text()
+    mosquitto.start()
+    beats = Heartbeats(mosquitto.url)
+    try:
+        wait_until(lambda: trailers(remote) == [a.owner], "the first placement commit", timeout=20)
+    finally:
+        beats.stop()
+    a.proc.send_signal(signal.SIGTERM)
+    assert a.proc.wait(10) == 0
+
+
+def test_sigterm_while_waiting_for_the_broker_ends_placement_cleanly(
+    mosquitto: Mosquitto, tmp_path: Path, instances: list[Instance]
+) -> None:
+    mosquitto.stop()
+    env = dict(os.environ) | {
+        "PHRAME_REPO_URL": str(ConfigRemote(tmp_path).bare),
+        "PHRAME_DESIRED_MQTT_URL": mosquitto.url,
+    }
+    a = Instance(tmp_path, "a", env)
+    instances.append(a)
+    time.sleep(2.0)
+    a.proc.send_signal(signal.SIGTERM)
+    assert a.proc.wait(5) == 0, a.text()
+    assert "stopped before it reached the broker" in a.text()

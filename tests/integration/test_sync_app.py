@@ -238,3 +238,31 @@ def test_phrame_replay_posts_a_recorded_delivery(
     assert running.syncs == 3
     closed = f"http://127.0.0.1:{free_port()}/webhooks/gitlab"
     assert phrame_main(["replay", event, "--url", closed]) == 2
+
+
+def test_started_before_its_broker_it_serves_unready_then_syncs_once_the_broker_answers(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    mosquitto.stop()
+    remote = ConfigRemote(tmp_path)
+    remote.commit("sample", copy_from=SAMPLE)
+    settings = settings_for(remote, tmp_path / "state", mosquitto.url, webhook_secret=SECRET, poll_s=3600)
+    service = ConfigSync(settings, reporter=LocalReporter())
+    service.start_wait_s = 1.0
+    with serving(service) as url, httpx.Client(base_url=url, timeout=10) as http:
+        assert http.get("/healthz").status_code == 200
+        assert http.get("/readyz").status_code == 503
+        h, body = delivery("push.json")
+        assert http.post("/webhooks/gitlab", content=body, headers=h).status_code == 202
+        time.sleep(1.0)
+        assert service.sync_counts == {}, "nothing can be synced without a broker"
+        mosquitto.start()
+        deadline = time.monotonic() + 30
+        while http.get("/readyz").status_code != 200:
+            assert time.monotonic() < deadline, "never became ready once the broker answered"
+            time.sleep(0.1)
+        assert service.queue.wait_idle(30)
+        assert service.sync_counts == {"main": 1}
+        with reader(mosquitto.url) as client:
+            sync = client.collect_retained(T.env_sync("studio-a"), settle=0.2)
+        assert json.loads(next(iter(sync.values())))["ok"] is True
