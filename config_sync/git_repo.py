@@ -2,13 +2,13 @@
 
 The sync and review passes call :meth:`GitRepo.fetch` then :meth:`GitRepo.head` and read
 trees through ``config_repo.sources.GitSource`` at a sha, never checking anything out.
-A GitLab token goes to git through the environment (never argv, never the URL on disk).
+A GitLab token goes to git through the environment (never argv, never the URL on disk),
+as does a private CA (PHRAME_GIT_CA_FILE, as GIT_SSL_CAINFO).
 A fetch that outlasts ``timeout_s`` (PHRAME_GIT_TIMEOUT_S) is killed: a transient GitError.
 """
 
 from __future__ import annotations
 
-import base64
 import logging
 import threading
 import time
@@ -20,6 +20,7 @@ from gitdb.exc import BadName, BadObject
 from config_repo import ConfigRepo, Problem, ReadCache, load
 from config_repo.sources import GitSource
 from config_sync.errors import GitError
+from phrame_settings.git_remote import hint, remote_env
 
 log = logging.getLogger(__name__)
 
@@ -34,25 +35,22 @@ class GitRepo:
     """A bare clone of ``url`` at ``<state_dir>/config-sync/config-repo.git``; thread-safe."""
 
     def __init__(
-        self, url: str, state_dir: str | Path, *, token: str | None = None, timeout_s: float = 120.0
+        self,
+        url: str,
+        state_dir: str | Path,
+        *,
+        token: str | None = None,
+        ca_file: str | Path | None = None,
+        timeout_s: float = 120.0,
     ) -> None:
         self.url = url
         self.timeout_s = timeout_s
         self.path = Path(state_dir) / "config-sync" / "config-repo.git"
         self._token = token
+        self._ca_file = ca_file
         self._lock = threading.Lock()
         self.fetched_at: float | None = None
         self.fetches = 0
-
-    def _env(self) -> dict[str, str]:
-        if not self._token:
-            return {}
-        basic = base64.b64encode(f"oauth2:{self._token}".encode()).decode()
-        return {
-            "GIT_CONFIG_COUNT": "1",
-            "GIT_CONFIG_KEY_0": "http.extraHeader",
-            "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
-        }
 
     def _open(self) -> git.Repo:
         if (self.path / "HEAD").is_file():
@@ -68,7 +66,7 @@ class GitRepo:
         with self._lock:
             try:
                 repo = self._open()
-                with repo.git.custom_environment(GIT_TERMINAL_PROMPT="0", **self._env()):
+                with repo.git.custom_environment(**remote_env(self._token, self._ca_file)):
                     repo.git.fetch(
                         "--prune", "--quiet", "origin", *REFSPECS, kill_after_timeout=self.timeout_s
                     )
@@ -78,7 +76,9 @@ class GitRepo:
                         f"fetching {self.url} timed out after {self.timeout_s:g} s (PHRAME_GIT_TIMEOUT_S);"
                         " git was stopped, the next pass tries again"
                     ) from e
-                raise GitError(f"cannot fetch {self.url} into {self.path}: {_short(e)}") from e
+                raise GitError(
+                    f"cannot fetch {self.url} into {self.path}: {_short(e)}{hint(str(e), 'read_repository')}"
+                ) from e
             self.fetched_at = time.time()
             self.fetches += 1
 

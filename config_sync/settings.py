@@ -35,6 +35,7 @@ class SyncSettings:
     debounce_s: float = 0.5
     deploy_timeout_s: float = 600.0
     git_timeout_s: float = 120.0  # a git fetch running longer is killed (a transient error)
+    git_ca_file: str | None = None  # a private CA for an HTTPS repo_url; None: the system's
     topic_prefix: str = "phrame"
     default_ref: str = "main"
     max_body_bytes: int = MAX_BODY_BYTES
@@ -85,6 +86,7 @@ class SyncSettings:
             debounce_s=e.number("PHRAME_DEBOUNCE_S", 0.5, minimum=0.0),
             deploy_timeout_s=e.number("PHRAME_DEPLOY_TIMEOUT_S", 600.0, minimum=1.0),
             git_timeout_s=e.number("PHRAME_GIT_TIMEOUT_S", 120.0, minimum=1.0),
+            git_ca_file=e.text("PHRAME_GIT_CA_FILE"),
             topic_prefix=e.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",
             default_ref=e.text("PHRAME_TRACK_REF", "main") or "main",
             max_body_bytes=e.integer("PHRAME_MAX_BODY_BYTES", MAX_BODY_BYTES, minimum=1024),

@@ -4,7 +4,9 @@ Commits are built with plumbing on top of an explicit parent sha (no work tree, 
 checkout), and pushed without force: the push only fast-forwards, so it is a
 compare-and-swap on the branch and a rejection means someone committed meanwhile. It
 never writes to ``refs/tags/*``. Fetch and push are killed after ``timeout_s``
-(PHRAME_GIT_TIMEOUT_S). The only module of the package that imports gitpython.
+(PHRAME_GIT_TIMEOUT_S). A GitLab token and a private CA reach git through its
+environment, never argv or the URL on disk. The only module of the package that
+imports gitpython.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import git
 from gitdb import IStream
 
+from phrame_settings.git_remote import hint, remote_env
 from placement.errors import GitError, PushRejected, TagTargetError
 
 log = logging.getLogger(__name__)
@@ -42,13 +45,25 @@ class GitRepo:
     """A bare clone of the config repo at ``cache``, fetched from ``url`` (path or URL)."""
 
     def __init__(
-        self, url: str, cache: Path, *, author: tuple[str, str] = AUTHOR, timeout_s: float = 120.0
+        self,
+        url: str,
+        cache: Path,
+        *,
+        author: tuple[str, str] = AUTHOR,
+        token: str | None = None,
+        ca_file: str | Path | None = None,
+        timeout_s: float = 120.0,
     ) -> None:
         self.url = url
         self.cache = cache
         self.author = author
         self.timeout_s = timeout_s
+        self._token = token
+        self._ca_file = ca_file
         self._repo: git.Repo | None = None
+
+    def _remote_env(self) -> dict[str, str]:
+        return remote_env(self._token, self._ca_file)
 
     @property
     def repo(self) -> git.Repo:
@@ -78,6 +93,7 @@ class GitRepo:
                 "origin",  # "+" updates our remote-tracking refs only; nothing is ever force-pushed
                 "+refs/heads/*:refs/remotes/origin/*",
                 "+refs/tags/*:refs/tags/*",
+                env=self._remote_env(),
                 kill_after_timeout=self.timeout_s,
             )
         except git.exc.GitCommandError as e:
@@ -160,7 +176,13 @@ class GitRepo:
         recompute, retry) and :class:`TagTargetError` for a tag."""
         target = branch_ref(branch)
         try:
-            self.repo.git.push("--porcelain", "origin", f"{sha}:{target}", kill_after_timeout=self.timeout_s)
+            self.repo.git.push(
+                "--porcelain",
+                "origin",
+                f"{sha}:{target}",
+                env=self._remote_env(),
+                kill_after_timeout=self.timeout_s,
+            )
         except git.exc.GitCommandError as e:
             text = f"{e.stdout or ''}\n{e.stderr or ''}"
             if "[rejected]" in text or "non-fast-forward" in text or "fetch first" in text:
@@ -177,7 +199,8 @@ class GitRepo:
     def _why(self, e: git.exc.GitCommandError) -> str:
         if "did not complete in" in str(e.stderr):  # gitpython killed it (kill_after_timeout)
             return f"timed out after {self.timeout_s:g} s (PHRAME_GIT_TIMEOUT_S); git was stopped"
-        return _stderr(e)
+        text = _stderr(e)
+        return text + hint(text, "write_repository")
 
     def _where(self) -> str:
         # Never print a URL with credentials in it.

@@ -11,7 +11,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote, urlsplit, urlunsplit
 
 from phrame_settings import EnvReader
 from placement.errors import SettingsError
@@ -34,6 +33,7 @@ class PlacementSettings:
     gitlab_token: str | None = field(default=None, repr=False)
     gitlab_project: str | None = None
     git_timeout_s: float = 120.0  # a git fetch or push running longer is killed (transient)
+    git_ca_file: Path | None = None  # a private CA for an HTTPS repo_url; None: the system's
     default_branch: str = "main"  # the branch whose environments/ lists the environments
     instance: str = ""  # who we are in commit trailers and logs: host/pid
 
@@ -58,6 +58,7 @@ class PlacementSettings:
             gitlab_token=r.secret("PHRAME_GITLAB_TOKEN"),
             gitlab_project=r.text("PHRAME_GITLAB_PROJECT"),
             git_timeout_s=r.number("PHRAME_GIT_TIMEOUT_S", 120.0, minimum=1.0),
+            git_ca_file=r.path("PHRAME_GIT_CA_FILE"),
             default_branch=r.text("PHRAME_DEFAULT_BRANCH", "main") or "main",
             instance=f"{os.uname().nodename}/{os.getpid()}",
         )
@@ -69,15 +70,7 @@ class PlacementSettings:
     def clone_cache(self) -> Path:
         return self.state_dir / "placement" / "repo.git"
 
-    def authenticated_url(self) -> str:
-        """The clone URL, with the GitLab token as HTTPS credentials when one is set."""
-        parts = urlsplit(self.repo_url)
-        if (
-            self.git_host != "gitlab"
-            or not self.gitlab_token
-            or parts.scheme != "https"
-            or "@" in parts.netloc
-        ):
-            return self.repo_url
-        netloc = f"oauth2:{quote(self.gitlab_token, safe='')}@{parts.netloc}"
-        return urlunsplit(parts._replace(netloc=netloc))
+    @property
+    def git_token(self) -> str | None:
+        """The token git sends to the remote (through its environment, never in the URL)."""
+        return self.gitlab_token if self.git_host == "gitlab" else None

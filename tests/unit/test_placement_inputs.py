@@ -78,7 +78,7 @@ def test_settings_defaults_and_validation(tmp_path: Path) -> None:
     s = PlacementSettings.from_env({"PHRAME_REPO_URL": "/srv/config.git"})
     assert (s.node_timeout_s, s.reschedule_after_s, s.node_gc_s) == (20.0, 60.0, 86400.0)
     assert s.git_host == "local" and s.lock_file is None and s.topic_prefix == "phrame"
-    assert s.authenticated_url() == "/srv/config.git" and s.git_timeout_s == 120.0
+    assert s.git_token is None and s.git_timeout_s == 120.0
     timed = PlacementSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_GIT_TIMEOUT_S": "30"})
     assert timed.git_timeout_s == 30.0
     with pytest.raises(SettingsError, match="PHRAME_GIT_TIMEOUT_S"):
@@ -101,7 +101,7 @@ def test_settings_defaults_and_validation(tmp_path: Path) -> None:
             "PHRAME_LOCK_FILE": "/run/phrame/placement.lock",
         }
     )
-    assert g.authenticated_url() == "https://oauth2:glpat-secret@gitlab.example.test/g/config.git"
+    assert g.git_token == "glpat-secret"  # given to git through its environment, never in the URL
     assert "glpat-secret" not in repr(g) and g.lock_file == Path("/run/phrame/placement.lock")
     with pytest.raises(SettingsError, match="PHRAME_GITLAB_URL"):
         PlacementSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_GIT_HOST": "gitlab"})
