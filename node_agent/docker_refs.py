@@ -1,8 +1,8 @@
 """Pure helpers about Docker: which container am I, which image gets credentials, list rows.
 
 ``docker_port`` (pulls) and ``phrame node-agent`` (start-up) call them. They read only
-the text they are given (``/proc/self/mountinfo``, an image reference) and never call the
-Docker API.
+the text they are given (``/proc/self/cgroup`` and ``mountinfo``, an image reference) and
+never call the Docker API.
 """
 
 from __future__ import annotations
@@ -22,15 +22,36 @@ _HEALTH = re.compile(r"\((healthy|unhealthy|health: starting)\)")
 
 _OWN_MOUNTS = ("/etc/hostname", "/etc/resolv.conf", "/etc/hosts")
 _CONTAINER_DIR = re.compile(r"/containers/([0-9a-f]{64})/(?:hostname|resolv\.conf|hosts)$")
+# cgroupfs driver: .../docker/<id>[/...]; systemd driver: .../docker-<id>.scope[/...]
+_CGROUP_ID = re.compile(r"/docker(?:/|-)([0-9a-f]{64})(?:\.scope)?(?=/|$)")
 
 
 def detect_own_container_id(root: Path = Path("/proc/self")) -> str | None:
     """The id of the container this process runs in, or None on a bare host.
 
-    Only the bind mounts Docker makes for ``/etc/hostname`` (or ``resolv.conf``, ``hosts``)
-    count: a bare host also shows ``/var/lib/docker/containers/<id>/...`` mounts (a shm of
-    an ``--ipc shareable`` container), which must not make it think it is that container.
+    First its cgroup path (cgroup v1, or v2 without a private cgroup namespace): it names
+    the process's own container, the deepest one when nested. Then the bind mounts Docker
+    makes for ``/etc/hostname`` (or ``resolv.conf``, ``hosts``), which under
+    ``--network container:<other>`` are the OTHER container's: so they come second. Other
+    ``/var/lib/docker/containers/<id>/...`` mounts never count: a bare host shows them too
+    (a shm of an ``--ipc shareable`` container) and must not think it is that container.
     """
+    return _from_cgroup(root) or _from_mounts(root)
+
+
+def _from_cgroup(root: Path) -> str | None:
+    try:
+        text = (root / "cgroup").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():  # "hierarchy-id:controllers:path"
+        found = _CGROUP_ID.findall(line.split(":", 2)[-1])
+        if found:
+            return str(found[-1])
+    return None
+
+
+def _from_mounts(root: Path) -> str | None:
     try:
         text = (root / "mountinfo").read_text()
     except OSError:

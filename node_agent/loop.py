@@ -125,7 +125,9 @@ class Agent:
         # Heartbeats have their own thread: a long pass (pulls, wait_ready) must not stop them.
         self._heartbeats = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
         self._heartbeats.start()
-        log.info("node agent for %s running", self.node)
+        own = self.reconciler.own_container_id
+        where = f"in container {own[:12]}, which it never touches" if own else "on the host"
+        log.info("node agent for %s running %s", self.node, where)
         self._last_message = time.monotonic()  # let the retained messages arrive first
         self._trigger.set()
         next_resync = time.monotonic() + self.settings.resync_s

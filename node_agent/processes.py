@@ -115,8 +115,10 @@ class Supervisor:
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # survives the agent; signalled as a group
                 )
-        except (OSError, ValueError, SpecError, subprocess.SubprocessError) as err:
-            e.pid, e.error = None, f"cannot start {e.spec['command']!r}: {err}"
+        except (KeyError, OSError, ValueError, SpecError, subprocess.SubprocessError) as err:
+            # KeyError: Popen's look-up of an unknown user
+            why = f"no user {e.spec.get('user')!r} on this host" if isinstance(err, KeyError) else err
+            e.pid, e.error = None, f"cannot start {e.spec['command']!r}: {why}"
             e.retry_at = self.clock() + min(self.max_backoff, self.base_backoff * 2**e.failures)
             e.failures += 1
             raise ProcessError(f"{item_id}: {e.error}") from err

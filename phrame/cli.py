@@ -28,18 +28,26 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``command``'s module is imported (all when None, none when "").
+
+    Importing one sub-command at a time keeps each service's dependencies its own: the
+    node agent runs on a host without git, which GitPython refuses to import without.
+    """
     parser = argparse.ArgumentParser(prog="phrame", description="Phrame GitOps")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         sub = subs.add_parser(name, help=help_text, description=help_text)
         sub.set_defaults(_module=module)
-        importlib.import_module(module).configure(sub)
+        if command is None or name == command:
+            importlib.import_module(module).configure(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = next((a for a in argv if not a.startswith("-")), "")
+    parser = build_parser(chosen if chosen in COMMANDS else "")
     args = parser.parse_args(argv)
     if not getattr(args, "_module", None):
         parser.print_help(sys.stderr)

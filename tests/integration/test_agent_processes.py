@@ -147,3 +147,18 @@ def test_process_replaces_container_with_no_gap(env: AgentEnv, tmp_path: Path, s
     assert ops[3:] == [[], [], []]
     assert not env.exists(old["name"])
     assert gaps == []
+
+
+def test_a_process_runs_as_its_user_and_an_unknown_user_is_an_error(tmp_path: Path, supervisors):
+    if os.geteuid() != 0:
+        pytest.skip("switching users needs root (the agent runs as root)")
+    sup = Supervisor(tmp_path)
+    supervisors.append(sup)
+    sup.start(spec.process("e", "as-nobody", ["sleep", "600"], user="nobody"))
+    running = sup.check()["e.as-nobody.0"]
+    assert running.state == "running" and running.pid
+    assert psutil.Process(running.pid).uids().real == 65534  # Debian's nobody
+    with pytest.raises(Exception, match="no-such-user"):
+        sup.start(spec.process("e", "as-ghost", ["sleep", "600"], user="no-such-user"))
+    ghost = sup.check()["e.as-ghost.0"]
+    assert ghost.state == "backoff" and "no-such-user" in (ghost.error or "")
