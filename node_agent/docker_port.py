@@ -12,6 +12,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import docker
@@ -22,7 +23,7 @@ from docker.types import IPAMConfig, IPAMPool
 from docker.utils import parse_repository_tag
 
 from node_agent.container_config import create_params, managed_labels
-from node_agent.docker_refs import auth_for, observed_container
+from node_agent.docker_refs import auth_for, detect_own_container_id, observed_container, root_upperdir
 from node_agent.errors import DockerError, NameConflict, NotFound
 from node_agent.models import MANAGED, NETWORK, NODE, ObservedContainer, ObservedNetwork, Spec
 
@@ -111,6 +112,27 @@ class DockerPort:
     def inspect_container(self, name: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call(f"inspect {name}", self.api.inspect_container, name)
         return result
+
+    def find_own_container(self, proc: Path = Path("/proc/self")) -> str | None:
+        """The managed container this process runs in, if any (called once, at start-up).
+
+        With an overlay root the answer is exact: the managed container whose upper
+        directory is ours, or none (then whatever /etc mounts or cgroups suggest, no managed
+        container is ours). Otherwise, or when Docker cannot be asked, the cgroup and mount
+        guess of :func:`detect_own_container_id`.
+        """
+        upper = root_upperdir(proc)
+        if upper is None:
+            return detect_own_container_id(proc)
+        try:
+            for c in self.list_containers():
+                graph = self.inspect_container(c.id).get("GraphDriver") or {}
+                if (graph.get("Data") or {}).get("UpperDir") == upper:
+                    return c.id
+        except DockerError as e:
+            log.warning("cannot match this process's root with a container (%s); guessing", e)
+            return detect_own_container_id(proc)
+        return None
 
     # -- images
     def ensure_image(self, image: str, *, always: bool = False) -> None:

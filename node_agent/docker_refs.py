@@ -66,6 +66,30 @@ def _from_mounts(root: Path) -> str | None:
     return None
 
 
+def root_upperdir(root: Path = Path("/proc/self")) -> str | None:
+    """The host directory holding this process's writable overlay root, or None.
+
+    Docker's overlay2 mounts a container's ``/`` with ``upperdir=<data-root>/overlay2/<x>/diff``,
+    which the daemon reports as ``GraphDriver.Data.UpperDir``: an exact way to find one's own
+    container. None for a root that is not overlay (a bare host, another storage driver).
+    """
+    try:
+        text = (root / "mountinfo").read_text()
+    except OSError:
+        return None
+    found: str | None = None
+    for line in text.splitlines():  # "id parent dev root mountpoint opts... - fstype source superopts"
+        pre, sep, post = line.partition(" - ")
+        fields, tail = pre.split(), post.split()
+        if not sep or len(fields) < 5 or fields[4] != "/" or len(tail) < 3:
+            continue
+        found = None  # the last mount on / is the one seen
+        if tail[0] == "overlay":
+            uppers = [o[len("upperdir=") :] for o in tail[2].split(",") if o.startswith("upperdir=")]
+            found = uppers[0] if uppers else None
+    return found
+
+
 def auth_for(image: str, registry: str | None, auth: dict[str, str] | None) -> dict[str, str] | None:
     """The credentials to pull ``image`` with: ``auth`` only when the image is from ``registry``."""
     if not auth or not registry:

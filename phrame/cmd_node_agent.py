@@ -20,7 +20,6 @@ from typing import Any
 
 from node_agent.desired import DesiredStore
 from node_agent.docker_port import DockerPort
-from node_agent.docker_refs import detect_own_container_id
 from node_agent.errors import AgentError
 from node_agent.loop import Agent
 from node_agent.processes import Supervisor
@@ -82,13 +81,14 @@ def _docker(settings: AgentSettings) -> DockerPort:
 
 def _build_agent(settings: AgentSettings) -> Agent:
     settings.state_dir.mkdir(parents=True, exist_ok=True)
+    docker = _docker(settings)
     return Agent(
         settings,
-        docker=_docker(settings),
+        docker=docker,
         supervisor=Supervisor(settings.state_dir, stop_timeout=settings.stop_timeout_s),
         desired_mqtt=MqttSettings.from_env(plane="desired"),
         actual_mqtt=MqttSettings.from_env(plane="actual"),
-        own_container_id=detect_own_container_id(),
+        own_container_id=docker.find_own_container(),
     )
 
 
@@ -127,7 +127,7 @@ def _run_once(settings: AgentSettings, args: argparse.Namespace) -> int:
         docker,
         supervisor=supervisor,
         parallelism=settings.parallelism,
-        own_container_id=detect_own_container_id(),
+        own_container_id=docker.find_own_container(),
     )
     desired = store.snapshot()
     start = time.monotonic()

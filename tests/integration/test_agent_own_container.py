@@ -158,8 +158,9 @@ def test_agent_sharing_another_containers_network_still_knows_itself(
         labels=docker_support.labels(env.label),
         detach=True,
     )
-    # Only its cgroup path names it then; a private cgroup namespace (cgroup v2's default)
-    # would hide that too, and the agent could not tell itself apart (a known limit).
-    box = start_agent(f"container:{other.id}", cgroupns="host")
+    # A private cgroup namespace (cgroup v2's default) hides its cgroup path too: only its
+    # overlay root, matched against the daemon's GraphDriver data, names it.
+    box = start_agent(f"container:{other.id}", cgroupns="private")
     check_keeps_itself(env, watcher, box, twin)
     assert env.get(other.id).status == "running"  # unmanaged: never touched
+    assert f"in container {box.id[:12]}" in logs(box)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from node_agent.docker_refs import detect_own_container_id
+from node_agent.docker_refs import detect_own_container_id, root_upperdir
 
 OWN, OTHER = "7a" * 32, "2c" * 32
 
@@ -70,3 +70,21 @@ def test_bare_hosts_are_no_container(tmp_path: Path):
         root = tmp_path / str(i)
         root.mkdir()
         assert detect_own_container_id(proc(root, cgroup=v1(path), mounts_of=None)) is None
+
+
+def test_root_upperdir_is_the_overlay_of_the_last_mount_on_root(tmp_path: Path):
+    upper = "/var/lib/docker/overlay2/4f1c/diff"
+    (tmp_path / "mountinfo").write_text(
+        "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
+        "72 27 0:50 / / rw,relatime master:1 - overlay overlay "
+        f"rw,lowerdir=/var/lib/docker/overlay2/l/AB:/var/lib/docker/overlay2/l/CD,upperdir={upper},"
+        "workdir=/var/lib/docker/overlay2/4f1c/work\n"
+        "89 72 254:0 /var/lib/docker/containers/x/hostname /etc/hostname rw - ext4 /dev/vda rw\n"
+    )
+    assert root_upperdir(tmp_path) == upper
+
+
+def test_root_upperdir_is_none_on_a_bare_host_or_without_mountinfo(tmp_path: Path):
+    assert root_upperdir(tmp_path) is None
+    (tmp_path / "mountinfo").write_text("27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n")
+    assert root_upperdir(tmp_path) is None
