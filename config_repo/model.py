@@ -67,6 +67,23 @@ class Environment:
     def dir(self) -> str:
         return f"environments/{self.name}"
 
+    @property
+    def settings(self) -> dict[str, Any]:
+        """``environment.yaml`` as read (empty when absent or not a mapping)."""
+        doc = self.doc
+        return dict(doc.data) if doc is not None and isinstance(doc.data, dict) else {}
+
+    def track(self, default_ref: str) -> str:
+        """The ref this environment follows: a branch name (``refs/heads/`` dropped, so
+        ``main`` and ``refs/heads/main`` are one branch) or ``refs/tags/<tag>``;
+        ``default_ref`` (PHRAME_TRACK_REF) when ``track:`` is absent."""
+        track = str(self.settings.get("track") or default_ref)
+        return track.removeprefix("refs/heads/")
+
+    @property
+    def placement_mode(self) -> str:
+        return str(self.settings.get("placement", "auto"))
+
 
 @dataclass
 class ConfigRepo:

@@ -42,11 +42,7 @@ class Reading:
 
 
 def _tracks(repo: ConfigRepo, default_ref: str) -> dict[str, str]:
-    out = {}
-    for name, env in repo.environments.items():
-        data = env.doc.data if env.doc is not None and isinstance(env.doc.data, dict) else {}
-        out[name] = str(data.get("track", default_ref))
-    return out
+    return {name: env.track(default_ref) for name, env in repo.environments.items()}
 
 
 class Syncer:

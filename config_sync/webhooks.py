@@ -55,7 +55,9 @@ def delivery_key(headers: Mapping[str, str], body: bytes) -> str:
 def parse_body(body: bytes) -> dict[str, Any]:
     try:
         doc = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except RecursionError:
+        raise MalformedEvent("body is not JSON: nested too deeply") from None
+    except ValueError as e:  # JSONDecodeError, bad UTF-8, or a number too long to convert
         raise MalformedEvent(f"body is not JSON: {e}") from None
     if not isinstance(doc, dict):
         raise MalformedEvent("body must be a JSON object")

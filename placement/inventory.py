@@ -95,5 +95,4 @@ def current_document(env: Environment) -> dict[str, Any] | None:
 
 
 def mode_and_track(env: Environment) -> tuple[str, str]:
-    data = env.doc.data if env.doc is not None and isinstance(env.doc.data, dict) else {}
-    return str(data.get("placement", "auto")), str(data.get("track", "main"))
+    return env.placement_mode, env.track("main")

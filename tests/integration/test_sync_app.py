@@ -124,6 +124,8 @@ def test_bad_requests_get_4xx_and_the_service_stays_healthy(running: Running) ->
     cases: list[tuple[dict[str, str], bytes, int, str]] = [
         (base, b"{not json", 400, "not JSON"),
         (base, b"[]", 400, "JSON object"),
+        (base, b"[" * 200_000, 400, "nested too deeply"),
+        (base, b'{"ref": "refs/heads/main", "n": 1' + b"0" * 5000 + b"}", 400, "not JSON"),
         (base, b'{"object_kind": "push"}', 400, "'ref'"),
         ({**base, "X-Gitlab-Event": ""}, b"{}", 400, "X-Gitlab-Event"),
         ({**base, "Content-Type": "text/plain"}, b"{}", 415, "Content-Type"),
