@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from config_sync.errors import SyncError
+from schemas import load_json
 
 ZERO_SHA = "0" * 40
 BRANCH_PREFIX = "refs/heads/"
@@ -54,10 +54,8 @@ def delivery_key(headers: Mapping[str, str], body: bytes) -> str:
 
 def parse_body(body: bytes) -> dict[str, Any]:
     try:
-        doc = json.loads(body)
-    except RecursionError:
-        raise MalformedEvent("body is not JSON: nested too deeply") from None
-    except ValueError as e:  # JSONDecodeError, bad UTF-8, or a number too long to convert
+        doc = load_json(body)
+    except ValueError as e:
         raise MalformedEvent(f"body is not JSON: {e}") from None
     if not isinstance(doc, dict):
         raise MalformedEvent("body must be a JSON object")

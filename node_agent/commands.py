@@ -7,7 +7,6 @@ managed containers, never the agent's own; anything else is refused and logged.
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 from typing import Protocol
@@ -15,7 +14,7 @@ from typing import Protocol
 from node_agent.models import NODE, ObservedContainer
 from node_agent.plan import is_own_container
 from phrame_mqtt import Message
-from schemas import PayloadError, Topics, check_payload
+from schemas import PayloadError, Topics, check_payload, load_json
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +38,7 @@ class RestartCommands:
             topic = self.topics.parse(msg.topic)
             if topic.kind != "restart" or topic.node != self.node or not topic.item_id:
                 raise ValueError(f"{msg.topic}: not a command for node {self.node}")
-            check_payload("cmd-restart", json.loads(msg.payload or b"{}"))
+            check_payload("cmd-restart", load_json(msg.payload or b"{}"))
         except (ValueError, PayloadError) as e:
             log.warning("refused command on %s: %s", msg.topic, e)
             return False

@@ -8,13 +8,12 @@ status and ignored (the last valid payload of that topic stays in effect).
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping
 from typing import Any
 
 from node_agent.models import DesiredState, Manifest
-from schemas import PayloadError, Topics, check_payload
+from schemas import PayloadError, Topics, check_payload, load_json
 
 ITEM_KINDS = ("containers", "networks", "processes")
 
@@ -69,8 +68,8 @@ class DesiredStore:
         if len(payload) > self.max_payload_bytes:
             raise ValueError(f"{topic}: payload of {len(payload)} bytes exceeds {self.max_payload_bytes}")
         try:
-            doc = json.loads(payload)
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            doc = load_json(payload)
+        except ValueError as e:
             raise ValueError(f"{topic}: invalid JSON: {e}") from None
         try:
             check_payload(parsed.schema_name, doc)

@@ -124,13 +124,18 @@ class DockerPort:
         upper = root_upperdir(proc)
         if upper is None:
             return detect_own_container_id(proc)
+        unknown = 0  # containers whose upper directory the daemon does not say
         try:
             for c in self.list_containers():
                 graph = self.inspect_container(c.id).get("GraphDriver") or {}
-                if (graph.get("Data") or {}).get("UpperDir") == upper:
+                theirs = (graph.get("Data") or {}).get("UpperDir")
+                if theirs == upper:
                     return c.id
+                unknown += not theirs
         except DockerError as e:
             log.warning("cannot match this process's root with a container (%s); guessing", e)
+            return detect_own_container_id(proc)
+        if unknown:  # e.g. the containerd image store: no GraphDriver data to match
             return detect_own_container_id(proc)
         return None
 

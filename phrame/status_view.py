@@ -6,11 +6,10 @@ such, never trusted. The caller reads the broker; this module never does I/O.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from schemas import PayloadError, Topics, check_payload
+from schemas import PayloadError, Topics, check_payload, load_json
 
 
 @dataclass
@@ -54,7 +53,7 @@ class Summary:
 def _doc(topic_schema: str, raw: bytes) -> dict[str, Any] | str:
     """The payload, or a one-line reason it cannot be trusted."""
     try:
-        doc = json.loads(raw)
+        doc = load_json(raw)
         check_payload(topic_schema, doc)
     except (ValueError, PayloadError) as e:
         return f"invalid payload: {e}"

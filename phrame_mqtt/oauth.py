@@ -9,6 +9,7 @@ logged, never raised into the caller's loop, and the client secret is never logg
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import logging
 import threading
@@ -126,6 +127,8 @@ class TokenProvider:
             raise TokenError(f"token endpoint {s.oauth2_token_url} answered {e.code}: {detail}") from e
         except (urllib.error.URLError, OSError) as e:
             raise TokenError(f"token endpoint {s.oauth2_token_url} unreachable: {e}") from e
+        except (http.client.HTTPException, ValueError) as e:  # a cut or garbled answer
+            raise TokenError(f"token endpoint {s.oauth2_token_url} answered badly: {e!r}") from e
         self.fetch_count += 1
         return parse_token_response(body, now=self._clock())
 
@@ -144,6 +147,10 @@ class TokenProvider:
                 token = retrying(self.fetch)
             except TokenError:
                 return  # only when stopping
+            except Exception:  # a bug or a surprise: never the end of token refresh
+                log.exception("fetching an OAuth2 token failed unexpectedly; retrying")
+                self._sleep(self._settings.oauth2_retry_max_s)
+                continue
             self._token = token
             self._have_token.set()
             log.info(

@@ -6,7 +6,7 @@ draft 2020-12 JSON files under ``schemas/json`` so other languages can use them 
 
 from __future__ import annotations
 
-from schemas.canonical import canonical_json, digest
+from schemas.canonical import canonical_json, digest, load_json
 from schemas.registry import SCHEMA_NAMES, PayloadError, check_payload, schema, validator
 from schemas.topics import Topic, Topics
 
@@ -18,6 +18,7 @@ __all__ = [
     "canonical_json",
     "check_payload",
     "digest",
+    "load_json",
     "schema",
     "validator",
 ]

@@ -1,4 +1,4 @@
-"""Canonical JSON and the item digest.
+"""Canonical JSON, the item digest, and the one safe way to read a JSON payload.
 
 The digest identifies a desired item's spec: the agent recreates a container when it
 changes, so it must depend only on the spec's content, never on key order or on the
@@ -22,3 +22,16 @@ def canonical_json(value: Any) -> bytes:
 def digest(spec: Any) -> str:
     """``sha256:<hex>`` of the canonical JSON of ``spec`` (the spec alone, no commit)."""
     return "sha256:" + hashlib.sha256(canonical_json(spec)).hexdigest()
+
+
+def load_json(data: bytes | str) -> Any:
+    """``json.loads`` that fails only with ``ValueError``, whatever the input.
+
+    Every reader of outside input (MQTT payloads, webhook bodies) uses it: bad UTF-8, bad
+    JSON and numbers too long to convert are ValueErrors already, but nesting too deep for
+    the parser is a RecursionError, which would get past a reader's ``except ValueError``.
+    """
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None

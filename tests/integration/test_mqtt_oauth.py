@@ -149,3 +149,52 @@ def test_mqtt5_against_a_311_only_broker_says_which_setting_to_change(broker: To
     v5 = MqttSettings(url=broker.url, username="agent-a", password=token)  # protocol 5 by default
     with pytest.raises(MqttError, match=r"PHRAME_MQTT_PROTOCOL=3\.1\.1"):
         MqttClient(v5, "agent-a").start(timeout=1.5)
+
+
+def test_a_cut_or_garbled_token_answer_is_retried_never_the_end_of_refresh() -> None:
+    """A proxy restarting mid-answer: a truncated body, then a bad status line, then a token."""
+    import json as _json
+    import socket
+    import threading
+
+    from phrame_mqtt.oauth import TokenProvider
+
+    token_body = _json.dumps({"access_token": "t-ok", "expires_in": 60}).encode()
+    answers = [
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"acc",
+        b"GARBAGE\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+        + str(len(token_body)).encode()
+        + b"\r\nConnection: close\r\n\r\n"
+        + token_body,
+    ]
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    served: list[int] = []
+
+    def serve() -> None:
+        for answer in answers:
+            conn, _addr = server.accept()
+            with conn:
+                conn.recv(65536)  # the request
+                conn.sendall(answer)
+                served.append(len(answer))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    settings = MqttSettings(
+        url="mqtt://127.0.0.1:1",
+        oauth2_token_url=f"http://127.0.0.1:{port}/token",
+        oauth2_client_id="agent-a",
+        oauth2_client_secret="s",
+        oauth2_retry_max_s=0.2,
+    )
+    provider = TokenProvider(settings, http_timeout_s=5)
+    provider.start()
+    try:
+        assert eventually(provider.has_token, 10), f"no token after {len(served)} answers"
+        assert provider.current == "t-ok" and len(served) == 3
+    finally:
+        provider.stop()
+        server.close()
+        thread.join(5)

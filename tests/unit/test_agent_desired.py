@@ -49,6 +49,8 @@ def test_invalid_payloads_are_recorded_and_the_last_valid_one_stays():
     s.apply(topic, json.dumps(web).encode())
     cases = {
         b"{oops": "invalid JSON",
+        b"[" * 50_000: "nested too deeply",  # a RecursionError in the parser
+        b'{"n": 1' + b"0" * 5000 + b"}": "invalid JSON",  # an int too long to convert
         json.dumps({**web, "replica": "x"}).encode(): "replica",
         json.dumps({**web, "name": "e.other.0"}).encode(): "does not match",
         b"x" * (64 * 1024 + 1): "exceeds",
