@@ -91,6 +91,18 @@ class GitRepo:
         except (git.GitError, BadName, BadObject, ValueError, OSError) as e:
             raise GitError(f"branch {branch!r} not found in {self.url}: {_short(e)}") from e
 
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor of two fetched commits; ``None`` for unrelated histories."""
+        try:
+            out = git.Repo(self.path).git.merge_base(a, b)
+        except git.GitCommandError as e:
+            if e.status == 1:  # git's answer for "no common ancestor"
+                return None
+            raise GitError(f"cannot find the merge base of {a[:12]} and {b[:12]}: {_short(e)}") from e
+        except (git.GitError, OSError) as e:
+            raise GitError(f"cannot find the merge base of {a[:12]} and {b[:12]}: {_short(e)}") from e
+        return str(out).strip() or None
+
     def has_branch(self, branch: str) -> bool:
         try:
             self.head(branch)

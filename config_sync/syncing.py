@@ -36,6 +36,7 @@ class Reading:
     tracks: dict[str, str]  # environment -> the ref it tracks (best effort on an invalid repo)
     errors: list[dict[str, Any]]
     rendered: dict[str, dict[str, Any]] | None  # every desired topic; None when invalid
+    nodes: frozenset[str] = frozenset()  # the inventory (nodes/) at this commit
 
     def tracking(self, ref: str) -> set[str]:
         return {env for env, track in self.tracks.items() if track == ref}
@@ -62,9 +63,16 @@ class Syncer:
         self.deployer = deployer
         self.on_outcome = on_outcome
         self.tracked: set[str] = {default_ref}
+        # Who owns what comes from the default ref's last valid reading only: every ref's
+        # own tree may say otherwise (a branch left behind), and two readings must not fight.
+        self.owners: dict[str, str] = {}  # environment -> the ref that publishes it
+        self.fleet: frozenset[str] | None = None  # the inventory's nodes: each gets a manifest
         self.envs_by_ref: dict[str, set[str]] = {}
         self.last: dict[str, Outcome] = {}  # by ref
         self._lock = threading.Lock()
+        # held from deciding what a ref owns to the end of its publication, so a ref never
+        # publishes under an ownership the default ref has just taken back
+        self._publishing = threading.Lock()
         self._readings: OrderedDict[str, Reading] = OrderedDict()
         # files parsed and schema-checked before (same path, same blob) are not read again
         self.read_cache = ReadCache()
@@ -82,7 +90,7 @@ class Syncer:
         else:
             errors = [p.to_dict() for p in validate(repo, read_problems, cache=self.read_cache)]
             rendered = None if errors else render(repo, commit=sha).topics(self.topics)
-            reading = Reading(sha, _tracks(repo, self.default_ref), errors, rendered)
+            reading = Reading(sha, _tracks(repo, self.default_ref), errors, rendered, frozenset(repo.nodes))
         with self._lock:
             self._readings[sha] = reading
             while len(self._readings) > READINGS_KEPT:
@@ -107,45 +115,77 @@ class Syncer:
             log.warning("could not report %s=%s on %s: %s", VALIDATE, state, sha[:12], e)
 
     def sync_ref(self, ref: str) -> Outcome:
-        """Publish the head of ``ref`` (or, if it is invalid, only its errors)."""
+        """Publish the head of ``ref`` (or, if it is invalid, only its errors).
+
+        A ref no longer tracked (the default ref took its environments back) publishes,
+        reports and records nothing: the outcome says ``tracked=False``."""
+        if ref not in self.tracked:
+            return _untracked(ref)
         self.git.fetch()
         sha = self.git.head(ref)
         reading = self.read(sha)
         errors = reading.errors
-        with self._lock:
-            envs = reading.tracking(ref)
-            if not envs and errors:
-                envs = set(self.envs_by_ref.get(ref, set()))
-            if not errors:
-                self.envs_by_ref[ref] = envs
-            if ref == self.default_ref and not errors:
-                self.tracked = {self.default_ref, *reading.tracks.values()}
-        try:  # publish first: a slow or unreachable git host never delays a deployment
-            # an environment re-tracked to another ref is that ref's to publish: not cleared here
-            handed = {env for env, track in reading.tracks.items() if track != ref}
-            outcome = self.publisher.publish_commit(
-                ref=ref,
-                commit=sha,
-                environments=envs,
-                rendered=reading.rendered,
-                errors=errors,
-                handed_over=handed,
-            )
-        finally:
-            self._report_validation(sha, errors, ref)
+        with self._publishing:
+            with self._lock:
+                if ref == self.default_ref and not errors:
+                    self._adopt(reading)
+                if ref not in self.tracked:
+                    return _untracked(ref, sha)
+                owned = {env for env, owner in self.owners.items() if owner == ref}
+                # its own tree proposes, the default ref disposes (before any valid default
+                # reading, only the default ref syncs: its best-effort claim reports errors)
+                envs = reading.tracking(ref) & owned if self.owners else reading.tracking(ref)
+                if not envs and errors:
+                    envs = set(self.envs_by_ref.get(ref, set()))
+                if not errors:
+                    self.envs_by_ref[ref] = envs
+                # an environment another ref owns (or that this tree hands on) is that ref's
+                # to publish or clear: never cleared here on the way
+                handed = {env for env, track in reading.tracks.items() if track != ref}
+                handed |= {env for env, owner in self.owners.items() if owner != ref}
+                declared = set(self.owners) if ref == self.default_ref and self.owners else None
+                nodes = self.fleet
+            try:  # publish first: a slow or unreachable git host never delays a deployment
+                outcome = self.publisher.publish_commit(
+                    ref=ref,
+                    commit=sha,
+                    environments=envs,
+                    rendered=reading.rendered,
+                    errors=errors,
+                    handed_over=handed,
+                    nodes=nodes,
+                    declared=declared,
+                )
+            finally:
+                self._report_validation(sha, errors, ref)
         self.last[ref] = outcome
         if self.on_outcome is not None:
             self.on_outcome(outcome)
-        if outcome.ok and outcome.changed_nodes and self.deployer is not None:
-            self.deployer.watch(ref, sha, outcome.changed_nodes)
+        if outcome.ok and outcome.generations and self.deployer is not None:
+            self.deployer.watch(ref, sha, outcome.generations)
         return outcome
+
+    def _adopt(self, reading: Reading) -> None:
+        """Take ownership and the fleet from a valid reading of the default ref (lock held)."""
+        self.owners = dict(reading.tracks)
+        self.fleet = reading.nodes
+        self.tracked = {self.default_ref, *reading.tracks.values()}
+        for ref in list(self.envs_by_ref):
+            if ref not in self.tracked:
+                del self.envs_by_ref[ref]
+                self.last.pop(ref, None)
+            else:
+                self.envs_by_ref[ref] &= {e for e, owner in self.owners.items() if owner == ref}
 
     def review(self, mr_iid: int, source_branch: str, target_ref: str) -> str:
         """Validate a merge request's head and upsert its plan note; returns the note."""
         self.git.fetch()
         mr_ref = f"merge-requests/{mr_iid}"
         sha = self.git.head(mr_ref if self.git.has_branch(mr_ref) else source_branch)
-        base = self.git.head(target_ref)
+        # what merging would change: against the merge base, as GitLab's own MR diff is; the
+        # target's head would also undo whatever landed on the target since the branch forked
+        target = self.git.head(target_ref)
+        base = self.git.merge_base(target, sha) or target
         new, old = self.read(sha), self.read(base)
         errors = new.errors
         self._report_validation(sha, errors, source_branch)
@@ -156,3 +196,8 @@ class Syncer:
         self.reporter.upsert_plan_note(mr_iid, body)
         log.info("reviewed !%d at %s: %d change(s), %d error(s)", mr_iid, sha[:12], len(changes), len(errors))
         return body
+
+
+def _untracked(ref: str, commit: str = "") -> Outcome:
+    log.info("%s is no longer tracked by the default ref: nothing synced", ref)
+    return Outcome(ref=ref, commit=commit, ok=True, environments=[], tracked=False)

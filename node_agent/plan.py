@@ -37,7 +37,8 @@ def compute_plan(
     own_container_id: str | None = None,
 ) -> Plan:
     """Return the actions that close the gap between ``desired`` and ``actual`` for ``node``."""
-    desired = desired.effective()  # with a manifest, an item it does not list is not desired
+    complete = desired.is_complete  # on what was received: a handed-over container stays listed
+    desired = wanted(desired, actual)
     errors: list[str] = []
     actual = _without_bad_names(actual, node, errors)
     mine = {n: c for n, c in actual.containers.items() if c.labels.get(NODE) == node}
@@ -80,7 +81,7 @@ def compute_plan(
 
     pulls = _pulls(a for a in items if a.op in (Op.CREATE, Op.RECREATE))
     pending: list[str] = []
-    removals = _removals(desired, actual, mine, own_container_id, pending, node)
+    removals = _removals(desired, actual, mine, own_container_id, pending, node, complete)
     return Plan(
         actions=(*networks, *pulls, *order_by_dependencies(items), *removals),
         errors=tuple(errors),
@@ -156,19 +157,54 @@ def _pulls(actions: Iterable[Action]) -> list[Action]:
     ]
 
 
+def wanted(desired: DesiredState, actual: ActualState) -> DesiredState:
+    """What the planner converges to: the effective desired state without the containers
+    handed over to a stable process (``replaces``).
+
+    Config-sync keeps publishing a replaced container (its service still exists); it is
+    desired as usual - created, kept, repaired - until the process that replaces it is
+    stable, and not desired while that lasts. Should the process stop being stable (it
+    exited, restarts), the container is desired again, so the node is never left with
+    neither. The reconciler and the loop use this too (dependencies, reports).
+    """
+    desired = desired.effective()  # with a manifest, an item it does not list is not desired
+    targets = [(n, s.get("environment"), s.get("service")) for n, s in desired.containers.items()]
+    handed = {
+        name
+        for name, pid in _replacements(desired, targets).items()
+        if (proc := actual.processes.get(pid)) is not None and proc.is_stable
+    }
+    if not handed:
+        return desired
+    return replace(desired, containers={n: s for n, s in desired.containers.items() if n not in handed})
+
+
 def replaced_by(desired: DesiredState, containers: Iterable[ObservedContainer]) -> dict[str, str]:
     """Container name -> id of the desired process that replaces it (``replaces``)."""
+    targets = [(c.name, c.labels.get(ENVIRONMENT), c.labels.get(SERVICE)) for c in containers]
+    return _replacements(desired, targets)
+
+
+def _replacements(
+    desired: DesiredState, targets: Iterable[tuple[str, str | None, str | None]]
+) -> dict[str, str]:
+    """Of (name, environment, service) ``targets``: name -> id of the process replacing it.
+
+    An entry of ``replaces`` with a dot is an item id (what render publishes); without
+    one it names a container service of the process's environment.
+    """
     out: dict[str, str] = {}
+    targets = list(targets)
     for pid, spec in desired.processes.items():
         env = spec["environment"]
         for entry in spec.get("replaces") or ():
-            for c in containers:
+            for name, c_env, c_service in targets:
                 if "." in entry:
-                    hit = c.name == entry or c.name.startswith(entry + ".")
+                    hit = name == entry or name.startswith(entry + ".")
                 else:
-                    hit = c.labels.get(ENVIRONMENT) == env and c.labels.get(SERVICE) == entry
+                    hit = c_env == env and c_service == entry
                 if hit:
-                    out[c.name] = pid
+                    out[name] = pid
     return out
 
 
@@ -179,20 +215,22 @@ def _removals(
     own_id: str | None,
     pending: list[str],
     node: str,
+    complete: bool,
 ) -> list[Action]:
-    complete = desired.is_complete
     replaced = replaced_by(desired, mine.values())
     out: list[Action] = []
     for name, c in sorted(mine.items()):
-        if name in desired.containers or is_own_container(c, own_id):
+        if is_own_container(c, own_id):
             continue
         if name in replaced:
             proc = actual.processes.get(replaced[name])
-            # Until the process has stayed up across two checks both exist: no gap.
+            # Until the process is stable both exist (the container is kept, even repaired): no gap.
             if proc is not None and proc.is_stable:
                 out.append(Action(Op.REMOVE, name, f"replaced by process {replaced[name]}"))
             else:
                 pending.append(f"container {name} waits for process {replaced[name]} to stay up")
+        elif name in desired.containers:
+            continue
         elif complete and not desired.in_manifest("containers", name):
             out.append(Action(Op.REMOVE, name, "not in the complete manifest"))
     if complete:
