@@ -161,7 +161,7 @@ def test_a_cut_or_garbled_token_answer_is_retried_never_the_end_of_refresh() -> 
 
     token_body = _json.dumps({"access_token": "t-ok", "expires_in": 60}).encode()
     answers = [
-        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"acc",
+        b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"acc',
         b"GARBAGE\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
         + str(len(token_body)).encode()
@@ -198,3 +198,43 @@ def test_a_cut_or_garbled_token_answer_is_retried_never_the_end_of_refresh() -> 
         provider.stop()
         server.close()
         thread.join(5)
+
+
+def test_refresh_under_mqtt5_keeps_the_session_both_ways(
+    token_server: TokenServer, mosquitto, clients: list[MqttClient]
+) -> None:
+    """amqtt speaks only 3.1.1; mosquitto (anonymous here, so any token is accepted) shows
+    the MQTT 5 side of a token switch: the session survives the reconnect, so QoS 1
+    messages published TO the agent while it reconnects are queued and delivered, and
+    those it publishes are all acknowledged."""
+    settings = MqttSettings(
+        url=mosquitto.url,
+        protocol="5",
+        oauth2_token_url=token_server.url,
+        oauth2_client_id="agent-a",
+        oauth2_client_secret="a-secret",
+        oauth2_retry_max_s=1.5,
+        reconnect_max_s=1,
+    )
+    agent = start(clients, settings, "agent-a")
+    to_agent, from_agent = Inbox(), Inbox()
+    assert agent.subscribe("cmd/#", to_agent)
+    peer = start(clients, MqttSettings(url=mosquitto.url), "peer")
+    assert peer.subscribe("out/#", from_agent)
+    count = 2500  # about 6 s of a message every 2 ms each way: at least two refreshes
+    sent_in = [f"in{i}".encode() for i in range(count)]
+    sent_out = [f"out{i}".encode() for i in range(count)]
+    for i in range(count):
+        peer.publish(f"cmd/{i % 5}", sent_in[i], retain=False)
+        agent.publish(f"out/{i % 5}", sent_out[i], retain=False)
+        time.sleep(0.002)
+    assert agent.connect_count >= 3, "no token refresh happened"
+    assert token_server.issued() >= 3
+    with to_agent.cond:
+        assert to_agent.cond.wait_for(lambda: set(sent_in) <= set(to_agent.payloads), 10), (
+            f"lost on the way in: {sorted(set(sent_in) - set(to_agent.payloads))[:5]}"
+        )
+    with from_agent.cond:
+        assert from_agent.cond.wait_for(lambda: set(sent_out) <= set(from_agent.payloads), 10), (
+            f"lost on the way out: {sorted(set(sent_out) - set(from_agent.payloads))[:5]}"
+        )
