@@ -2,7 +2,8 @@
 
 Pure and deterministic (called by the loop, the benchmark and unit tests): it reads only
 its arguments, never the clock, git or MQTT. It never moves a healthy replica, never gives
-a returning node its replicas back, and never places a replica on an unfit node.
+a returning node its replicas back, never places a replica on an unfit node, and moves
+nothing at all while no node is alive (full disruption).
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ def decide(
 
     ``current`` is the ``node.json`` document now in git (``None`` if absent); ``reserved``
     what other environments already use per node; ``now`` the clock value (seconds)."""
+    if nodes and not any(health.get(n, UNKNOWN).alive for n in nodes):
+        # Full disruption, as Kubernetes' node controller treats it: when not one node is
+        # alive, our own view (broker, network) is the likelier fault than every node failing
+        # at once, and there is nowhere to move to anyway; keep node.json as it is.
+        held = f"no node of the inventory is alive ({len(nodes)} nodes): nothing moves until one is"
+        return Decision(_normalised(environment, current), held=held)
     ledger = Ledger(nodes, health)
     for name, use in (reserved or {}).items():
         ledger.add(name, use.cpus, use.memory, count=0)

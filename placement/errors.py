@@ -33,3 +33,7 @@ class GitLabError(PlacementError):
 
 class InvalidInputs(PlacementError):
     """The commit holds node or service files that cannot be read: nothing is decided."""
+
+
+class NotOnTrackedRef(PlacementError):
+    """The environment is listed on the default ref but absent from the ref it tracks."""

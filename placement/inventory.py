@@ -94,5 +94,6 @@ def current_document(env: Environment) -> dict[str, Any] | None:
     return dict(doc.data)
 
 
-def mode_and_track(env: Environment) -> tuple[str, str]:
-    return env.placement_mode, env.track("main")
+def mode_and_track(env: Environment, default_ref: str) -> tuple[str, str]:
+    """``placement:`` and the ref followed; ``default_ref`` (PHRAME_TRACK_REF) without ``track:``."""
+    return env.placement_mode, env.track(default_ref)

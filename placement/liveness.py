@@ -3,7 +3,9 @@
 The loop feeds every heartbeat/status message in (from the MQTT network thread) and asks
 for :meth:`Liveness.health` at a clock value before each decision. A node is offline when
 its last heartbeat is older than ``PHRAME_NODE_TIMEOUT_S`` or its status says ``offline``
-(the agent's last will). Never acts on an invalid payload; never reads the clock itself.
+(the agent's last will). On every (re)connect the loop calls :meth:`Liveness.resume`, so
+time spent not listening never reads as nodes going offline. Never acts on an invalid
+payload; never reads the clock itself.
 """
 
 from __future__ import annotations
@@ -50,6 +52,26 @@ class Liveness:
                     seen.offline_at = received_at
             else:
                 seen.offline_at = None
+
+    def resume(self, now: float, *, listened_until: float | None = None) -> None:
+        """We hear the actual plane again from ``now`` (a first connect or a reconnect).
+
+        Time spent not listening is never evidence that a node is down: every node gets a
+        whole timeout of silence from ``now`` before it counts as offline, and a never-seen
+        node a timeout from ``now``. A node we already knew to be offline at
+        ``listened_until`` (the last moment we know we were listening), or whose will said
+        so, stays offline (nothing new goes there) but its grace period restarts at ``now``."""
+        with self._lock:
+            self.started_at = max(self.started_at, now)
+            for seen in self._seen.values():
+                if seen.last_heartbeat is None:
+                    if seen.offline_at is not None:
+                        seen.offline_at = max(seen.offline_at, now)
+                    continue
+                silent_for = None if listened_until is None else listened_until - seen.last_heartbeat
+                if (silent_for is not None and silent_for > self.timeout_s) or seen.offline_at is not None:
+                    seen.offline_at = max(seen.offline_at or now, now)
+                seen.last_heartbeat = max(seen.last_heartbeat, now)
 
     def forget(self, node: str) -> None:
         with self._lock:

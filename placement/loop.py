@@ -2,7 +2,9 @@
 
 ``phrame placement`` builds one :class:`PlacementLoop` and runs it until SIGTERM. MQTT
 messages only update liveness (they never trigger a decision by themselves); every
-``PHRAME_PLACEMENT_INTERVAL_S`` a pass re-reads git and decides every environment. With
+``PHRAME_PLACEMENT_INTERVAL_S`` a pass re-reads git and decides every environment. It
+decides nothing while it does not hear the actual plane, and on every (re)connect resumes
+liveness, so its own broker outage never reads as every node going offline. With
 ``PHRAME_LOCK_FILE`` set it decides only while holding the lock; a standby stays
 connected, so it takes over within a second. The loop logs and continues; it never dies.
 """
@@ -19,6 +21,7 @@ from typing import Any
 from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings
 from placement.git_repo import GitRepo
 from placement.gitlab_api import MergeRequests
+from placement.listening import Listening
 from placement.liveness import Liveness
 from placement.lock import ProcessLock
 from placement.reconcile import EnvResult, Reconciler
@@ -57,6 +60,9 @@ class PlacementLoop:
         self._last_commit: dict[str, str] = {}
         self._gc_reported: set[str] = set()
         self._last_retained = 0.0  # monotonic time of the last retained message seen
+        self.listening = Listening(actual, liveness, clock=clock, where=actual.settings.broker.redacted())
+        self._held: dict[str, str | None] = {}
+        self._desired_connects = -1
 
     # -- liveness input (runs on the MQTT network thread: quick, never raises)
     def handle(self, msg: Message) -> None:
@@ -97,6 +103,7 @@ class PlacementLoop:
         if self.desired is not self.actual:
             self.desired.start(timeout=timeout)
         self._connected = True
+        self.listening.resume()  # before subscribing: waiting for the broker is no evidence
         start = time.monotonic()
         self._last_retained = start
         for topic_filter in self._filters():
@@ -131,6 +138,12 @@ class PlacementLoop:
         return 0
 
     def run_pass(self) -> list[EnvResult]:
+        if self.desired.connect_count != self._desired_connects:
+            self._desired_connects = self.desired.connect_count
+            self._published.clear()  # a restarted broker may have lost the retained states
+        if not self.listening.check():
+            self._report_deaf()
+            return []
         try:
             results = self.reconciler.run_pass()
         except Exception:  # the loop never dies from one pass
@@ -161,6 +174,10 @@ class PlacementLoop:
                 log.warning("node %s has been offline for over the GC period: remove it from nodes/", node)
         self._gc_reported = set(result.gc_candidates)
         decision = result.decision
+        held = decision.held if decision is not None else None
+        if held and self._held.get(result.environment) != held:
+            log.warning("environment %s: %s", result.environment, held)
+        self._held[result.environment] = held
         doc: dict[str, Any] = {
             "environment": result.environment,
             "mode": result.mode,
@@ -171,6 +188,7 @@ class PlacementLoop:
             "merge_request": result.merge_request,
             "gc_candidates": result.gc_candidates,
             "error": result.error,
+            "held": held,
             "instance": self.instance,
         }
         if decision is not None:
@@ -180,20 +198,30 @@ class PlacementLoop:
             doc["moves"] = [m.describe() for m in decision.moves] if decision.is_changed else []
         return doc
 
+    def _report_deaf(self) -> None:
+        """Say so in every known environment's state, when the desired plane is reachable
+        (a separate broker); with one broker for both planes the log says it."""
+        if self.desired is self.actual or not self.desired.is_connected:
+            return
+        for environment, doc in sorted(self._published.items()):
+            self._publish_doc(environment, doc | {"held": self.listening.reason})
+
     def _publish(self, result: EnvResult) -> None:
-        doc = self.state_of(result)
-        if self._published.get(result.environment) == doc:
+        self._publish_doc(result.environment, self.state_of(result))
+
+    def _publish_doc(self, environment: str, doc: dict[str, Any]) -> None:
+        if self._published.get(environment) == doc:
             return  # unchanged: no retained republish every pass
         payload = doc | {"ts": self.clock()}
-        topic = self.topics.env_placement(result.environment)
+        topic = self.topics.env_placement(environment)
         try:
             check_payload("desired-placement", payload)
             # Waits for the PUBACK (briefly): a state that did not reach the broker is retried next pass.
             self.desired.publish_batch([(topic, json.dumps(payload).encode())], timeout=2.0)
         except (PayloadError, MqttError, ValueError) as e:
-            log.error("cannot publish the placement state of %s on %s: %s", result.environment, topic, e)
+            log.error("cannot publish the placement state of %s on %s: %s", environment, topic, e)
             return
-        self._published[result.environment] = doc
+        self._published[environment] = doc
 
 
 def build_loop(settings: PlacementSettings, *, clock: Callable[[], float] = time.time) -> PlacementLoop:
@@ -221,7 +249,7 @@ def build_loop(settings: PlacementSettings, *, clock: Callable[[], float] = time
         clock=clock,
         reschedule_after_s=settings.reschedule_after_s,
         node_gc_s=settings.node_gc_s,
-        default_branch=settings.default_branch,
+        default_ref=settings.default_ref,
         instance=settings.instance,
         merge_requests=merge_requests,
     )

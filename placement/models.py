@@ -128,6 +128,7 @@ class Decision:
     pending: tuple[Pending, ...] = ()
     unassigned: tuple[Unassigned, ...] = ()
     is_changed: bool = False
+    held: str | None = None  # why nothing was decided at all (the current node.json is kept)
 
     def commit_message(self, environment: str) -> str:
         """First line: a summary; then one line per move, saying what moved and why."""

@@ -19,7 +19,14 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from config_repo import ConfigRepo, Problem, load_git, validate
 from placement import inventory
 from placement.decide import decide
-from placement.errors import GitError, InvalidInputs, PlacementError, PushRejected, TagTargetError
+from placement.errors import (
+    GitError,
+    InvalidInputs,
+    NotOnTrackedRef,
+    PlacementError,
+    PushRejected,
+    TagTargetError,
+)
 from placement.git_repo import GitRepo
 from placement.liveness import Liveness, gc_candidates
 from placement.models import Decision
@@ -64,7 +71,7 @@ class Reconciler:
         clock: Callable[[], float],
         reschedule_after_s: float,
         node_gc_s: float,
-        default_branch: str = "main",
+        default_ref: str = "main",
         instance: str = "",
         merge_requests: MergeRequestPort | None = None,
     ) -> None:
@@ -73,20 +80,20 @@ class Reconciler:
         self.clock = clock
         self.reschedule_after_s = reschedule_after_s
         self.node_gc_s = node_gc_s
-        self.default_branch = default_branch
+        self.default_ref = default_ref  # PHRAME_TRACK_REF: lists the environments; track: default
         self.instance = instance
         self.merge_requests = merge_requests
 
     def run_pass(self) -> list[EnvResult]:
-        """Every environment of the default branch; one failing environment never stops the rest."""
+        """Every environment of the default ref; one failing environment never stops the rest."""
         try:
             self.git.fetch()
-            repo = self._load(self.git.head(self.default_branch))
+            repo = self._load(self.git.head(self.default_ref))
         except PlacementError as e:
             log.warning("placement pass skipped: %s", e)
             return []
         except Exception:  # e.g. ConfigError: the loop carries on and tries again next pass
-            log.exception("placement pass skipped: unexpected error reading %s", self.default_branch)
+            log.exception("placement pass skipped: unexpected error reading %s", self.default_ref)
             return []
         return [self.sync_environment(name, fetch=False) for name in sorted(repo.environments)]
 
@@ -117,15 +124,23 @@ class Reconciler:
         raise AssertionError("unreachable: tenacity either returned or raised")
 
     def _sync(self, name: str) -> EnvResult:
-        main = self._load(self.git.head(self.default_branch))
+        main = self._load(self.git.head(self.default_ref))
         env_main = main.environments.get(name)
         if env_main is None:
-            raise PlacementError(f"environment {name} is gone from {self.default_branch}")
-        _, track = inventory.mode_and_track(env_main)
+            raise PlacementError(f"environment {name} is gone from {self.default_ref}")
+        _, track = inventory.mode_and_track(env_main, self.default_ref)
         base = self.git.head(track)
         repo = main if base == main.commit else self._load(base)
-        env = repo.environments.get(name) or env_main
-        mode, _ = inventory.mode_and_track(env)
+        env = repo.environments.get(name)
+        if env is None or env.doc is None:
+            # Deciding from the default ref's files would commit a lone node.json onto a ref
+            # that lacks the environment: an orphan that fails validation there.
+            kind = "tag" if self.git.is_tag(track) else "branch"
+            raise NotOnTrackedRef(
+                f"environment {name} is not on {kind} {track} yet: {track} at {base[:12]} has no "
+                f"environments/{name}/environment.yaml; nothing is decided for it until it has"
+            )
+        mode, _ = inventory.mode_and_track(env, self.default_ref)
         result = EnvResult(name, mode=mode, track=track, base=base)
         unreadable = unreadable_inputs(repo, name)
         if unreadable:

@@ -34,7 +34,9 @@ class PlacementSettings:
     gitlab_project: str | None = None
     git_timeout_s: float = 120.0  # a git fetch or push running longer is killed (transient)
     git_ca_file: Path | None = None  # a private CA for an HTTPS repo_url; None: the system's
-    default_branch: str = "main"  # the branch whose environments/ lists the environments
+    # PHRAME_TRACK_REF, as config-sync: the branch whose environments/ lists the environments,
+    # and the ref an environment without ``track:`` follows.
+    default_ref: str = "main"
     instance: str = ""  # who we are in commit trailers and logs: host/pid
 
     @classmethod
@@ -59,7 +61,7 @@ class PlacementSettings:
             gitlab_project=r.text("PHRAME_GITLAB_PROJECT"),
             git_timeout_s=r.number("PHRAME_GIT_TIMEOUT_S", 120.0, minimum=1.0),
             git_ca_file=r.path("PHRAME_GIT_CA_FILE"),
-            default_branch=r.text("PHRAME_DEFAULT_BRANCH", "main") or "main",
+            default_ref=r.text("PHRAME_TRACK_REF", "main") or "main",
             instance=f"{os.uname().nodename}/{os.getpid()}",
         )
         if git_host == "gitlab" and not (settings.gitlab_url and settings.gitlab_project):

@@ -59,7 +59,9 @@ def test_one_environment_failing_unexpectedly_leaves_the_others_placed(tmp_path:
         rec = make(tmp_path, remote, Clock(), merge_requests=MergeRequests(GITLAB, "t", "42"))
         results = {r.environment: r for r in rec.run_pass()}
         posted = [
-            json.loads(c.request.body)["source_branch"] for c in api.calls if c.request.method == "POST"
+            json.loads(c.request.body or "{}")["source_branch"]
+            for c in api.calls
+            if c.request.method == "POST"
         ]
     assert sorted(results) == ["studio-a", "studio-b", "studio-c"]
     assert results["studio-b"].error is not None and "AttributeError" in results["studio-b"].error

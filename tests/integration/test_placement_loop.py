@@ -38,16 +38,21 @@ def heartbeat(ts: float, seq: int = 1) -> bytes:
 
 
 class Harness:
-    def __init__(self, broker: Mosquitto, tmp: Path) -> None:
+    """The loop on ``broker`` (and the desired plane on ``desired`` when given), a fake clock
+    for its decisions, and clients playing the node agents and a state watcher."""
+
+    def __init__(self, broker: Mosquitto, tmp: Path, desired: Mosquitto | None = None) -> None:
         self.clock = Clock(time.time())
         self.remote = ConfigRemote(tmp)
-        settings = MqttSettings(url=broker.url)
+        settings = MqttSettings(url=broker.url, reconnect_max_s=2)  # quick back after a restart
+        desired_settings = MqttSettings(url=desired.url) if desired else settings
         self.nodes = MqttClient(settings, "test-nodes")  # plays every node agent
         self.nodes.start()
-        self.watcher = MqttClient(settings, "test-watcher")
+        self.watcher = MqttClient(desired_settings, "test-watcher")
         self.watcher.start()
         self.liveness = Liveness(timeout_s=20, started_at=self.clock.now)
         client = MqttClient(settings, "test-placement")
+        self.desired = MqttClient(desired_settings, "test-placement-desired") if desired else client
         reconciler = Reconciler(
             GitRepo(str(self.remote.bare), tmp / "cache.git"),
             self.liveness,
@@ -60,7 +65,7 @@ class Harness:
             reconciler,
             self.liveness,
             actual=client,
-            desired=client,
+            desired=self.desired,
             topics=TOPICS,
             clock=self.clock,
             interval_s=1,

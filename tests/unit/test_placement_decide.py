@@ -258,11 +258,38 @@ def test_unknown_liveness_keeps_replicas_but_places_nothing_new() -> None:
         nodes={n.name: n for n in EDGES},
         services=[svc("a"), svc("b")],
         current=doc(a=["edge-01"]),
+        health={"core-01": ALIVE},  # the edges not heard from yet
+        now=NOW,
+        reschedule_after=60,
+    )
+    assert d.doc["assignments"] == {"a": ["edge-01"], "b": [None]} and d.held is None
+
+
+def test_full_disruption_moves_nothing_and_says_so() -> None:
+    """No node alive at all (the reviewer's broker outage, seen as every node offline long
+    past the grace period): node.json is kept as it is, not rewritten as all unassigned."""
+    current = doc(mixer=["edge-01", "edge-02"], egress=["core-01"])
+    gone = {n.name: offline(3600) for n in EDGES}
+    services = [svc("mixer", 2, spread=True), svc("egress", role="core"), svc("new")]
+    d = run(EDGES, services, current=current, health=gone)
+    assert not d.is_changed and d.moves == () and d.unassigned == ()
+    assert d.doc["assignments"] == current["assignments"] and d.doc["reasons"] == current["reasons"]
+    assert d.held is not None and "no node of the inventory is alive (4 nodes)" in d.held
+    # no node.json yet and nobody heard from: nothing is written either
+    first = decide(
+        "lab",
+        nodes={n.name: n for n in EDGES},
+        services=services,
+        current=None,
         health={},
         now=NOW,
         reschedule_after=60,
     )
-    assert d.doc["assignments"] == {"a": ["edge-01"], "b": [None]}
+    assert not first.is_changed and first.held is not None
+    # one node alive is no longer a full disruption: the offline nodes' replicas move
+    some = run(EDGES, services, current=current, health=gone | {"edge-03": ALIVE, "core-01": ALIVE})
+    assert some.held is None and some.is_changed
+    assert some.doc["assignments"]["mixer"] == ["edge-03", None]
 
 
 def test_no_label_placed_services_and_no_node_json_is_no_change() -> None:

@@ -37,7 +37,7 @@ def test_nodes_and_services_of_the_sample_repo() -> None:
     assert mixer.labels == {"role": "edge"} and mixer.cpus == 3 and mixer.memory == 6 * GI
     assert services["tams"].pin == "core-01" and not services["tams"].is_label_placed
     assert services["ptp-monitor"].pin == "edge-01"  # a process service reserves capacity too
-    assert inventory.mode_and_track(repo.environments["studio-a"]) == ("auto", "main")
+    assert inventory.mode_and_track(repo.environments["studio-a"], "production") == ("auto", "main")
 
 
 def test_sample_node_json_is_a_fixed_point() -> None:
@@ -58,6 +58,23 @@ def test_sample_node_json_is_a_fixed_point() -> None:
     assert not d.is_changed and d.moves == () and d.doc == current
     text = render_document(d.doc).decode()
     assert text.endswith("}\n") and text.index('"assignments"') < text.index('"schema"')  # sorted keys
+
+
+def test_an_environment_without_track_follows_the_default_ref() -> None:
+    repo = sample()
+    env = repo.environments["studio-a"]
+    assert env.doc is not None
+    env.doc.data.pop("track")
+    assert inventory.mode_and_track(env, "production") == ("auto", "production")
+    assert inventory.mode_and_track(env, "refs/heads/production") == ("auto", "production")
+
+
+def test_default_ref_is_phrame_track_ref_as_for_config_sync() -> None:
+    assert PlacementSettings.from_env({"PHRAME_REPO_URL": "x"}).default_ref == "main"
+    s = PlacementSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_TRACK_REF": "production"})
+    assert s.default_ref == "production"
+    old = PlacementSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_DEFAULT_BRANCH": "other"})
+    assert old.default_ref == "main"  # the old name is gone: one setting for both services
 
 
 def test_reserved_elsewhere_counts_only_other_environments() -> None:

@@ -87,3 +87,37 @@ def test_gc_candidates_are_nodes_offline_longer_than_the_gc_period() -> None:
         "up": NodeHealth(alive=True),
     }
     assert gc_candidates(health, now, 86_400) == ["old"]
+
+
+def test_resume_gives_every_node_a_whole_timeout_from_the_reconnect() -> None:
+    """Time spent not listening (a broker outage) is no evidence that a node is down."""
+    live = tracker()
+    live.heartbeat("a", T0, received_at=T0, is_retained=False)
+    live.heartbeat("b", T0, received_at=T0, is_retained=False)
+    assert not live.health(["a"], T0 + 100)["a"].alive  # as it looks after 100 s of hearing nothing
+    live.resume(T0 + 100, listened_until=T0 + 5)
+    health = live.health(["a", "b", "ghost"], T0 + 120)
+    assert health["a"].alive and health["b"].alive  # heard from until the outage: alive
+    assert not health["ghost"].alive and health["ghost"].offline_for(T0 + 120) == 0  # started again
+    live.heartbeat("b", T0 + 110, received_at=T0 + 110, is_retained=False)
+    late = live.health(["a", "b"], T0 + 125)
+    assert late["a"] == NodeHealth(alive=False, offline_since=T0 + 120) and late["b"].alive
+    assert live.health(["ghost"], T0 + 130)["ghost"].offline_since == T0 + 120
+    live.heartbeat("a", T0 + 50, received_at=T0 + 50, is_retained=True)  # a stale replay rewinds nothing
+    assert live.health(["a"], T0 + 125)["a"].offline_since == T0 + 120
+
+
+def test_resume_keeps_known_offline_nodes_offline_but_restarts_their_grace() -> None:
+    live = tracker()
+    live.heartbeat("silent", T0, received_at=T0, is_retained=False)  # offline from T0 + 20
+    live.heartbeat("willed", T0 + 30, received_at=T0 + 30, is_retained=False)
+    live.status("willed", "offline", received_at=T0 + 31)
+    live.status("never", "offline", received_at=T0 + 2)  # a will, never a heartbeat
+    live.heartbeat("up", T0 + 35, received_at=T0 + 35, is_retained=False)
+    live.resume(T0 + 200, listened_until=T0 + 40)  # listening until T0 + 40, back at T0 + 200
+    health = live.health(["silent", "willed", "never", "up"], T0 + 210)
+    for node in ("silent", "willed", "never"):  # nothing new goes there; 10 s offline, not 190
+        assert health[node] == NodeHealth(alive=False, offline_since=T0 + 200), node
+    assert health["up"].alive
+    live.heartbeat("silent", T0 + 211, received_at=T0 + 211, is_retained=False)  # really back
+    assert live.health(["silent"], T0 + 212)["silent"].alive
