@@ -26,7 +26,7 @@ from placement.liveness import Liveness
 from placement.lock import ProcessLock
 from placement.reconcile import EnvResult, Reconciler
 from placement.settings import PlacementSettings
-from schemas import PayloadError, Topics, check_payload
+from schemas import PayloadError, Topics, check_payload, load_json
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class PlacementLoop:
                 if topic.kind == "heartbeat":
                     self.liveness.forget(topic.node)  # node removed: cleared retained heartbeat
                 return
-            doc = json.loads(msg.payload)
+            doc = load_json(msg.payload)
             check_payload(topic.schema_name, doc)
         except (ValueError, PayloadError) as e:
             log.warning("ignoring invalid message on %s: %s", msg.topic, e)
