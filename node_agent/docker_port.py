@@ -231,7 +231,8 @@ class DockerPort:
         while True:
             state = self.inspect_container(name)["State"]
             health = (state.get("Health") or {}).get("Status")
-            if state.get("Running") and health in (None, "healthy"):
+            # a restarting container also reports Running: it is between two crashes
+            if state.get("Running") and not state.get("Restarting") and health in (None, "healthy"):
                 return
             if not state.get("Running") and state.get("Status") in ("exited", "dead"):
                 raise DockerError(f"{name} is {state.get('Status')} (exit {state.get('ExitCode')})")

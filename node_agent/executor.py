@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
@@ -52,8 +52,13 @@ class Executor:
         self.parallelism = max(1, parallelism)
         self.ready_timeout = ready_timeout
 
-    def apply(self, plan: Plan) -> list[Outcome]:
-        """Execute ``plan``; return one outcome per action, in the plan's order."""
+    def apply(self, plan: Plan, *, containers: Collection[str] = ()) -> list[Outcome]:
+        """Execute ``plan``; return one outcome per action, in the plan's order.
+
+        ``containers`` names this node's desired containers: an item depending on one
+        waits until it runs (and is healthy, with a healthcheck), acted on in this pass
+        or not.
+        """
         by_op = {op: [a for a in plan.actions if a.op is op] for op in Op}
         results: dict[Action, Outcome] = {}
         with ThreadPoolExecutor(self.parallelism, thread_name_prefix="agent-exec") as pool:
@@ -67,7 +72,7 @@ class Executor:
             failed_images = {a.target: results[a].error for a in by_op[Op.PULL_IMAGE] if results[a].error}
             items = [a for a in plan.actions if a.op in _ITEM_OPS]
             for level in dependency_levels(items):
-                run(level, lambda a: self._item(a, results, failed_images))
+                run(level, lambda a: self._item(a, results, failed_images, containers))
             run(by_op[Op.REMOVE], lambda a: self.docker.remove_container(a.target))
             run(by_op[Op.STOP_PROCESS], lambda a: self._process_runtime().stop(a.target))
             run(by_op[Op.REMOVE_NETWORK], lambda a: self.docker.remove_network(a.target))
@@ -83,18 +88,25 @@ class Executor:
         return self.processes
 
     def _item(
-        self, action: Action, results: dict[Action, Outcome], failed_images: dict[str, str | None]
+        self,
+        action: Action,
+        results: dict[Action, Outcome],
+        failed_images: dict[str, str | None],
+        containers: Collection[str],
     ) -> None:
         spec = _spec(action)
         done = {a.target: o for a, o in results.items() if a.op in _ITEM_OPS}
         for dep in action.depends_on:
             outcome = done.get(dep)
-            if outcome is None:
-                continue  # not changed in this pass (or unknown): counts as satisfied
-            if outcome.error:
+            if outcome is not None and outcome.error:
                 raise AgentError(f"dependency {dep} failed: {outcome.error}")
-            if outcome.action.op in _CONTAINER_OPS:
-                self.docker.wait_ready(dep, timeout=self.ready_timeout)
+            # A container dependency is waited for even when this pass left it alone: it
+            # may be starting or unhealthy. One inspect when it is ready.
+            if dep in containers or (outcome is not None and outcome.action.op in _CONTAINER_OPS):
+                try:
+                    self.docker.wait_ready(dep, timeout=self.ready_timeout)
+                except AgentError as e:
+                    raise AgentError(f"dependency {dep} is not ready: {e}") from e
         if action.op in (Op.CREATE, Op.RECREATE) and spec["image"] in failed_images:
             raise AgentError(f"image {spec['image']}: {failed_images[spec['image']]}")
         if action.op is Op.CREATE:

@@ -20,6 +20,7 @@ from node_agent.desired import DesiredStore
 from node_agent.docker_port import DockerPort
 from node_agent.errors import AgentError
 from node_agent.models import NODE, ObservedProcess
+from node_agent.plan import wanted
 from node_agent.processes import Supervisor
 from node_agent.reconcile import Reconciler
 from node_agent.reporting import Reporter
@@ -218,7 +219,8 @@ class Agent:
             self.applied = (desired.manifest.generation, desired.manifest.commit)
         item_errors = {o.action.target: o.error for o in result.outcomes if o.error}
         try:
-            self.reporter.report_items(desired, actual, item_errors)
+            # a container handed over to its process is no item to report as missing
+            self.reporter.report_items(wanted(desired, actual), actual, item_errors)
             for note in self.reporter.skipped:  # the plan's errors already name these objects
                 log.debug("node %s: %s", self.node, note)
             errors = [*result.errors, *restart_errors]

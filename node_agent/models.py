@@ -116,7 +116,7 @@ class ObservedProcess:
     started_at: float | None = None
     restart_count: int = 0
     exit_code: int | None = None
-    is_stable: bool = False  # up across two consecutive checks
+    is_stable: bool = False  # up at two consecutive checks and for at least STABLE_AFTER_S
     error: str | None = None
 
 

@@ -28,6 +28,9 @@ from node_agent.models import ObservedProcess, Spec
 
 log = logging.getLogger(__name__)
 INHERITED = ("PATH", "LANG", "LC_ALL", "TZ")
+# Stable = up at two consecutive checks *and* for this long: checks can come milliseconds
+# apart (a pass, then its report), which alone would prove nothing before a handover.
+STABLE_AFTER_S = 2.0
 
 
 @dataclass
@@ -36,6 +39,7 @@ class _Entry:
     pid: int | None = None
     create_time: float | None = None
     started_at: float | None = None
+    up_since: float = 0.0  # supervisor clock time of the start
     popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     up_checks: int = 0
     failures: int = 0
@@ -54,9 +58,11 @@ class Supervisor:
         base_backoff: float = 1.0,
         max_backoff: float = 60.0,
         stop_timeout: float = 10.0,
+        stable_after_s: float = STABLE_AFTER_S,
     ) -> None:
         self.root = state_dir / "processes"
         self.clock = clock
+        self.stable_after_s = stable_after_s
         self.base_backoff = base_backoff
         self.max_backoff = max_backoff
         self.stop_timeout = stop_timeout
@@ -87,6 +93,8 @@ class Supervisor:
             if _alive(meta.get("pid"), meta.get("create_time")):
                 e.pid, e.create_time = meta["pid"], meta["create_time"]
                 e.started_at = meta.get("started_at")
+                up_for = time.time() - float(e.started_at or time.time())
+                e.up_since = self.clock() - max(0.0, up_for)
                 log.info("re-adopted process %s (pid %s)", meta_file.parent.name, e.pid)
             self._entries[meta_file.parent.name] = e
 
@@ -125,6 +133,7 @@ class Supervisor:
         e.pid = e.popen.pid
         e.create_time = psutil.Process(e.pid).create_time()
         e.started_at, e.up_checks, e.error, e.exit_code = time.time(), 0, None, None
+        e.up_since = self.clock()
         self._save(item_id, e)
         log.info("started process %s (pid %s)", item_id, e.pid)
 
@@ -153,8 +162,8 @@ class Supervisor:
                 e.exit_code = e.popen.returncode
             if _alive(e.pid, e.create_time):
                 e.up_checks += 1
-                if e.up_checks >= 2:
-                    e.failures = 0
+                if self._stable(e, now):
+                    e.failures = 0  # backoff starts afresh only after a stable run
                 continue
             if e.pid is not None:  # just found dead: schedule a restart
                 log.warning("process %s (pid %s) exited with %s", item_id, e.pid, e.exit_code)
@@ -167,14 +176,17 @@ class Supervisor:
                     self._spawn(item_id, e)
                 except ProcessError as err:
                     log.warning("%s", err)
-        return {item_id: self._observed(item_id, e) for item_id, e in self._entries.items()}
+        return {item_id: self._observed(item_id, e, now) for item_id, e in self._entries.items()}
 
     def next_retry(self) -> float | None:
         """Clock time of the earliest pending restart, for the loop's next wake-up."""
         times = [e.retry_at for e in self._entries.values() if e.pid is None]
         return min(times) if times else None
 
-    def _observed(self, item_id: str, e: _Entry) -> ObservedProcess:
+    def _stable(self, e: _Entry, now: float) -> bool:
+        return e.pid is not None and e.up_checks >= 2 and now - e.up_since >= self.stable_after_s
+
+    def _observed(self, item_id: str, e: _Entry, now: float) -> ObservedProcess:
         running = e.pid is not None
         return ObservedProcess(
             item_id=item_id,
@@ -184,7 +196,7 @@ class Supervisor:
             started_at=e.started_at if running else None,
             restart_count=e.restart_count,
             exit_code=e.exit_code,
-            is_stable=running and e.up_checks >= 2,
+            is_stable=self._stable(e, now),
             error=e.error,
         )
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from node_agent.docker_port import DockerPort
 from node_agent.executor import Executor
 from node_agent.models import ActualState, DesiredState, ObservedProcess, Outcome, Plan, Spec
-from node_agent.plan import compute_plan
+from node_agent.plan import compute_plan, wanted
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +57,13 @@ class Reconciler:
         supervisor: Supervisor | None = None,
         parallelism: int = 4,
         own_container_id: str | None = None,
+        ready_timeout: float = 120.0,
     ) -> None:
         self.node = node
         self.docker = docker
         self.supervisor = supervisor
         self.own_container_id = own_container_id
-        self.executor = Executor(docker, supervisor, parallelism=parallelism)
+        self.executor = Executor(docker, supervisor, parallelism=parallelism, ready_timeout=ready_timeout)
 
     def observe(self) -> ActualState:
         """Two Docker list calls (containers, networks) and a local process check."""
@@ -76,6 +77,9 @@ class Reconciler:
         plan = compute_plan(desired, actual, node=self.node, own_container_id=self.own_container_id)
         for error in plan.errors:
             log.warning("node %s: %s", self.node, error)
-        outcomes = () if dry_run else tuple(self.executor.apply(plan))
+        if dry_run:
+            outcomes: tuple[Outcome, ...] = ()
+        else:  # dependants wait for every desired container of this node, not only changed ones
+            outcomes = tuple(self.executor.apply(plan, containers=wanted(desired, actual).containers))
         errors = (*plan.errors, *(f"{o.action.describe()}: {o.error}" for o in outcomes if o.error))
         return PassResult(plan, outcomes, actual, tuple(errors))

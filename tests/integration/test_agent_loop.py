@@ -12,13 +12,17 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
+from node_agent.docker_port import DockerPort
+from node_agent.loop import Agent
 from node_agent.processes import Supervisor
+from node_agent.settings import AgentSettings
+from phrame_mqtt import Message, MqttSettings
 from schemas import Topics
 from tests.support import agent_support as spec
 from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess
+from tests.support.handover import Presence, handover_services, render_node
 from tests.support.services import wait_until
 
 T = Topics()
@@ -104,12 +108,44 @@ def test_bad_payloads_are_reported_and_change_nothing(
     big = T.desired_item(env.node, "containers", f"{env.env}.big.0")
     watcher.client.publish_batch([(big, b"x" * (60 * 1024 * 1024))], timeout=60)
     watcher.wait_for(lambda: any("exceeds" in e for e in watcher.status()["errors"]), 60)
-    other = T.desired_item(f"{env.node}-other", "containers", bad["name"])
-    watcher.client.publish_batch([(other, json.dumps(bad).encode())])
     time.sleep(1.5)  # a resync passes
     assert [c.id for c in env.managed()] == [web_id]
     assert not watcher.status()["converged"] or watcher.status()["errors"]
     watcher.client.publish_batch([(big, None), (item, None)])  # clear the retained junk
+
+
+def test_a_message_for_another_node_is_reported_and_changes_nothing(
+    env: AgentEnv, watcher: ActualWatcher, mosquitto, tmp_path: Path
+):
+    """The broker never sends the agent another node's topic (it subscribes to its own), so
+    the message is handed to the agent's desired-message handler directly."""
+    url = MqttSettings(url=mosquitto.url)
+    settings = AgentSettings(node=env.node, state_dir=tmp_path / "state")
+    port = DockerPort(env.node, client=env.client, stop_timeout=1)
+    supervisor = Supervisor(settings.state_dir)
+    agent = Agent(settings, docker=port, supervisor=supervisor, desired_mqtt=url, actual_mqtt=url)
+    agent.actual_client.start()
+    try:
+        web, intruder = env.container("web"), env.container("intruder")
+        for topic, payload in spec.topic_messages(spec.topics_doc(env.node, [web])).items():
+            agent._on_desired(Message(topic, payload, True))
+        agent.run_pass()
+        watcher.wait_for(lambda: converged_on(watcher), what="converged")
+        before = [(c.id, c.status) for c in env.managed()]
+        other = T.desired_item(f"{env.node}-other", "containers", intruder["name"])
+        agent._on_desired(Message(other, json.dumps(intruder).encode(), True))
+        agent.run_pass()
+        assert "not for node" in agent.store.errors()[other]
+        watcher.wait_for(
+            lambda: any(other in e and "not for node" in e for e in watcher.status()["errors"]),
+            what="the error on the node status",
+        )
+        assert not watcher.status()["converged"] or watcher.status()["errors"]
+        assert [(c.id, c.status) for c in env.managed()] == before
+        assert not env.exists(intruder["name"])
+        assert intruder["name"] not in agent.store.snapshot().containers
+    finally:
+        agent.actual_client.stop()
 
 
 def test_broker_restart_without_persistence_keeps_everything_running(
@@ -150,46 +186,62 @@ def test_sigkilled_agent_is_reported_offline_by_its_will(
     watcher.wait_for(lambda: watcher.status()["state"] == "offline", 20, "will: offline")
 
 
-def test_process_replaces_container_through_the_loop_with_no_gap(
+def test_rendered_replaces_through_the_loop_with_no_gap(
     env: AgentEnv, watcher: ActualWatcher, agent: AgentProcess, tmp_path: Path
 ):
-    old = env.container("web")
-    watcher.publish(spec.topics_doc(env.node, [old]))
-    watcher.wait_for(lambda: converged_on(watcher), what="container converged")
-    proc = spec.process(env.env, "web", ["sleep", "600"], replaces=["web"])
-    doc = spec.topics_doc(env.node, [proc])
-    doc[T.manifest(env.node)]["generation"] = 2
-    doc[T.desired_item(env.node, "containers", old["name"])] = None  # config-sync clears it
-    meta = tmp_path / "state" / "processes" / proc["name"] / "meta.json"
-
-    def process_up() -> bool:
-        try:
-            pid = json.loads(meta.read_text())["pid"]
-        except (OSError, ValueError):
-            return False
-        return bool(pid) and pid_alive(pid)
-
-    watcher.publish(doc)
-    gaps, deadline = 0, time.monotonic() + 30
-    while env.exists(old["name"]) and time.monotonic() < deadline:
-        if not (running(env, old["name"]) or process_up()):
-            gaps += 1
-        time.sleep(0.1)
-    assert not env.exists(old["name"]), "the replaced container should be removed"
-    assert process_up() and gaps == 0
-    watcher.wait_for(lambda: converged_on(watcher, 2), what="generation 2")
-    assert watcher.item("processes", proc["name"])["state"] == "running"
-    assert watcher.item("containers", old["name"]) is None  # cleared
-    assert agent.terminate() == 0
-    assert process_up(), "SIGTERM leaves processes running"
-    Supervisor(tmp_path / "state").stop(proc["name"])  # clean up by recorded pid
-
-
-def pid_alive(pid: int) -> bool:
+    # exactly what config-sync publishes: the replaced container is still in it
+    rendered = render_node(tmp_path / "repo", env, handover_services(["sleep", "600"]))
+    old, proc = f"{env.env}.legacy.0", f"{env.env}.mon.0"
+    assert T.desired_item(env.node, "containers", old) in rendered
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+        with Presence(env, old, tmp_path / "state") as presence:
+            watcher.client.publish_batch(sorted(rendered.items()))
+            deadline = time.monotonic() + 40
+            while not env.exists(old) and time.monotonic() < deadline:  # made with the process
+                time.sleep(0.1)
+            while env.exists(old) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not env.exists(old), "the replaced container should be removed"
+            watcher.wait_for(lambda: converged_on(watcher), what="converged on the rendering")
+            time.sleep(2.5)  # more resyncs: the container is not created again
+        assert not env.exists(old) and presence.process_up()
+        assert presence.gaps() == []
+        assert watcher.status()["errors"] == [] and converged_on(watcher)
+        assert watcher.item("processes", proc)["state"] == "running"
+        assert watcher.item("containers", old) is None  # cleared, not reported missing
+        assert agent.terminate() == 0
+        assert presence.process_up(), "SIGTERM leaves processes running"
+    finally:
+        agent.terminate()
+        Supervisor(tmp_path / "state").stop(proc)  # clean up by recorded pid
+        for c in env.managed():  # a rendered container cannot carry the test label
+            c.remove(force=True)
+
+
+def test_a_later_pass_waits_for_an_unhealthy_dependency(env: AgentEnv):
+    """Passes as the loop runs them: api depends on db, which runs but is unhealthy. No pass
+    creates api until db is healthy, whether or not that pass touched db."""
+    check = {"test": ["CMD", "test", "-f", "/tmp/ok"], "interval": "200ms", "retries": 1}
+    db = env.container("db", healthcheck=check)
+    api = env.container("api", depends_on=[db["name"]])
+    desired = spec.desired([db, api], with_manifest=True)
+    reconciler = env.reconciler(ready_timeout=1.0)
+    first = reconciler.run_pass(desired)  # creates db, then waits for it in vain
+    assert [a.target for a in first.plan.actions][1:] == [db["name"], api["name"]]
+    assert not env.exists(api["name"])
+
+    def db_health() -> str:
+        return str(env.get(db["name"]).attrs["State"].get("Health", {}).get("Status"))
+
+    wait_until(lambda: db_health() == "unhealthy", "db unhealthy", 20)
+    later = reconciler.run_pass(desired)  # db left alone by this pass: api still waits
+    assert [(a.op.value, a.target) for a in later.plan.actions][1:] == [("create", api["name"])]
+    assert not env.exists(api["name"]), "api created while its dependency is unhealthy"
+    assert any(f"dependency {db['name']} is not ready" in e and "unhealthy" in e for e in later.errors)
+    env.get(db["name"]).exec_run(["touch", "/tmp/ok"])
+    wait_until(lambda: db_health() == "healthy", "db healthy", 20)
+    assert reconciler.run_pass(desired).converged
+    assert running(env, api["name"])
 
 
 def test_reports_of_items_removed_while_the_agent_was_down_are_cleared(

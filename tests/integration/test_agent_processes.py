@@ -1,4 +1,5 @@
-"""Supervised host processes: restart with backoff, re-adoption, and the ``replaces`` handover."""
+"""Supervised host processes: restart with backoff, re-adoption, and the ``replaces`` handover
+as config-sync really publishes it (rendered from a config repo)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,24 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import docker.errors
 import psutil
 import pytest
 
-from node_agent.processes import Supervisor
+from node_agent.desired import DesiredStore
+from node_agent.models import DesiredState
+from node_agent.processes import STABLE_AFTER_S, Supervisor
+from node_agent.reconcile import Reconciler
+from schemas import Topics
 from tests.support import agent_support as spec
 from tests.support.agent_support import AgentEnv
+from tests.support.handover import Presence, handover_services, render_node
+
+T = Topics()
 
 
 class FakeClock:
@@ -99,54 +106,80 @@ def test_a_new_agent_re_adopts_running_processes(tmp_path: Path, supervisors):
     assert "e.job.0" not in Supervisor(tmp_path).check()
 
 
-def test_process_replaces_container_with_no_gap(env: AgentEnv, tmp_path: Path, supervisors):
-    sup = Supervisor(tmp_path)
+@pytest.fixture
+def rendered_env(env: AgentEnv) -> Iterator[AgentEnv]:
+    """``env`` for rendered specs, which cannot carry the test label: every container of the
+    test's (unique) node is removed afterwards."""
+    yield env
+    for c in env.managed():
+        c.remove(force=True)
+
+
+def passes_like_the_loop(reconciler: Reconciler, desired: DesiredState, until: Any, timeout: float) -> list:
+    """Passes back to back, each followed by the loop's reporting observe() (a check too);
+    returns (wall time after the pass, its actions) per pass."""
+    ops, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = reconciler.run_pass(desired)
+        reconciler.observe()
+        ops.append((time.time(), [(a.op.value, a.target) for a in result.plan.actions]))
+        if until(ops):
+            break
+        time.sleep(0.2)
+    return ops
+
+
+def test_rendered_replaces_keeps_the_container_until_the_process_is_stable(
+    rendered_env: AgentEnv, tmp_path: Path, supervisors
+):
+    env = rendered_env
+    store = DesiredStore(T, env.node)
+    store.apply_all(render_node(tmp_path / "repo", env, handover_services(["sleep", "600"])))
+    desired = store.snapshot()
+    old, proc = f"{env.env}.legacy.0", f"{env.env}.mon.0"
+    # what config-sync publishes: the container stays desired next to its replacement
+    assert desired.is_complete and old in desired.containers and proc in desired.processes
+    assert desired.processes[proc]["replaces"] == [old]
+    sup = Supervisor(tmp_path / "state")
     supervisors.append(sup)
-    old = env.container("web")
-    assert env.reconciler().run_pass(spec.desired([old], with_manifest=True)).converged
-    proc = spec.process(env.env, "web", ["sleep", "600"], replaces=["web"])
-    desired = spec.desired([proc], with_manifest=True)
     reconciler = env.reconciler(supervisor=sup)
 
-    gaps: list[float] = []
-    stop = threading.Event()
+    def removed_then_two_more(ops: list) -> bool:
+        return [i for i, (_t, o) in enumerate(ops) if ("remove", old) in o][:1] == [len(ops) - 3]
 
-    def container_up() -> bool:
-        try:
-            return bool(env.get(old["name"]).status == "running")
-        except docker.errors.NotFound:  # removed (between list and inspect, too)
-            return False
+    with Presence(env, old, tmp_path / "state") as presence:
+        ops = passes_like_the_loop(reconciler, desired, removed_then_two_more, 30)
+    assert ops[0][1] == [("pull_image", env.image), ("create", old), ("start_process", proc)]
+    removal = next(t for t, o in ops if ("remove", old) in o)
+    meta = json.loads((tmp_path / "state" / "processes" / proc / "meta.json").read_text())
+    assert meta["restart_count"] == 0  # one run: its start time is the one that counts
+    assert removal - meta["started_at"] >= STABLE_AFTER_S, "removed before the process had stayed up"
+    assert not env.exists(old), "the replaced container should be removed"
+    assert [o for _t, o in ops[-2:]] == [[], []]  # not created again while the process is stable
+    assert presence.gaps() == []
+    assert reconciler.run_pass(desired).converged
 
-    def process_up() -> bool | None:  # read the pid file: check() itself counts as a check
-        try:
-            pids = [json.loads(m.read_text())["pid"] for m in (tmp_path / "processes").glob("*/meta.json")]
-        except (OSError, ValueError):
-            return None  # caught mid-write: this sample says nothing
-        return any(psutil.pid_exists(pid or 0) for pid in pids)
 
-    def poll() -> None:  # every 100 ms: at least one of the two must be up
-        while not stop.is_set():
-            if not container_up() and process_up() is False:
-                gaps.append(time.monotonic())
-            stop.wait(0.1)
-
-    poller = threading.Thread(target=poll)
-    poller.start()
-    try:
-        ops = []
-        for _ in range(6):
-            result = reconciler.run_pass(desired)
-            ops.append([(a.op.value, a.target) for a in result.plan.actions])
-            time.sleep(0.3)
-    finally:
-        stop.set()
-        poller.join()
-    assert ops[0] == [("start_process", proc["name"])]
-    assert ops[1] == []  # up for one check only: the container stays
-    assert ops[2] == [("remove", old["name"])]
-    assert ops[3:] == [[], [], []]
-    assert not env.exists(old["name"])
-    assert gaps == []
+def test_a_process_that_dies_soon_after_starting_never_takes_over(
+    rendered_env: AgentEnv, tmp_path: Path, supervisors
+):
+    """Checks milliseconds apart (a pass, its report, a pass on a Docker event) prove nothing:
+    a process that dies 0.5 s after each start must never get its container removed."""
+    env = rendered_env
+    services = handover_services(["sh", "-c", "sleep 0.5; exit 3"])
+    store = DesiredStore(T, env.node)
+    store.apply_all(render_node(tmp_path / "repo", env, services))
+    desired = store.snapshot()
+    old = f"{env.env}.legacy.0"
+    sup = Supervisor(tmp_path / "state", base_backoff=0.1, max_backoff=0.2)  # restarts at once
+    supervisors.append(sup)
+    reconciler = env.reconciler(supervisor=sup)
+    with Presence(env, old, tmp_path / "state") as presence:
+        ops = passes_like_the_loop(reconciler, desired, lambda _ops: False, 6)
+        assert sup.check()[f"{env.env}.mon.0"].restart_count >= 2  # it did start, die, restart
+    assert not any(("remove", old) in o for _t, o in ops)
+    sampled = [c for t, c, _p in presence.samples if t > ops[0][0] + 1]  # once created
+    assert sampled and all(sampled), "the container must stay up throughout"
 
 
 def test_a_process_runs_as_its_user_and_an_unknown_user_is_an_error(tmp_path: Path, supervisors):

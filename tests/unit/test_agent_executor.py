@@ -8,7 +8,7 @@ from typing import Any
 
 from node_agent.errors import DockerError
 from node_agent.executor import Executor
-from node_agent.models import ActualState, Op
+from node_agent.models import DIGEST, MANAGED, NODE, ActualState, ObservedContainer, ObservedProcess, Op
 from node_agent.plan import compute_plan
 from tests.support import agent_support as spec
 
@@ -94,3 +94,27 @@ def test_failed_pull_fails_the_containers_of_that_image():
     outcomes = Executor(RecordingRuntime(fail={"x:1"})).apply(plan)
     errors = {o.action.target: o.error for o in outcomes}
     assert "image x:1" in (errors["e.a.0"] or "") and errors["e.b.0"] is None
+
+
+def test_a_dependency_left_alone_by_this_pass_is_still_waited_for():
+    # db runs already (perhaps unhealthy, starting or restarting): the plan does not touch it
+    db = spec.container("e", "db")
+    api = spec.container("e", "api", depends_on=["e.db.0", "e.job.0"])
+    job = spec.process("e", "job", ["sleep", "1"])
+    seen_db = ObservedContainer(
+        "id-db", "e.db.0", "running", {MANAGED: "true", NODE: "a", DIGEST: db["digest"]}
+    )
+    seen_job = ObservedProcess("e.job.0", pid=3, state="running", digest=job["digest"])
+    d = spec.desired([db, api, job])
+    plan = compute_plan(
+        d, ActualState(containers={"e.db.0": seen_db}, processes={"e.job.0": seen_job}), node="a"
+    )
+    assert [(a.op, a.target) for a in plan.actions] == [(Op.PULL_IMAGE, "img:1"), (Op.CREATE, "e.api.0")]
+    rt = RecordingRuntime()
+    assert all(o.ok for o in Executor(rt).apply(plan, containers=d.containers))
+    assert rt.calls == [("pull", "img:1"), ("ready", "e.db.0"), ("create", "e.api.0")]  # no wait on a process
+    # not ready (wait_ready gave up): the dependant is not created, and says why
+    failing = RecordingRuntime(fail={"e.db.0"})
+    outcomes = Executor(failing).apply(plan, containers=d.containers)
+    assert "dependency e.db.0 is not ready" in (outcomes[1].error or "")
+    assert ("create", "e.api.0") not in failing.calls

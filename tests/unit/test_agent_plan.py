@@ -219,20 +219,71 @@ def test_process_started_restarted_on_digest_change():
     assert ops(plan) == [("start_process", "e.job.0"), ("restart_process", "e.job2.0")]
 
 
-def test_replaced_container_survives_until_the_process_is_stable():
-    proc = process("e", "web", ["sleep", "100"], replaces=["web"])
-    old = seen("e.web.0")
-    d = desired([proc], with_manifest=True)
-    assert ops(plan_of(d, actual(old))) == [("start_process", "e.web.0")]
-    young = ObservedProcess("e.web.0", pid=7, state="running", digest=proc["digest"])
-    waiting = plan_of(d, actual(old, processes=[young]))
+def handover(**proc_kw: Any):
+    """What render publishes for ``replaces``: the container X *and* the process replacing
+    it, both in the manifest (validation requires that X's service still exists)."""
+    old = container("e", "legacy")
+    proc = process("e", "mon", ["sleep", "100"], replaces=[old["name"]], **proc_kw)
+    return old, proc, desired([old, proc], with_manifest=True)
+
+
+def proc_seen(proc: dict[str, Any], *, stable: bool, state: str = "running") -> ObservedProcess:
+    pid = 7 if state == "running" else None
+    return ObservedProcess(proc["name"], pid=pid, state=state, digest=proc["digest"], is_stable=stable)
+
+
+def test_replaced_container_is_desired_as_usual_until_the_process_is_stable():
+    old, proc, d = handover()
+    assert d.is_complete
+    # from empty both are made: there is never a moment with neither
+    assert ops(plan_of(d, actual())) == [
+        ("pull_image", "img:1"),
+        ("create", old["name"]),
+        ("start_process", proc["name"]),
+    ]
+    young = proc_seen(proc, stable=False)
+    waiting = plan_of(d, actual(seen(old), processes=[young]))
     assert ops(waiting) == []
     # nothing to do now, but not converged: the handover is still to come
-    assert waiting.pending == ("container e.web.0 waits for process e.web.0 to stay up",)
-    stable = ObservedProcess("e.web.0", pid=7, state="running", digest=proc["digest"], is_stable=True)
-    plan = plan_of(desired([proc]), actual(old, processes=[stable]))  # no manifest needed
-    assert ops(plan) == [("remove", "e.web.0")] and plan.pending == ()
-    assert "replaced by process" in plan.actions[0].reason
+    assert waiting.pending == (f"container {old['name']} waits for process {proc['name']} to stay up",)
+    # kept means repaired, too: started when exited, recreated when its spec changed
+    assert ops(plan_of(d, actual(seen(old, "exited"), processes=[young]))) == [("start", old["name"])]
+    changed = seen(old, digest="sha256:" + "5" * 64)
+    assert ops(plan_of(d, actual(changed, processes=[young])))[1:] == [("recreate", old["name"])]
+
+
+def test_replaced_container_is_removed_once_the_process_is_stable_and_never_recreated():
+    old, proc, d = handover()
+    stable = proc_seen(proc, stable=True)
+    # a stray container proves the manifest still counts as complete (X is listed in it)
+    plan = plan_of(d, actual(seen(old), seen("e.stray.0"), processes=[stable]))
+    assert ops(plan) == [("remove", old["name"]), ("remove", "e.stray.0")]
+    assert "replaced by process" in plan.actions[0].reason and plan.pending == ()
+    # after a docker rm (or the removal above) it is not created again, nor started if exited
+    assert ops(plan_of(d, actual(processes=[stable]))) == []
+    assert ops(plan_of(d, actual(seen(old, "exited"), processes=[stable]))) == [("remove", old["name"])]
+    # without a manifest the handover still happens (it needs no prune)
+    no_manifest = desired([old, proc])
+    assert ops(plan_of(no_manifest, actual(seen(old), processes=[stable]))) == [("remove", old["name"])]
+
+
+def test_replaced_container_comes_back_when_the_process_stops_being_stable():
+    old, proc, d = handover()
+    for down in (proc_seen(proc, stable=False, state="backoff"), proc_seen(proc, stable=False)):
+        assert ops(plan_of(d, actual(processes=[down]))) == [
+            ("pull_image", "img:1"),
+            ("create", old["name"]),
+        ]
+
+
+def test_replaced_container_no_longer_published_waits_then_goes():
+    proc = process("e", "web", ["sleep", "100"], replaces=["web"])  # by service name
+    old = seen("e.web.0")
+    d = desired([proc], with_manifest=True)
+    young = proc_seen(proc, stable=False)
+    assert ops(plan_of(d, actual(old, processes=[young]))) == []
+    stable = proc_seen(proc, stable=True)
+    assert ops(plan_of(desired([proc]), actual(old, processes=[stable]))) == [("remove", "e.web.0")]
 
 
 def test_replaces_by_full_item_id_touches_only_that_container():
