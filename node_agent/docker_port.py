@@ -236,6 +236,8 @@ class DockerPort:
                 return
             if not state.get("Running") and state.get("Status") in ("exited", "dead"):
                 raise DockerError(f"{name} is {state.get('Status')} (exit {state.get('ExitCode')})")
+            if health == "unhealthy":  # settled: its health_status event triggers the next pass
+                raise DockerError(f"{name} is unhealthy")
             if time.monotonic() > deadline:
                 raise DockerError(f"{name} not ready after {timeout:.0f}s (health {health})")
             if self._cancelled.wait(poll):
