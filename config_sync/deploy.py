@@ -2,14 +2,13 @@
 
 The sync pass calls :meth:`DeployWatcher.watch` with the nodes whose manifest changed;
 the watcher reads each node's retained ``actual/.../status`` (one subscription for all)
-and sets ``success`` once every node reports that commit converged, or ``failed`` with
-the node and its error after ``PHRAME_DEPLOY_TIMEOUT_S``. A newer deploy of the same ref
-cancels the older one. Status callbacks only store; the watcher thread decides.
+and sets ``success`` once every node converged on that manifest generation or a later one,
+or ``failed`` with the node and its error after ``PHRAME_DEPLOY_TIMEOUT_S``. A newer deploy
+of the same ref cancels the older one. Status callbacks only store; the watcher thread decides.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -19,29 +18,42 @@ from typing import Any
 
 from config_sync.gitlab_api import Reporter
 from phrame_mqtt import Message
-from schemas import Topics
+from schemas import Topics, load_json
 
 log = logging.getLogger(__name__)
 NAME = "phrame/deploy"
 
 
-def is_converged(status: Mapping[str, Any] | None, commit: str) -> bool:
-    return bool(status) and status.get("commit") == commit and status.get("converged") is True  # type: ignore[union-attr]
+def is_converged(status: Mapping[str, Any] | None, commit: str, generation: int) -> bool:
+    """Converged on the manifest ``generation`` published for ``commit``, or on a later one.
+
+    A later generation of the node's manifest still holds this commit's items unless a
+    newer commit of the same ref replaced them, and that deploy cancels this one; so two
+    refs changing one node close together both succeed once it converges on the last.
+    Config-sync never publishes a node's manifest at a lower generation (publishing.py).
+    """
+    if not status or status.get("converged") is not True:
+        return False
+    applied = status.get("generation")
+    if applied is None:  # a status that names no generation: only its commit can tell
+        return status.get("commit") == commit
+    return isinstance(applied, int) and not isinstance(applied, bool) and applied >= generation
 
 
-def verdict(statuses: Mapping[str, dict[str, Any]], commit: str, nodes: list[str]) -> tuple[str, str]:
-    """``("success", ...)`` when every node converged on ``commit``, else ``("running", who)``."""
-    waiting = [n for n in nodes if not is_converged(statuses.get(n), commit)]
+def verdict(statuses: Mapping[str, dict[str, Any]], commit: str, nodes: Mapping[str, int]) -> tuple[str, str]:
+    """``("success", ...)`` when every node converged on its generation (``nodes``: node ->
+    the generation published for ``commit``), else ``("running", who)``."""
+    waiting = [n for n, gen in sorted(nodes.items()) if not is_converged(statuses.get(n), commit, gen)]
     if not waiting:
         return "success", f"{len(nodes)} node(s) converged on {commit[:12]}"
     return "running", "waiting for " + ", ".join(waiting)
 
 
-def failure(statuses: Mapping[str, dict[str, Any]], commit: str, nodes: list[str]) -> str:
+def failure(statuses: Mapping[str, dict[str, Any]], commit: str, nodes: Mapping[str, int]) -> str:
     """The first node that did not converge, and why, for the failed status."""
-    for node in nodes:
+    for node, generation in sorted(nodes.items()):
         status = statuses.get(node)
-        if is_converged(status, commit):
+        if is_converged(status, commit, generation):
             continue
         if not status:
             return f"{node}: no status reported"
@@ -52,7 +64,8 @@ def failure(statuses: Mapping[str, dict[str, Any]], commit: str, nodes: list[str
             return f"{node}: {text}"
         if status.get("state") == "offline":
             return f"{node}: offline"
-        return f"{node}: not converged (at {str(status.get('commit'))[:12]})"
+        at = f"{str(status.get('commit'))[:12]}, generation {status.get('generation')} of {generation}"
+        return f"{node}: not converged (at {at})"
     return "converged"
 
 
@@ -60,7 +73,7 @@ def failure(statuses: Mapping[str, dict[str, Any]], commit: str, nodes: list[str
 class Deployment:
     ref: str
     commit: str
-    nodes: list[str]
+    nodes: dict[str, int]  # node -> the manifest generation published for ``commit``
     deadline: float
 
 
@@ -90,8 +103,8 @@ class DeployWatcher:
         """MQTT callback (network thread): store the node's status; never raise."""
         try:
             node = self.topics.parse(msg.topic).node
-            doc = json.loads(msg.payload) if msg.payload else None
-        except (ValueError, UnicodeDecodeError):
+            doc = load_json(msg.payload) if msg.payload else None
+        except ValueError:
             return
         if node is None or not (doc is None or isinstance(doc, dict)):
             return
@@ -102,12 +115,15 @@ class DeployWatcher:
                 self.statuses[node] = doc
             self._cond.notify_all()
 
-    def watch(self, ref: str, commit: str, nodes: list[str]) -> None:
+    def watch(self, ref: str, commit: str, nodes: Mapping[str, int]) -> None:
+        """Follow ``commit`` of ``ref`` on ``nodes`` (node -> its published manifest generation)."""
         if not nodes:
             return
         with self._cond:
             older = self.active.pop(ref, None)
-            self.active[ref] = Deployment(ref, commit, sorted(nodes), self.clock() + self.timeout_s)
+            self.active[ref] = Deployment(
+                ref, commit, dict(sorted(nodes.items())), self.clock() + self.timeout_s
+            )
             self._cond.notify_all()
         if older is not None and older.commit != commit:
             self._report(older.commit, "canceled", f"superseded by {commit[:12]}", ref)

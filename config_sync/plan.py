@@ -10,13 +10,12 @@ No I/O here: callers hand in payloads and get actions back.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from config_repo.render import carry_forward
-from schemas import Topic, Topics, canonical_json
+from schemas import Topic, Topics, canonical_json, load_json
 from schemas.topics import ITEM_KINDS
 
 PLAN_MARKER = "<!-- phrame:plan -->"
@@ -82,8 +81,8 @@ def decode(
             out[topic] = hit[1]
             continue
         try:
-            doc = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            doc = load_json(raw)
+        except ValueError:
             continue
         if isinstance(doc, dict):
             out[topic] = doc
@@ -100,10 +99,17 @@ def desired_state(
     commit: str,
     environments: Collection[str] | None = None,
     previous: dict[str, dict[str, Any]] | None = None,
+    nodes: Collection[str] | None = None,
+    floor: Mapping[str, int] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The whole owned desired plane after applying ``rendered`` to ``environments``
     (``None``: all). Items of other environments stay as published; every node's
-    manifest is rebuilt from its items, then generations and commits are carried forward."""
+    manifest is rebuilt from its items, then generations and commits are carried forward.
+
+    Manifests go to ``nodes`` (the fleet: the default ref's inventory, whichever ref
+    publishes, so two refs never disagree on it; ``None``: the nodes ``rendered`` has a
+    manifest for) and to any node holding an item. A manifest that changes gets a
+    generation above ``floor`` (the highest published before, per node)."""
     if previous is None:
         previous = decode(published, topics)
 
@@ -111,20 +117,21 @@ def desired_state(
         return environments is None or parsed.environment in environments
 
     items: dict[str, dict[str, Any]] = {}
-    nodes: set[str] = set()
+    fleet: set[str] = set(nodes or ())
     for topic, payload in rendered.items():
         parsed = _parse(topics, topic)
         if parsed is None:
             continue
         if parsed.kind == "manifest":
-            nodes.add(str(parsed.node))
+            if nodes is None:
+                fleet.add(str(parsed.node))
         elif in_scope(parsed):
             items[topic] = payload
     for topic, payload in previous.items():
         parsed = _parse(topics, topic)
         if parsed is not None and parsed.kind != "manifest" and not in_scope(parsed):
             items[topic] = payload
-    per_node: dict[str, dict[str, str]] = {n: {} for n in nodes}
+    per_node: dict[str, dict[str, str]] = {n: {} for n in fleet}
     for topic, payload in items.items():
         parsed = _parse(topics, topic)
         if parsed is not None and parsed.node is not None:
@@ -138,7 +145,14 @@ def desired_state(
             "commit": commit,
             "items": dict(sorted(node_items.items())),
         }
-    return carry_forward(new, previous, _CachedTopics(topics.prefix))
+    out = carry_forward(new, previous, _CachedTopics(topics.prefix))
+    for node in per_node:
+        topic = topics.manifest(node)
+        manifest = out[topic]
+        above = (floor or {}).get(node, 0) + 1
+        if manifest is not previous.get(topic) and manifest["generation"] < above:
+            out[topic] = {**manifest, "generation": above}
+    return out
 
 
 def publish_plan(

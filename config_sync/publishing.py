@@ -9,7 +9,6 @@ Items go out as one acknowledged batch, then manifests and sync topics as anothe
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -20,7 +19,7 @@ from typing import Any, Protocol
 from config_sync.errors import PublishError
 from config_sync.plan import PublishPlan, decode, desired_state, publish_plan, sync_payload
 from phrame_mqtt import MqttError
-from schemas import Topics, canonical_json
+from schemas import Topics, canonical_json, load_json
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +51,10 @@ class Outcome:
     errors: list[dict[str, Any]] = field(default_factory=list)
     messages: list[tuple[str, bytes | None]] = field(default_factory=list)
     changed_nodes: list[str] = field(default_factory=list)
+    generations: dict[str, int] = field(default_factory=dict)  # changed node -> its manifest's
     seconds: float = 0.0
     send_seconds: float = 0.0  # of ``seconds``: publishing and waiting for every PUBACK
+    tracked: bool = True  # False: the ref is no longer tracked, nothing was done
 
 
 class Publisher:
@@ -72,6 +73,10 @@ class Publisher:
         self.published: dict[str, bytes] | None = None  # None: rebuild from the broker first
         self.messages_total = 0
         self._decoded: dict[str, tuple[bytes, dict[str, Any]]] = {}  # topic -> (payload, its JSON)
+        # the highest manifest generation seen per node, kept across rebuilds: a manifest
+        # cleared (node left the inventory) or lost (broker without persistence) comes back
+        # above it, so generations only grow and the deploy watch can compare them
+        self.generations: dict[str, int] = {}
         self._lock = threading.Lock()  # held for a whole publication, PUBACK waits included
         self._stale = threading.Event()  # set by invalidate(): rebuild before the next publication
 
@@ -81,7 +86,23 @@ class Publisher:
             self.published = self.broker.collect_retained(self.topics.desired_filter(), settle=0.3)
         except MqttError as e:
             raise PublishError(f"cannot read the published desired state: {e}") from e
+        self._note_generations(self.published.items())
         log.info("rebuilt the published state: %d retained desired topics", len(self.published))
+
+    def _note_generations(self, manifests: Iterable[tuple[str, bytes | None]]) -> None:
+        for topic, raw in manifests:
+            doc = _json(raw)
+            node = self._manifest_node(topic)
+            if doc is None or node is None or not isinstance(doc.get("generation"), int):
+                continue
+            self.generations[node] = max(self.generations.get(node, 0), doc["generation"])
+
+    def _manifest_node(self, topic: str) -> str | None:
+        try:
+            parsed = self.topics.parse(topic)
+        except ValueError:
+            return None
+        return parsed.node if parsed.plane == "desired" and parsed.kind == "manifest" else None
 
     def invalidate(self) -> None:
         """Forget what is published; the next publication re-reads it from the broker.
@@ -101,11 +122,16 @@ class Publisher:
         rendered: Mapping[str, dict[str, Any]] | None,
         errors: list[dict[str, Any]],
         handed_over: Collection[str] = (),
+        nodes: Collection[str] | None = None,
+        declared: Collection[str] | None = None,
     ) -> Outcome:
         """Publish ``rendered`` (the topics of ``environments`` at ``commit``) or, with
         ``errors``, only the sync topics that report them. ``handed_over``: environments
         this commit still declares but another ref tracks; that ref publishes (or clears)
-        them, so this one never clears them on the way."""
+        them, so this one never clears them on the way. ``nodes``: the fleet (the default
+        ref's inventory; ``None``: the nodes of ``rendered``). ``declared``: every environment
+        the default ref declares, when it is the default ref publishing; any other
+        environment found published is cleared (no ref owns it any more)."""
         started = time.monotonic()
         with self._lock:  # one publication at a time: each diffs against the last
             if self._stale.is_set():
@@ -119,7 +145,10 @@ class Publisher:
             gone: list[str] = []
             if not errors and rendered is not None:
                 # environments this ref published before but no longer declares: clear them too
-                gone = sorted(self._environments_of(ref, published) - set(environments) - set(handed_over))
+                mine = self._environments_of(ref, published)
+                if declared is not None:
+                    mine |= self._environments_of(None, published) - set(declared)
+                gone = sorted(mine - set(environments) - set(handed_over))
                 scope = {*environments, *gone}
                 previous = decode(published, self.topics, self._decoded)
                 desired = desired_state(
@@ -129,6 +158,8 @@ class Publisher:
                     commit=commit,
                     environments=scope,
                     previous=previous,
+                    nodes=nodes,
+                    floor=self.generations,
                 )
                 plan = publish_plan(desired, published, self.topics, previous=previous)
             items: list[tuple[str, bytes | None]] = [*plan.items, *((t, None) for t in plan.clears)]
@@ -141,6 +172,9 @@ class Publisher:
             sending = time.monotonic()
             for step in steps:
                 self._send(step, commit, published)
+            self._note_generations(plan.manifests)
+            changed = plan.changed_nodes(self.topics)
+            generations = {n: self.generations[n] for n in changed}
             for topic, doc in desired.items():  # what we just published needs no decoding later
                 if topic in published:
                     self._decoded[topic] = (published[topic], doc)
@@ -154,7 +188,8 @@ class Publisher:
             environments=sorted(environments),
             errors=errors,
             messages=messages,
-            changed_nodes=plan.changed_nodes(self.topics),
+            changed_nodes=changed,
+            generations=generations,
             seconds=time.monotonic() - started,
             send_seconds=sent_s,
         )
@@ -205,7 +240,8 @@ class Publisher:
                 published.pop(topic, None)
                 self._decoded.pop(topic, None)
 
-    def _environments_of(self, ref: str, published: Mapping[str, bytes]) -> set[str]:
+    def _environments_of(self, ref: str | None, published: Mapping[str, bytes]) -> set[str]:
+        """Environments whose sync topic names ``ref`` (``None``: any ref)."""
         found = set()
         for topic, raw in published.items():
             try:
@@ -213,7 +249,7 @@ class Publisher:
             except ValueError:
                 continue
             doc = _json(raw) if parsed.kind == "sync" else None
-            if doc is not None and doc.get("ref") == ref and parsed.environment:
+            if doc is not None and ref in (None, doc.get("ref")) and parsed.environment:
                 found.add(parsed.environment)
         return found
 
@@ -227,7 +263,7 @@ def _json(raw: bytes | None) -> dict[str, Any] | None:
     if not raw:
         return None
     try:
-        doc = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        doc = load_json(raw)
+    except ValueError:
         return None
     return doc if isinstance(doc, dict) else None

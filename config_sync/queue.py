@@ -53,6 +53,9 @@ class Worker:
         with self._cond:
             return len(self._pending)
 
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
     def is_idle(self) -> bool:
         with self._cond:
             return not self._pending and not self._busy
@@ -63,10 +66,12 @@ class Worker:
             return self._cond.wait_for(lambda: not self._pending and not self._busy, timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop taking work; wait up to ``timeout`` for a running job (0: do not wait,
+        which is also what a worker stopping itself from its own job gets)."""
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-        if self._thread.is_alive():
+        if timeout > 0 and self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
     def _next(self) -> Job | None:
@@ -118,6 +123,7 @@ class WorkQueue:
         self.poll_s = poll_s
         self.debounce_s = debounce_s
         self.workers: dict[str, Worker] = {}
+        self._retired: list[Worker] = []  # stopped, maybe still ending a job: joined by stop()
         self._lock = threading.Lock()
         self._stopped = False
 
@@ -130,6 +136,22 @@ class WorkQueue:
                 worker = Worker(name, poll=poll, poll_s=poll_s, debounce_s=self.debounce_s)
                 self.workers[name] = worker.start()
             return self.workers[name]
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return sorted(self.workers)
+
+    def retire(self, name: str) -> bool:
+        """Stop and forget the worker ``name`` (its poll too) without waiting for its job;
+        safe from that worker's own job. ``worker(name)`` later starts a new one."""
+        with self._lock:
+            worker = self.workers.pop(name, None)
+            if worker is None:
+                return False
+            self._retired = [w for w in self._retired if w.is_alive()] + [worker]
+        worker.stop(timeout=0)
+        log.info("worker %s retired", name)
+        return True
 
     def wait_idle(self, timeout: float) -> bool:
         """Until every worker is idle, including workers a finishing job just added."""
@@ -144,6 +166,6 @@ class WorkQueue:
     def stop(self) -> None:
         with self._lock:
             self._stopped = True
-            workers = list(self.workers.values())
+            workers = list(self.workers.values()) + self._retired
         for w in workers:
             w.stop()

@@ -159,17 +159,27 @@ class ConfigSync:
 
     # -- work (worker threads)
     def _sync(self, ref: str) -> None:
+        if ref not in self.syncer.tracked:  # the default ref took its environments back
+            self.queue.retire(f"ref:{ref}")
+            return
         with self._lock:
             self.sync_counts[ref] = self.sync_counts.get(ref, 0) + 1
         with self.metrics.sync_seconds.labels(ref).time():
             try:
-                self.syncer.sync_ref(ref)
+                outcome = self.syncer.sync_ref(ref)
             except Exception:
                 self.metrics.syncs.labels(ref, "error").inc()
                 raise
-        for tracked in sorted(self.syncer.tracked - {ref}):
-            if f"ref:{tracked}" not in self.queue.workers:  # newly tracked: its worker, poll and first sync
-                self.trigger_sync(tracked)
+        if not outcome.tracked:  # untracked while it ran
+            self.queue.retire(f"ref:{ref}")
+            return
+        tracked = self.syncer.tracked
+        for name in self.queue.names():
+            if name.startswith("ref:") and name[4:] not in tracked:  # no longer tracked: no more polls
+                self.queue.retire(name)
+        for other in sorted(tracked - {ref}):
+            if f"ref:{other}" not in self.queue.names():  # newly tracked: its worker, poll and first sync
+                self.trigger_sync(other)
 
     def _review(self, iid: int, source: str, target: str) -> None:
         try:

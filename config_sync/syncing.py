@@ -4,6 +4,8 @@ The work queue calls :meth:`Syncer.sync_ref` (a tracked ref) and :meth:`Syncer.r
 (a merge request). Both re-read everything from git, so the trigger that started them
 carries no data that matters (level-triggered). A commit that fails validation is never
 rendered or published: its errors go to the commit status and the ``sync`` topic.
+Which environments a ref publishes, and which nodes get a manifest, is the default ref's
+last valid reading's word alone, so two refs never take turns over one item.
 """
 
 from __future__ import annotations
@@ -125,38 +127,18 @@ class Syncer:
         sha = self.git.head(ref)
         reading = self.read(sha)
         errors = reading.errors
-        with self._publishing:
-            with self._lock:
-                if ref == self.default_ref and not errors:
-                    self._adopt(reading)
-                if ref not in self.tracked:
+        claimed = False
+        try:  # publish first: a slow or unreachable git host never delays a deployment
+            with self._publishing:
+                claim = self._claim(ref, reading)
+                if claim is None:
                     return _untracked(ref, sha)
-                owned = {env for env, owner in self.owners.items() if owner == ref}
-                # its own tree proposes, the default ref disposes (before any valid default
-                # reading, only the default ref syncs: its best-effort claim reports errors)
-                envs = reading.tracking(ref) & owned if self.owners else reading.tracking(ref)
-                if not envs and errors:
-                    envs = set(self.envs_by_ref.get(ref, set()))
-                if not errors:
-                    self.envs_by_ref[ref] = envs
-                # an environment another ref owns (or that this tree hands on) is that ref's
-                # to publish or clear: never cleared here on the way
-                handed = {env for env, track in reading.tracks.items() if track != ref}
-                handed |= {env for env, owner in self.owners.items() if owner != ref}
-                declared = set(self.owners) if ref == self.default_ref and self.owners else None
-                nodes = self.fleet
-            try:  # publish first: a slow or unreachable git host never delays a deployment
+                claimed = True
                 outcome = self.publisher.publish_commit(
-                    ref=ref,
-                    commit=sha,
-                    environments=envs,
-                    rendered=reading.rendered,
-                    errors=errors,
-                    handed_over=handed,
-                    nodes=nodes,
-                    declared=declared,
+                    ref=ref, commit=sha, rendered=reading.rendered, errors=errors, **claim
                 )
-            finally:
+        finally:
+            if claimed:
                 self._report_validation(sha, errors, ref)
         self.last[ref] = outcome
         if self.on_outcome is not None:
@@ -164,6 +146,34 @@ class Syncer:
         if outcome.ok and outcome.generations and self.deployer is not None:
             self.deployer.watch(ref, sha, outcome.generations)
         return outcome
+
+    def _claim(self, ref: str, reading: Reading) -> dict[str, Any] | None:
+        """What ``ref`` publishes from ``reading``: its environments, those it must leave
+        alone, the fleet; ``None`` when it is not tracked (any more)."""
+        with self._lock:
+            if ref == self.default_ref and not reading.errors:
+                self._adopt(reading)
+            if ref not in self.tracked:
+                return None
+            owned = {env for env, owner in self.owners.items() if owner == ref}
+            # its own tree proposes, the default ref disposes (before any valid default
+            # reading only the default ref syncs, and its best-effort claim reports errors)
+            envs = reading.tracking(ref) & owned if self.owners else reading.tracking(ref)
+            if not envs and reading.errors:
+                envs = set(self.envs_by_ref.get(ref, set()))
+            if not reading.errors:
+                self.envs_by_ref[ref] = envs
+            # an environment another ref owns (or that this tree hands on) is that ref's to
+            # publish or clear: never cleared here on the way
+            handed = {env for env, track in reading.tracks.items() if track != ref}
+            handed |= {env for env, owner in self.owners.items() if owner != ref}
+            default = ref == self.default_ref and bool(self.owners)
+            return {
+                "environments": envs,
+                "handed_over": handed,
+                "nodes": self.fleet,
+                "declared": set(self.owners) if default else None,
+            }
 
     def _adopt(self, reading: Reading) -> None:
         """Take ownership and the fleet from a valid reading of the default ref (lock held)."""

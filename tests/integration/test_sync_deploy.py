@@ -37,6 +37,8 @@ def test_deploy_success_when_agents_report_the_commit_and_failed_after_timeout(
         assert service.queue.wait_idle(30)
         nodes = service.syncer.last["main"].changed_nodes
         assert nodes and deploy_states(service, first)[0][0] == "running"
+        # the deploy waits for each node's published manifest generation (the first: 1)
+        assert service.deployer.active["main"].nodes == {n: 1 for n in nodes}
         with reader(mosquitto.url, "fake-agents") as agents:
             agents.publish_batch(
                 [

@@ -132,6 +132,29 @@ def test_merge_request_open_then_update_keeps_one_note(gitlab_running: tuple[Run
     )
 
 
+def test_merge_request_plan_is_against_the_merge_base(gitlab_running: tuple[Running, CannedGitLab]) -> None:
+    """feature/x adds asset-cache; meanwhile main gains probe. Merging would not remove
+    probe, so the plan (like GitLab's own MR diff) compares with the merge base."""
+    running, gitlab = gitlab_running
+    work = running.remote.work
+    work.git.checkout("-B", "feature/x", "origin/main")
+    running.remote.commit(
+        "add asset-cache",
+        branch="feature/x",
+        files={"environments/studio-a/services/asset-cache.yaml": SERVICE.format(tag=1)},
+    )
+    work.git.checkout("-B", "main", "origin/main")
+    probe = "name: probe\nimage: registry.studio.test/probe:1\nplacement:\n  node: edge-01\n"
+    running.remote.commit("add probe on main", files={"environments/studio-a/services/probe.yaml": probe})
+    assert running.post("merge-request-open.json").status_code == 202
+    running.idle()
+    assert len(gitlab.notes) == 1
+    body = gitlab.notes[0]["body"]
+    assert "1 to add, 0 to change, 0 to remove." in body
+    assert "| add | container | `studio-a.asset-cache.0` |" in body
+    assert "probe" not in body
+
+
 def test_gitlab_down_never_holds_a_deployment_back(tmp_path: Path, mosquitto: Mosquitto) -> None:
     remote = ConfigRemote(tmp_path)
     head = remote.commit("sample", copy_from=SAMPLE)

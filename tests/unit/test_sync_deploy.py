@@ -36,20 +36,50 @@ def deploys(reporter: LocalReporter) -> list[tuple[str, str, str]]:
 
 
 def test_verdict_and_failure_text() -> None:
-    statuses = {"a": {"commit": SHA, "converged": True}, "b": {"commit": OLD, "converged": True}}
-    assert verdict(statuses, SHA, ["a"])[0] == "success"
-    assert verdict(statuses, SHA, ["a", "b"]) == ("running", "waiting for b")
-    assert failure(statuses, SHA, ["a", "b"]) == f"b: not converged (at {OLD[:12]})"
-    assert failure({}, SHA, ["c"]) == "c: no status reported"
+    statuses = {
+        "a": {"commit": SHA, "generation": 3, "converged": True},
+        "b": {"commit": OLD, "generation": 2, "converged": True},
+    }
+    assert verdict(statuses, SHA, {"a": 3})[0] == "success"
+    assert verdict(statuses, SHA, {"a": 3, "b": 3}) == ("running", "waiting for b")
+    assert failure(statuses, SHA, {"a": 3, "b": 3}) == f"b: not converged (at {OLD[:12]}, generation 2 of 3)"
+    assert failure({}, SHA, {"c": 1}) == "c: no status reported"
     errs = {"c": {"commit": SHA, "converged": False, "errors": [{"message": "pull failed: 404"}]}}
-    assert failure(errs, SHA, ["c"]) == "c: pull failed: 404"
-    assert failure({"d": {"state": "offline", "commit": OLD}}, SHA, ["d"]) == "d: offline"
+    assert failure(errs, SHA, {"c": 1}) == "c: pull failed: 404"
+    assert failure({"d": {"state": "offline", "commit": OLD}}, SHA, {"d": 1}) == "d: offline"
+    # a status naming no generation: only its commit tells
+    assert verdict({"e": {"commit": SHA, "converged": True}}, SHA, {"e": 9})[0] == "success"
+    assert verdict({"e": {"commit": OLD, "converged": True}}, SHA, {"e": 9})[0] == "running"
+
+
+def test_two_refs_on_one_node_both_succeed_when_it_converges_on_the_last() -> None:
+    """main's commit A then release's commit B change edge-01 (generations 4 then 5); the
+    agent converges once, on generation 5 (commit B), which still holds A's items."""
+    reporter, clock = LocalReporter(), Clock()
+    watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
+    watcher.watch("main", SHA, {"edge-01": 4})
+    watcher.watch("release", OLD, {"edge-01": 5})
+    watcher.on_status(status("edge-01", commit=OLD, generation=5, converged=True))
+    clock.now += 61
+    watcher.check()
+    assert not watcher.active
+    finished = {(s[0][:1], s[1]) for s in watcher.finished}
+    assert finished == {("a", "success"), ("b", "success")}
+    # converged, but on a generation older than the deploy's: not done
+    watcher.watch("main", SHA, {"edge-01": 6})
+    clock.now += 61
+    watcher.check()
+    assert deploys(reporter)[-1] == (
+        "a",
+        "failed",
+        f"edge-01: not converged (at {OLD[:12]}, generation 5 of 6)",
+    )
 
 
 def test_running_then_success_when_every_node_converged() -> None:
     reporter, clock = LocalReporter(), Clock()
     watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
-    watcher.watch("main", SHA, ["edge-01", "core-01"])
+    watcher.watch("main", SHA, {"edge-01": 1, "core-01": 1})
     assert deploys(reporter) == [("a", "running", "waiting for core-01, edge-01")]
     watcher.on_status(status("edge-01", commit=SHA, converged=True))
     watcher.on_status(status("core-01", commit=SHA, converged=False))
@@ -64,7 +94,7 @@ def test_running_then_success_when_every_node_converged() -> None:
 def test_failed_with_node_and_error_after_the_timeout() -> None:
     reporter, clock = LocalReporter(), Clock()
     watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
-    watcher.watch("main", SHA, ["edge-01"])
+    watcher.watch("main", SHA, {"edge-01": 1})
     watcher.on_status(status("edge-01", commit=SHA, converged=False, errors=["port 9200 in use"]))
     clock.now += 59
     watcher.check()
@@ -77,8 +107,8 @@ def test_failed_with_node_and_error_after_the_timeout() -> None:
 def test_newer_deploy_cancels_the_older_and_garbage_is_ignored() -> None:
     reporter = LocalReporter()
     watcher = DeployWatcher(reporter, T, timeout_s=60, clock=Clock())
-    watcher.watch("main", OLD, ["edge-01"])
-    watcher.watch("main", SHA, ["edge-01"])
+    watcher.watch("main", OLD, {"edge-01": 1})
+    watcher.watch("main", SHA, {"edge-01": 1})
     assert ("b", "canceled", f"superseded by {SHA[:12]}") in deploys(reporter)
     watcher.on_status(Message(T.status("edge-01"), b"not json", True))
     watcher.on_status(Message("elsewhere/x", b"{}", True))
@@ -104,8 +134,8 @@ class FlakyReporter(LocalReporter):
 def test_one_failed_report_leaves_no_other_deployment_running() -> None:
     reporter = FlakyReporter(broken=OLD)
     watcher = DeployWatcher(reporter, T, timeout_s=60, clock=Clock())
-    watcher.watch("hotfix", OLD, ["edge-02"])  # its "running" report fails, it is watched anyway
-    watcher.watch("main", SHA, ["edge-01"])
+    watcher.watch("hotfix", OLD, {"edge-02": 1})  # its "running" report fails, it is watched anyway
+    watcher.watch("main", SHA, {"edge-01": 1})
     watcher.on_status(status("edge-02", commit=OLD, converged=True))
     watcher.on_status(status("edge-01", commit=SHA, converged=True))
     watcher.check()

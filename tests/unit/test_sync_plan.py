@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,36 @@ def test_markdown_lists_every_error_and_escapes_pipes() -> None:
 
 def test_no_changes_says_so() -> None:
     assert "No changes" in plan_markdown([], [], commit=SHA1)
+
+
+def test_the_fleet_decides_which_nodes_get_a_manifest(rendered: dict[str, Any]) -> None:
+    """Every ref builds manifests for the default ref's inventory: a ref whose own nodes/
+    lacks a node neither clears that node's manifest nor invents one for a node it alone has."""
+    nodes = {T.parse(t).node for t in rendered if T.parse(t).kind == "manifest"}
+    fleet = {*nodes, "edge-09"} - {"edge-03"}
+    published = published_of(desired_state(rendered, {}, topics=T, commit=SHA1, nodes=fleet))
+    assert T.manifest("edge-09") in published
+    assert json_of(published[T.manifest("edge-09")])["items"] == {}
+    # edge-03 holds items (the mixer), so it keeps a manifest though outside the fleet
+    assert T.manifest("edge-03") in published
+    again = desired_state(rendered, published, topics=T, commit=SHA2, nodes=fleet)
+    assert publish_plan(again, published, T).is_empty
+
+
+def test_a_manifest_published_again_continues_above_the_highest_generation(
+    rendered: dict[str, Any],
+) -> None:
+    """A node's manifest cleared or lost (broker without persistence) comes back above
+    every generation published before, so the deploy watch can compare generations."""
+    published = published_of(rendered)
+    lost = {t: p for t, p in published.items() if t != T.manifest("edge-01")}
+    desired = desired_state(rendered, lost, topics=T, commit=SHA2, floor={"edge-01": 7, "core-01": 9})
+    assert desired[T.manifest("edge-01")]["generation"] == 8
+    # unchanged manifests are carried forward byte for byte, whatever the floor
+    assert canonical_json(desired[T.manifest("core-01")]) == published[T.manifest("core-01")]
+
+
+def json_of(raw: bytes) -> dict[str, Any]:
+    doc = json.loads(raw)
+    assert isinstance(doc, dict)
+    return doc
