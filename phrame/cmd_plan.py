@@ -3,7 +3,9 @@
 Prints the same Markdown plan config-sync posts on a merge request: per node, the
 containers, networks and processes to add, change (with the changed fields) and remove,
 or every problem of the new state. ``--to`` defaults to the files on disk (``HEAD`` for
-a bare repository); ``--from`` to ``main``. Exits 0 valid, 1 invalid, 2 usage.
+a bare repository); ``--from`` to ``main``. Like the note, the old side is the merge base
+of the two, so a branch behind ``--from`` does not show its newer work as removals.
+Exits 0 valid, 1 invalid, 2 usage.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+
+import git
 
 from config_repo import ConfigError, load, render, validate
 from config_repo.sources import GitSource
@@ -39,11 +43,22 @@ def _source(path: str, ref: str | None, *, git_only: bool = False) -> Any:
     return GitSource(path, ref or "HEAD") if git_only else open_source(path, ref)
 
 
+def _merge_base(path: str, from_ref: str, to_ref: str | None) -> str:
+    """Where ``to_ref`` (default ``HEAD``) left ``from_ref``; ``from_ref`` itself when the
+    histories are unrelated or ``path`` is no git repository."""
+    try:
+        bases = git.Repo(path, search_parent_directories=True).merge_base(from_ref, to_ref or "HEAD")
+    except (git.GitError, ValueError):
+        return from_ref
+    return str(bases[0].hexsha) if bases else from_ref
+
+
 def run(args: argparse.Namespace) -> int:
     topics = Topics(args.prefix)
+    base = _merge_base(args.path, args.from_ref, args.to_ref)
     try:
         new, errors, commit = _topics_at(_source(args.path, args.to_ref), topics)
-        old, old_errors, _ = _topics_at(_source(args.path, args.from_ref, git_only=True), topics)
+        old, old_errors, _ = _topics_at(_source(args.path, base, git_only=True), topics)
     except ConfigError as e:
         print(f"phrame plan: {e}", file=sys.stderr)
         return 2

@@ -47,3 +47,18 @@ def test_plan_between_refs_and_of_an_invalid_ref(
     assert phrame_main(["plan", str(remote.bare_path), "--to", "feature/y"]) == 1
     assert "this commit will not be deployed" in capsys.readouterr().out
     assert phrame_main(["plan", str(remote.bare_path), "--from", "nope"]) == 2
+
+
+def test_plan_of_a_branch_behind_main_is_against_the_merge_base(
+    remote: ConfigRemote, capsys: pytest.CaptureFixture[str]
+) -> None:
+    remote.work.git.checkout("-B", "feature/x", "origin/main")
+    remote.commit(
+        "add", branch="feature/x", files={"environments/studio-a/services/asset-cache.yaml": SERVICE}
+    )
+    remote.work.git.checkout("-B", "main", "origin/main")  # main moves on without it
+    probe = SERVICE.replace("asset-cache", "probe")
+    remote.commit("add probe", branch="main", files={"environments/studio-a/services/probe.yaml": probe})
+    assert phrame_main(["plan", str(remote.bare_path), "--to", "feature/x"]) == 0
+    out = capsys.readouterr().out
+    assert "1 to add, 0 to change, 0 to remove" in out and "probe" not in out
