@@ -65,6 +65,7 @@ class MqttClient:
         self._tokens: TokenProvider | None = None
         self._network_thread: threading.Thread | None = None
         self.connect_count = 0
+        self.session_resumed = False  # the last connect found our session (see _on_connect)
 
     # -- lifecycle
     def start(self, timeout: float | None = 10.0) -> None:
@@ -269,6 +270,9 @@ class MqttClient:
             # A resumed session still holds our subscriptions: renew them without
             # replaying every retained message (v5 retain handling 1).
             self._send_subscribe(filters, retain_handling=1 if flags.session_present else 0)
+        # Whether the broker kept our session: then QoS 1 messages sent while we were away
+        # were queued for us and nothing was missed (3.1.1 with a clean session: never).
+        self.session_resumed = bool(flags.session_present)
         self.connect_count += 1
         log.info(
             "connected to %s (session present: %s, %d subscriptions renewed)",
