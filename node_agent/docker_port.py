@@ -116,28 +116,23 @@ class DockerPort:
     def find_own_container(self, proc: Path = Path("/proc/self")) -> str | None:
         """The managed container this process runs in, if any (called once, at start-up).
 
-        With an overlay root the answer is exact: the managed container whose upper
-        directory is ours, or none (then whatever /etc mounts or cgroups suggest, no managed
-        container is ours). Otherwise, or when Docker cannot be asked, the cgroup and mount
-        guess of :func:`detect_own_container_id`.
+        With an overlay root it is the managed container whose upper directory is ours, an
+        exact match. When none matches (or the daemon gives no GraphDriver data, as with the
+        containerd image store, or cannot be asked) it is the cgroup and mount guess of
+        :func:`detect_own_container_id`: wrongly taking another container for our own only
+        leaves that one alone, while missing our own would be the unsafe mistake.
         """
         upper = root_upperdir(proc)
-        if upper is None:
-            return detect_own_container_id(proc)
-        unknown = 0  # containers whose upper directory the daemon does not say
-        try:
-            for c in self.list_containers():
-                graph = self.inspect_container(c.id).get("GraphDriver") or {}
-                theirs = (graph.get("Data") or {}).get("UpperDir")
-                if theirs == upper:
-                    return c.id
-                unknown += not theirs
-        except DockerError as e:
-            log.warning("cannot match this process's root with a container (%s); guessing", e)
-            return detect_own_container_id(proc)
-        if unknown:  # e.g. the containerd image store: no GraphDriver data to match
-            return detect_own_container_id(proc)
-        return None
+        if upper is not None:
+            try:
+                for c in self.list_containers():
+                    graph = self.inspect_container(c.id).get("GraphDriver") or {}
+                    theirs = (graph.get("Data") or {}).get("UpperDir")
+                    if theirs and _same_upper(theirs, upper):
+                        return c.id
+            except DockerError as e:
+                log.warning("cannot match this process's root with a container (%s); guessing", e)
+        return detect_own_container_id(proc)
 
     # -- images
     def ensure_image(self, image: str, *, always: bool = False) -> None:
@@ -238,6 +233,8 @@ class DockerPort:
                 raise DockerError(f"{name} is {state.get('Status')} (exit {state.get('ExitCode')})")
             if health == "unhealthy":  # settled: its health_status event triggers the next pass
                 raise DockerError(f"{name} is unhealthy")
+            if state.get("Restarting"):  # crash-looping: its next start or die brings a pass
+                raise DockerError(f"{name} is restarting (exit {state.get('ExitCode')})")
             if time.monotonic() > deadline:
                 raise DockerError(f"{name} not ready after {timeout:.0f}s (health {health})")
             if self._cancelled.wait(poll):
@@ -277,3 +274,9 @@ class DockerPort:
         }
         stream: Iterator[dict[str, Any]] = self.api.events(decode=True, filters=filters)
         return stream
+
+
+def _same_upper(theirs: str, ours: str) -> bool:
+    """The daemon's absolute UpperDir against ours from mountinfo, which overlay2 makes
+    relative to its root (``<id>/diff``) when the mount options would not fit a page."""
+    return theirs == ours or (not ours.startswith("/") and theirs.endswith("/" + ours))

@@ -153,8 +153,10 @@ class Agent:
         """Connect both planes, however long the broker takes (a host may boot before it);
         False when stopped first. A refused login raises: waiting would not fix it."""
         try:
-            self.actual_client.start(timeout=None)
-            self.desired_client.start(timeout=None)
+            for client in (self.actual_client, self.desired_client):
+                if self.stop_event.is_set():  # a SIGTERM between the two: stop() found nothing to stop
+                    raise MqttError("stopped before connecting")
+                client.start(timeout=None)
         except MqttError:
             if not self.stop_event.is_set():
                 self.actual_client.stop()

@@ -95,6 +95,9 @@ class Supervisor:
                 e.started_at = meta.get("started_at")
                 up_for = time.time() - float(e.started_at or time.time())
                 e.up_since = self.clock() - max(0.0, up_for)
+                # the previous agent watched it: up long enough counts as its two checks, so a
+                # restarted agent does not take a finished handover for a fresh one
+                e.up_checks = 2 if up_for >= self.stable_after_s else 1
                 log.info("re-adopted process %s (pid %s)", meta_file.parent.name, e.pid)
             self._entries[meta_file.parent.name] = e
 
@@ -184,7 +187,11 @@ class Supervisor:
         return min(times) if times else None
 
     def _stable(self, e: _Entry, now: float) -> bool:
-        return e.pid is not None and e.up_checks >= 2 and now - e.up_since >= self.stable_after_s
+        """Up at two consecutive checks and for ``stable_after_s``, doubled for each crash
+        since the last stable run: a process that dies after a few seconds stops counting
+        as stable, so the container it replaces stays instead of coming and going."""
+        needed = self.stable_after_s * 2 ** min(e.failures, 6)
+        return e.pid is not None and e.up_checks >= 2 and now - e.up_since >= needed
 
     def _observed(self, item_id: str, e: _Entry, now: float) -> ObservedProcess:
         running = e.pid is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import docker.errors
 import pytest
 
 from node_agent.docker_port import DockerPort
+from node_agent.errors import DockerError
 from node_agent.models import DIGEST, MANAGED, NODE
 from node_agent.reconcile import Reconciler
 from tests.support import agent_support as spec
@@ -259,3 +261,31 @@ def test_two_nodes_on_one_daemon_share_a_network_name(env: Env):
     assert third.converged, third.errors
     assert [n.name for n in env.client.networks.list(names=[net["name"]])] == [net["name"]]
     assert env.client.networks.get(net["name"]).attrs["Labels"][NODE] == env.node
+
+
+def test_a_crash_looping_dependency_is_not_ready(env: Env):
+    """Docker reports such a container Running and Restarting between attempts: waiting for
+    it must fail at once (its next die event brings a pass), never wait it out or catch it
+    in one of its brief running moments and call it ready."""
+    c = env.client.containers.run(
+        env.image,
+        ["sh", "-c", "exit 3"],
+        detach=True,
+        restart_policy={"Name": "always"},
+        labels={TEST_LABEL: env.label},
+    )
+    port = DockerPort(env.node, client=env.client, stop_timeout=1)
+    deadline = time.monotonic() + 30
+    while c.attrs["RestartCount"] < 3:  # its restart delay has grown past the start time
+        assert time.monotonic() < deadline, "the container never crash-looped"
+        time.sleep(0.2)
+        c.reload()
+    said = []
+    for _ in range(5):  # a call may land in one of its running moments: then it returns
+        began = time.monotonic()
+        try:
+            port.wait_ready(c.name, timeout=3)
+        except DockerError as e:
+            said.append(str(e))
+            assert time.monotonic() - began < 2
+    assert any(f"{c.name} is restarting" in e for e in said), said

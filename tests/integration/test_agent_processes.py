@@ -96,10 +96,14 @@ def test_a_new_agent_re_adopts_running_processes(tmp_path: Path, supervisors):
     subprocess.run([sys.executable, "-c", code, str(tmp_path), json.dumps(job)], check=True)
     pid = json.loads((tmp_path / "processes" / "e.job.0" / "meta.json").read_text())["pid"]
     assert psutil.pid_exists(pid)
-    new = Supervisor(tmp_path)  # the agent restarted
+    time.sleep(0.3)
+    new = Supervisor(tmp_path, stable_after_s=0.2)  # the agent restarted
     supervisors.append(new)
     seen = new.check()["e.job.0"]
     assert seen.pid == pid and seen.state == "running" and seen.digest == job["digest"]
+    # up for longer than stable_after_s under the previous agent: a finished handover stays
+    # finished, the first check of the new agent already counts it stable
+    assert seen.is_stable
     new.stop("e.job.0")
     assert pid is not None
     wait_dead(pid)
@@ -195,3 +199,26 @@ def test_a_process_runs_as_its_user_and_an_unknown_user_is_an_error(tmp_path: Pa
         sup.start(spec.process("e", "as-ghost", ["sleep", "600"], user="no-such-user"))
     ghost = sup.check()["e.as-ghost.0"]
     assert ghost.state == "backoff" and "no-such-user" in (ghost.error or "")
+
+
+def test_each_crash_doubles_the_time_a_process_must_stay_up_to_count_stable(tmp_path: Path, supervisors):
+    """A process that dies a few seconds in must not hand over (and take back) its container
+    again and again: after a crash it must stay up twice as long to count as stable."""
+    clock = FakeClock()
+    sup = Supervisor(tmp_path, clock=clock, base_backoff=1.0, stable_after_s=2.0)
+    supervisors.append(sup)
+    sup.start(spec.process("e", "mon", ["sleep", "600"]))
+    sup.check()
+    clock.now += 2.5
+    first = sup.check()["e.mon.0"]
+    assert first.is_stable  # 2 checks, 2.5 s up
+    os.kill(first.pid or 0, signal.SIGKILL)
+    wait_dead(first.pid or 0)
+    assert sup.check()["e.mon.0"].state == "backoff"
+    clock.now += 1.5  # the backoff (1 s) elapsed: restarted
+    again = sup.check()["e.mon.0"]
+    assert again.state == "running" and again.pid != first.pid
+    clock.now += 2.5
+    assert not sup.check()["e.mon.0"].is_stable  # after one crash: 4 s needed
+    clock.now += 2.0
+    assert sup.check()["e.mon.0"].is_stable

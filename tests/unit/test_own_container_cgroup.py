@@ -88,3 +88,13 @@ def test_root_upperdir_is_none_on_a_bare_host_or_without_mountinfo(tmp_path: Pat
     assert root_upperdir(tmp_path) is None
     (tmp_path / "mountinfo").write_text("27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n")
     assert root_upperdir(tmp_path) is None
+
+
+def test_a_relative_upperdir_matches_the_daemons_absolute_one():
+    from node_agent.docker_port import _same_upper
+
+    absolute = "/var/lib/docker/overlay2/f515aa/diff"
+    assert _same_upper(absolute, absolute)
+    assert _same_upper(absolute, "f515aa/diff")  # overlay2's short form for long option lists
+    assert not _same_upper(absolute, "515aa/diff")
+    assert not _same_upper(absolute, "/other/overlay2/f515aa/diff")
