@@ -1,4 +1,4 @@
-"""Whether placement hears the actual plane, and resuming liveness on every (re)connect.
+"""Whether placement hears the actual plane; liveness resumed after a reconnect that lost messages.
 
 The loop asks :meth:`Listening.check` before each pass and decides nothing while it is
 false: heartbeats missed while disconnected say nothing about the nodes, and deciding on
@@ -24,6 +24,9 @@ class Connection(Protocol):
 
     @property
     def connect_count(self) -> int: ...
+
+    @property
+    def session_resumed(self) -> bool: ...
 
 
 class Listening:
@@ -53,8 +56,14 @@ class Listening:
         self._listened_at = now
 
     def check(self) -> bool:
-        """Whether the actual plane is heard now; resumes liveness after any reconnect, even
-        one that happened between two checks (the connect count moved)."""
+        """Whether the actual plane is heard now; resumes liveness after a reconnect that may
+        have missed messages, even one that happened between two checks (the connect count
+        moved). A reconnect that resumed our session missed nothing (QoS 1 heartbeats were
+        queued for us), as for every OAuth2 token switch: resuming then would restart the
+        grace period of known-offline nodes at each switch, and with short-lived tokens their
+        replicas would never move. Unless a check found us disconnected: that gap outlasted
+        a pass, which a token switch never does, and the broker's queue for a session is
+        bounded (mosquitto's ``max_queued_messages``), so heartbeats may have been dropped."""
         now = self.clock()
         if not self.connection.is_connected:
             if self.deaf_since is None:
@@ -62,9 +71,12 @@ class Listening:
                 log.warning("%s; nodes keep their replicas meanwhile", self.reason)
             return False
         if self.connection.connect_count != self._connects:
-            if self._connects >= 0:
-                log.info("heard the actual plane again: every node gets a whole timeout from now")
-            self.resume()
+            if self._connects < 0 or not self.connection.session_resumed or self.deaf_since is not None:
+                if self._connects >= 0:
+                    log.info("heard the actual plane again: every node gets a whole timeout from now")
+                self.resume()
+            else:  # the session was kept: queued heartbeats were delivered, nothing was missed
+                self._connects = self.connection.connect_count
         self.deaf_since = None
         self._listened_at = now
         return True

@@ -3,24 +3,36 @@
 The loop feeds every heartbeat/status message in (from the MQTT network thread) and asks
 for :meth:`Liveness.health` at a clock value before each decision. A node is offline when
 its last heartbeat is older than ``PHRAME_NODE_TIMEOUT_S`` or its status says ``offline``
-(the agent's last will). On every (re)connect the loop calls :meth:`Liveness.resume`, so
-time spent not listening never reads as nodes going offline. Never acts on an invalid
-payload; never reads the clock itself.
+(the agent's last will). After a (re)connect that may have missed messages the loop calls
+:meth:`Liveness.resume`, and so does :meth:`Liveness.decision_health` when a full disruption
+ends, so time spent not hearing the fleet never reads as nodes going offline. Never acts on
+an invalid payload; never reads the clock itself.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from placement.models import NodeHealth
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
 class _Seen:
     last_heartbeat: float | None = None
     offline_at: float | None = None  # when a status "offline" arrived after the last heartbeat
+
+
+@dataclass(frozen=True)
+class _Disruption:
+    """Decisions over one inventory held because not one of its nodes was alive."""
+
+    noticed_at: float  # the first pass that found no node alive
+    last_heard: float | None  # the last heartbeat of any of its nodes then: when it began
 
 
 class Liveness:
@@ -30,6 +42,7 @@ class Liveness:
         self.timeout_s = timeout_s
         self.started_at = started_at  # a node never heard from is offline from here + timeout
         self._seen: dict[str, _Seen] = {}
+        self._disrupted: dict[str, _Disruption] = {}  # per scope (environment) of decision_health
         self._lock = threading.Lock()
 
     def heartbeat(self, node: str, ts: float, *, received_at: float, is_retained: bool) -> None:
@@ -72,6 +85,40 @@ class Liveness:
                 if (silent_for is not None and silent_for > self.timeout_s) or seen.offline_at is not None:
                     seen.offline_at = max(seen.offline_at or now, now)
                 seen.last_heartbeat = max(seen.last_heartbeat, now)
+
+    def decision_health(self, scope: str, nodes: Collection[str], now: float) -> dict[str, NodeHealth]:
+        """:meth:`health` for a decision over ``nodes`` (``scope``: the environment deciding).
+
+        While not one of ``nodes`` is alive the decision holds (a full disruption, see
+        :func:`placement.decide.decide`); it is remembered here with the last heartbeat heard
+        from any of them, when the disruption began. On the first call that finds one alive
+        again, every node gets a whole timeout from ``now`` (:meth:`resume` with
+        ``listened_until`` = that moment), as Kubernetes' node controller does on leaving
+        full-disruption mode: the nodes not back yet (agents reconnect with backoff) do not
+        read as offline since the disruption and lose their replicas to the first node back,
+        while a node already silent for a timeout before it began stays offline."""
+        health = self.health(nodes, now)
+        if not nodes:
+            return health
+        if not any(h.alive for h in health.values()):
+            with self._lock:
+                if scope not in self._disrupted:
+                    beats = [s.last_heartbeat for n in nodes if (s := self._seen.get(n)) is not None]
+                    last = max((b for b in beats if b is not None), default=None)
+                    self._disrupted[scope] = _Disruption(noticed_at=now, last_heard=last)
+            return health
+        with self._lock:
+            disruption = self._disrupted.pop(scope, None)
+        if disruption is None:
+            return health
+        log.warning(
+            "%s: a node is alive again after a full disruption noticed %.0f s ago; every node "
+            "gets a whole timeout from now",
+            scope,
+            now - disruption.noticed_at,
+        )
+        self.resume(now, listened_until=disruption.last_heard)
+        return self.health(nodes, now)
 
     def forget(self, node: str) -> None:
         with self._lock:

@@ -3,8 +3,9 @@
 ``phrame placement`` builds one :class:`PlacementLoop` and runs it until SIGTERM. MQTT
 messages only update liveness (they never trigger a decision by themselves); every
 ``PHRAME_PLACEMENT_INTERVAL_S`` a pass re-reads git and decides every environment. It
-decides nothing while it does not hear the actual plane, and on every (re)connect resumes
-liveness, so its own broker outage never reads as every node going offline. With
+decides nothing while it does not hear the actual plane, and resumes liveness after a
+(re)connect that may have missed heartbeats (not a token switch that kept the session), so
+its own broker outage never reads as every node going offline. With
 ``PHRAME_LOCK_FILE`` set it decides only while holding the lock; a standby stays
 connected, so it takes over within a second. The loop logs and continues; it never dies.
 """

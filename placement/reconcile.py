@@ -158,7 +158,7 @@ class Reconciler:
             )
         nodes = inventory.nodes_of(repo)
         now = self.clock()
-        health = self.liveness.health(nodes, now)
+        health = self.liveness.decision_health(name, nodes, now)
         result.gc_candidates = gc_candidates(health, now, self.node_gc_s)
         decision = decide(
             name,

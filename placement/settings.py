@@ -61,7 +61,8 @@ class PlacementSettings:
             gitlab_project=r.text("PHRAME_GITLAB_PROJECT"),
             git_timeout_s=r.number("PHRAME_GIT_TIMEOUT_S", 120.0, minimum=1.0),
             git_ca_file=r.path("PHRAME_GIT_CA_FILE"),
-            default_ref=r.text("PHRAME_TRACK_REF", "main") or "main",
+            # ``refs/heads/main`` is the branch ``main``, as in Environment.track().
+            default_ref=(r.text("PHRAME_TRACK_REF", "main") or "main").removeprefix("refs/heads/"),
             instance=f"{os.uname().nodename}/{os.getpid()}",
         )
         if git_host == "gitlab" and not (settings.gitlab_url and settings.gitlab_project):

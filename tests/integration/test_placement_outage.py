@@ -1,6 +1,7 @@
-"""Placement across an outage of its own broker (real mosquitto, real git, a fake clock for
-decisions): hearing nothing is not every node going offline. While the broker is down
-nothing is decided; once it is back every node gets a whole timeout of silence first."""
+"""Placement across an outage of its own broker, and of the fleet's link to it (real mosquitto,
+real git, a fake clock for decisions): hearing nothing is not every node going offline.
+While the broker is down, or no node is heard, nothing is decided; once it is back every
+node gets a whole timeout of silence first."""
 
 from __future__ import annotations
 
@@ -81,9 +82,13 @@ def test_deaf_placement_says_so_on_a_separate_desired_broker(mosquitto: Mosquitt
         desired.stop()
 
 
-def test_no_node_heard_at_all_moves_nothing(mosquitto: Mosquitto, tmp_path: Path) -> None:
+def test_no_node_heard_at_all_moves_nothing_and_its_end_gives_every_node_a_timeout(
+    mosquitto: Mosquitto, tmp_path: Path
+) -> None:
     """Connected, yet every node silent far past the grace period (a partition between
-    the broker and the fleet): the full-disruption guard keeps node.json as it is."""
+    the broker and the fleet): the full-disruption guard keeps node.json as it is. When the
+    first node is heard again the others (agents reconnecting with backoff) get a whole
+    timeout from then: nothing moves to the first node back."""
     h = Harness(mosquitto, tmp_path)
     try:
         h.loop.connect()
@@ -96,8 +101,27 @@ def test_no_node_heard_at_all_moves_nothing(mosquitto: Mosquitto, tmp_path: Path
         state = h.state()
         assert state["held"] is not None and "no node of the inventory is alive" in state["held"]
         assert state["assignments"]["mixer"] == ["edge-02", "edge-03"] and state["error"] is None
-        h.beat(("edge-01", "edge-03"))  # some nodes heard again: edge-02's replica moves
+
+        h.clock.now += 1
+        back = h.clock.now
+        h.beat(("edge-01",))  # the first agent back: nobody else's replicas move to it
+        (result,) = h.loop.run_pass()
+        assert result.commit is None and h.remote.head() == first
+        state = h.state()
+        assert state["held"] is None and state["moves"] == [] and state["pending"] == []
+
+        h.clock.now = back + 5
+        h.beat(ALIVE)  # the others back within their timeout; edge-02 never returns
+        h.clock.now = back + 80  # edge-02 silent for 80 s since the first node came back
+        h.beat(ALIVE)
+        assert h.loop.run_pass()[0].commit is None and h.remote.head() == first
+        assert h.state()["pending"] == [
+            {"replica": "mixer.0", "node": "edge-02", "offline_for_s": 60.0, "moves_in_s": 0.0}
+        ]
+        h.clock.now = back + 81
+        h.beat(ALIVE)
         assert h.loop.run_pass()[0].commit == h.remote.head() != first
         assert h.remote.node_json()["assignments"]["mixer"] == ["edge-01", "edge-03"]
+        assert "edge-02 offline for 61 s: mixer.0 edge-02 → edge-01" in h.remote.message()
     finally:
         h.close()

@@ -73,6 +73,10 @@ def test_default_ref_is_phrame_track_ref_as_for_config_sync() -> None:
     assert PlacementSettings.from_env({"PHRAME_REPO_URL": "x"}).default_ref == "main"
     s = PlacementSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_TRACK_REF": "production"})
     assert s.default_ref == "production"
+    full = PlacementSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_TRACK_REF": "refs/heads/production"})
+    assert full.default_ref == "production"  # one branch, as Environment.track() reads it
+    tag = PlacementSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_TRACK_REF": "refs/tags/v1"})
+    assert tag.default_ref == "refs/tags/v1"
     old = PlacementSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_DEFAULT_BRANCH": "other"})
     assert old.default_ref == "main"  # the old name is gone: one setting for both services
 
