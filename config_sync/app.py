@@ -118,6 +118,9 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         return JSONResponse({"status": "queued", "refs": queued}, status_code=202)
 
     async def healthz(_: Request) -> Response:
+        failed = service.start_error
+        if failed is not None:  # a refused broker login: restarting us is the remedy
+            return JSONResponse({"status": "failed", "error": str(failed)}, status_code=503)
         return JSONResponse({"status": "ok"})
 
     async def readyz(_: Request) -> Response:

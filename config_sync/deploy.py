@@ -30,7 +30,8 @@ def is_converged(status: Mapping[str, Any] | None, commit: str, generation: int)
     A later generation of the node's manifest still holds this commit's items unless a
     newer commit of the same ref replaced them, and that deploy cancels this one; so two
     refs changing one node close together both succeed once it converges on the last.
-    Config-sync never publishes a node's manifest at a lower generation (publishing.py).
+    Config-sync never publishes a node's manifest at a lower generation, nor at or below
+    one an agent reported applied (publishing.py), so an old ``applied`` never passes.
     """
     if not status or status.get("converged") is not True:
         return False
@@ -90,6 +91,10 @@ class DeployWatcher:
         self.reporter, self.topics, self.timeout_s = reporter, topics, timeout_s
         self.clock, self.tick_s = clock, tick_s
         self.statuses: dict[str, dict[str, Any]] = {}
+        # the highest generation each node ever reported applied, kept when its status is
+        # cleared: the publisher never numbers a manifest at or below it (after a broker lost
+        # the manifests and config-sync its memory, agents still remember)
+        self.applied: dict[str, int] = {}
         self.active: dict[str, Deployment] = {}  # by ref
         self.finished: list[tuple[str, str, str]] = []  # (commit, state, description)
         self._cond = threading.Condition()
@@ -113,7 +118,15 @@ class DeployWatcher:
                 self.statuses.pop(node, None)
             else:
                 self.statuses[node] = doc
+                generation = doc.get("generation")
+                if isinstance(generation, int) and not isinstance(generation, bool):
+                    self.applied[node] = max(self.applied.get(node, 0), generation)
             self._cond.notify_all()
+
+    def applied_generations(self) -> dict[str, int]:
+        """Node -> the highest manifest generation it reported applied (a copy)."""
+        with self._cond:
+            return dict(self.applied)
 
     def watch(self, ref: str, commit: str, nodes: Mapping[str, int]) -> None:
         """Follow ``commit`` of ``ref`` on ``nodes`` (node -> its published manifest generation)."""

@@ -65,8 +65,12 @@ class Publisher:
         *,
         timeout: float = 30.0,
         clock: Callable[[], float] = time.time,
+        applied: Callable[[], Mapping[str, int]] | None = None,
     ) -> None:
         self.broker = broker
+        # node -> the highest generation its agent reported applied: a changed manifest goes
+        # out above it too, though broker and process both lost it (restarted together)
+        self.applied = applied
         self.topics = topics
         self.timeout = timeout
         self.clock = clock
@@ -96,6 +100,13 @@ class Publisher:
             if doc is None or node is None or not isinstance(doc.get("generation"), int):
                 continue
             self.generations[node] = max(self.generations.get(node, 0), doc["generation"])
+
+    def _floor(self) -> dict[str, int]:
+        """Per node, the generation a changed manifest must go out above."""
+        floor = dict(self.generations)
+        for node, generation in (self.applied() if self.applied is not None else {}).items():
+            floor[node] = max(floor.get(node, 0), generation)
+        return floor
 
     def _manifest_node(self, topic: str) -> str | None:
         try:
@@ -159,7 +170,7 @@ class Publisher:
                     environments=scope,
                     previous=previous,
                     nodes=nodes,
-                    floor=self.generations,
+                    floor=self._floor(),
                 )
                 plan = publish_plan(desired, published, self.topics, previous=previous)
             items: list[tuple[str, bytes | None]] = [*plan.items, *((t, None) for t in plan.clears)]

@@ -56,6 +56,10 @@ class Worker:
     def is_alive(self) -> bool:
         return self._thread.is_alive()
 
+    def is_current(self) -> bool:
+        """Whether the caller runs on this worker's thread (inside one of its jobs)."""
+        return self._thread is threading.current_thread()
+
     def is_idle(self) -> bool:
         with self._cond:
             return not self._pending and not self._busy
@@ -141,13 +145,16 @@ class WorkQueue:
         with self._lock:
             return sorted(self.workers)
 
-    def retire(self, name: str) -> bool:
+    def retire(self, name: str, *, only_if: Worker | None = None) -> bool:
         """Stop and forget the worker ``name`` (its poll too) without waiting for its job;
-        safe from that worker's own job. ``worker(name)`` later starts a new one."""
+        safe from that worker's own job. ``worker(name)`` later starts a new one.
+        ``only_if``: retire it only if it is still that very worker (a job of a worker
+        retired before must not stop the new worker of the same name)."""
         with self._lock:
-            worker = self.workers.pop(name, None)
-            if worker is None:
+            worker = self.workers.get(name)
+            if worker is None or (only_if is not None and worker is not only_if):
                 return False
+            del self.workers[name]
             self._retired = [w for w in self._retired if w.is_alive()] + [worker]
         worker.stop(timeout=0)
         log.info("worker %s retired", name)

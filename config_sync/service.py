@@ -57,8 +57,9 @@ class ConfigSync:
         )
         self.reporter = reporter or make_reporter(settings)
         self.metrics = Metrics()
-        self.publisher = Publisher(self.mqtt, self.topics)
         self.deployer = DeployWatcher(self.reporter, self.topics, timeout_s=settings.deploy_timeout_s)
+        # changed manifests go out above what agents applied (subscribed before any publication)
+        self.publisher = Publisher(self.mqtt, self.topics, applied=self.deployer.applied_generations)
         self.syncer = Syncer(
             self.git,
             self.publisher,
@@ -72,6 +73,8 @@ class ConfigSync:
         self.sync_counts: dict[str, int] = {}
         self.started_at: float | None = None
         self._lock = threading.Lock()
+        # around creating/retiring a ref's worker with a fresh read of the tracked refs
+        self._workers_lock = threading.RLock()
         self._stopping = False
         self.start_wait_s = 10.0
         self._start_error: MqttError | None = None
@@ -95,6 +98,11 @@ class ConfigSync:
                 "no broker at %s yet; serving, not ready, and syncing once it answers",
                 self.settings.mqtt.broker.redacted(),
             )
+
+    @property
+    def start_error(self) -> MqttError | None:
+        """Why starting failed for good (a refused login), also after ``start()`` returned."""
+        return self._start_error
 
     def _start(self) -> None:
         try:
@@ -138,12 +146,13 @@ class ConfigSync:
         return set(self.syncer.tracked)
 
     def trigger_sync(self, ref: str) -> bool:
-        if ref not in self.syncer.tracked:
-            return False
-        if self.started_at is None:
-            return True  # not started yet: the first sync, once connected, reads every head
-        self._ref_worker(ref).trigger(ref, lambda: self._sync(ref))
-        return True
+        with self._workers_lock:
+            if ref not in self.syncer.tracked:
+                return False
+            if self.started_at is None:
+                return True  # not started yet: the first sync, once connected, reads every head
+            self._ref_worker(ref).trigger(ref, lambda: self._sync(ref))
+            return True
 
     def trigger_review(self, route: Route) -> None:
         assert route.mr_iid is not None and route.source_branch and route.ref
@@ -160,7 +169,7 @@ class ConfigSync:
     # -- work (worker threads)
     def _sync(self, ref: str) -> None:
         if ref not in self.syncer.tracked:  # the default ref took its environments back
-            self.queue.retire(f"ref:{ref}")
+            self._retire_self(ref)
             return
         with self._lock:
             self.sync_counts[ref] = self.sync_counts.get(ref, 0) + 1
@@ -171,15 +180,28 @@ class ConfigSync:
                 self.metrics.syncs.labels(ref, "error").inc()
                 raise
         if not outcome.tracked:  # untracked while it ran
-            self.queue.retire(f"ref:{ref}")
+            self._retire_self(ref)
             return
-        tracked = self.syncer.tracked
-        for name in self.queue.names():
-            if name.startswith("ref:") and name[4:] not in tracked:  # no longer tracked: no more polls
-                self.queue.retire(name)
-        for other in sorted(tracked - {ref}):
-            if f"ref:{other}" not in self.queue.names():  # newly tracked: its worker, poll and first sync
-                self.trigger_sync(other)
+        with self._workers_lock:
+            tracked = self.syncer.tracked
+            for name in self.queue.names():
+                if name.startswith("ref:") and name[4:] not in tracked:  # no longer tracked: no more polls
+                    self.queue.retire(name)
+            for other in sorted(tracked - {ref}):
+                if f"ref:{other}" not in self.queue.names():  # newly tracked: its worker, poll and first sync
+                    self.trigger_sync(other)
+
+    def _retire_self(self, ref: str) -> None:
+        """Retire the worker running this job if ``ref`` is still untracked: only that very
+        worker, never one made since for ``ref`` tracked again, nor from another thread."""
+        name = f"ref:{ref}"
+        with self._workers_lock:
+            if ref in self.syncer.tracked:  # tracked again meanwhile: sync its head once more
+                self.trigger_sync(ref)
+                return
+            worker = self.queue.workers.get(name)
+            if worker is not None and worker.is_current():
+                self.queue.retire(name, only_if=worker)
 
     def _review(self, iid: int, source: str, target: str) -> None:
         try:

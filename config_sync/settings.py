@@ -43,6 +43,9 @@ class SyncSettings:
     actual_mqtt: MqttSettings | None = None  # None: the desired plane's broker
 
     def __post_init__(self) -> None:
+        # a full ref name (refs/heads/main) names the same branch; git_repo reads branch names
+        branch = self.default_ref.removeprefix("refs/heads/")
+        object.__setattr__(self, "default_ref", branch or "main")
         if self.git_host not in GIT_HOSTS:
             raise SettingsError(f"PHRAME_GIT_HOST must be local or gitlab, not {self.git_host!r}")
         if self.git_host == "gitlab":

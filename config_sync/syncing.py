@@ -155,19 +155,21 @@ class Syncer:
                 self._adopt(reading)
             if ref not in self.tracked:
                 return None
+            adopted = self.fleet is not None  # a valid default reading, maybe with no environment
             owned = {env for env, owner in self.owners.items() if owner == ref}
-            # its own tree proposes, the default ref disposes (before any valid default
-            # reading only the default ref syncs, and its best-effort claim reports errors)
-            envs = reading.tracking(ref) & owned if self.owners else reading.tracking(ref)
+            # the default ref disposes; the ref's own tree only has to hold the environment (its
+            # own track: may predate the hand-over). Before any valid default reading only the
+            # default ref syncs, and its best-effort claim reports errors.
+            envs = {env for env in owned if env in reading.tracks} if adopted else reading.tracking(ref)
             if not envs and reading.errors:
                 envs = set(self.envs_by_ref.get(ref, set()))
             if not reading.errors:
                 self.envs_by_ref[ref] = envs
             # an environment another ref owns (or that this tree hands on) is that ref's to
             # publish or clear: never cleared here on the way
-            handed = {env for env, track in reading.tracks.items() if track != ref}
+            handed = {env for env, track in reading.tracks.items() if track != ref} - owned
             handed |= {env for env, owner in self.owners.items() if owner != ref}
-            default = ref == self.default_ref and bool(self.owners)
+            default = ref == self.default_ref and adopted
             return {
                 "environments": envs,
                 "handed_over": handed,

@@ -7,6 +7,9 @@ tokens and bad bodies, out-of-order deliveries, merge-request reviews and the en
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -268,3 +271,39 @@ def test_started_before_its_broker_it_serves_unready_then_syncs_once_the_broker_
         with reader(mosquitto.url) as client:
             sync = client.collect_retained(T.env_sync("studio-a"), settle=0.2)
         assert json.loads(next(iter(sync.values())))["ok"] is True
+
+
+def test_a_login_refused_after_start_up_turns_healthz_red(tmp_path: Path) -> None:
+    """The broker was down at start; when it comes up and refuses our login, waiting would
+    not help: /healthz says so (503), so a supervisor restarts us with the fixed secret."""
+    # mosquitto started as root drops to its own user before reading the password file,
+    # so it lives where that user may enter (pytest's tmp_path is private to root)
+    shared = Path(tempfile.mkdtemp(prefix="phrame-passwd-"))
+    shared.chmod(0o755)
+    passwd = shared / "passwd"
+    subprocess.run(["mosquitto_passwd", "-b", "-c", str(passwd), "someone", "else"], check=True)
+    passwd.chmod(0o644)
+    port = free_port()
+    broker = Mosquitto(
+        [f"listener {port} 127.0.0.1", "allow_anonymous false", f"password_file {passwd}"],
+        port=port,
+        defaults=False,
+    )
+    remote = ConfigRemote(tmp_path)
+    remote.commit("sample", copy_from=SAMPLE)
+    settings = settings_for(remote, tmp_path / "state", broker.url, webhook_secret=SECRET, poll_s=3600)
+    service = ConfigSync(settings, reporter=LocalReporter())
+    service.start_wait_s = 0.5
+    try:
+        with serving(service) as url, httpx.Client(base_url=url, timeout=10) as http:
+            assert http.get("/healthz").status_code == 200  # only waiting so far
+            broker.start()
+            deadline = time.monotonic() + 30
+            while (answer := http.get("/healthz")).status_code == 200:
+                assert time.monotonic() < deadline, "the refused login never showed"
+                time.sleep(0.1)
+            assert answer.status_code == 503 and "refused" in answer.json()["error"]
+            assert http.get("/readyz").status_code == 503
+    finally:
+        broker.stop()
+        shutil.rmtree(shared, ignore_errors=True)

@@ -1,14 +1,16 @@
-"""phrame/deploy over a real broker: agents' retained actual status decides the deploy status."""
+"""phrame/deploy over a real broker: agents' retained actual status decides the deploy status,
+and manifests are numbered above what agents applied, also after broker and service restarted."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from schemas import Topics
-from tests.integration.test_sync_support import SAMPLE, ConfigRemote, reader, settings_for
+from tests.integration.test_sync_support import SAMPLE, ConfigRemote, desired_on_broker, reader, settings_for
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import eventually
 
@@ -21,6 +23,12 @@ def deploy_states(service: ConfigSync, sha: str) -> list[tuple[str, str]]:
         for s in service.reporter.snapshot()["statuses"]
         if s["name"] == "phrame/deploy" and s["sha"] == sha
     ]
+
+
+def converged_on(commit: str, generations: Mapping[str, int]) -> list[tuple[str, bytes | None]]:
+    """Each node's retained status, converged on ``commit`` at its generation."""
+    status = {"state": "online", "commit": commit, "converged": True}
+    return [(T.status(n), json.dumps({**status, "generation": g}).encode()) for n, g in generations.items()]
 
 
 def test_deploy_success_when_agents_report_the_commit_and_failed_after_timeout(
@@ -61,3 +69,52 @@ def test_deploy_success_when_agents_report_the_commit_and_failed_after_timeout(
             assert deploy_states(service, second)[-1][1] == f"{node}: cannot remove egress"
     finally:
         service.stop()
+
+
+def test_generations_stay_above_what_agents_applied_after_broker_and_service_restart(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """The broker restarts without persistence and config-sync restarts in the same window:
+    neither remembers the manifests, the agents do (their retained status, republished on
+    reconnect). A commit landing meanwhile must not pass on their old generations."""
+    remote = ConfigRemote(tmp_path)
+    remote.commit("sample", copy_from=SAMPLE)
+    settings = settings_for(
+        remote, tmp_path / "state", mosquitto.url, poll_s=3600, debounce_s=0, deploy_timeout_s=60
+    )
+    one = ConfigSync(settings, reporter=LocalReporter())
+    one.start()
+    try:
+        assert one.queue.wait_idle(30)
+        applied = remote.commit("drop egress", files={"environments/studio-a/services/egress.yaml": None})
+        one.syncer.sync_ref("main")
+        generations = dict(one.publisher.generations)
+    finally:
+        one.stop()
+    assert max(generations.values()) == 2  # the nodes egress ran on are a generation ahead
+    mosquitto.restart()
+    egress = (SAMPLE / "environments/studio-a/services/egress.yaml").read_text()
+    new = remote.commit("egress back", files={"environments/studio-a/services/egress.yaml": egress})
+    with reader(mosquitto.url, "fake-agents") as agents:
+        agents.publish_batch(converged_on(applied, generations))
+        two = ConfigSync(settings, reporter=LocalReporter())
+        two.start()
+        try:
+            assert two.queue.wait_idle(30)
+            two.deployer.check()
+            assert deploy_states(two, new)[-1][0] == "running", "deployed before any agent applied it"
+            deploy = two.deployer.active["main"]
+            assert deploy.commit == new
+            # every manifest went out again, each above what its agent applied
+            assert deploy.nodes == {n: g + 1 for n, g in generations.items()}
+            with reader(mosquitto.url) as client:
+                published = desired_on_broker(client)
+            manifests = {T.parse(t).node: json.loads(p) for t, p in published.items() if "/manifest" in t}
+            assert {n: m["generation"] for n, m in manifests.items()} == deploy.nodes
+            # agents applying the new generations is what finishes the deploy
+            agents.publish_batch(converged_on(new, deploy.nodes))
+            assert eventually(lambda: deploy_states(two, new)[-1][0] == "success")
+            # and a later idle resync publishes nothing
+            assert two.syncer.sync_ref("main").messages == []
+        finally:
+            two.stop()

@@ -207,4 +207,4 @@ def test_gitlab_unreachable_still_publishes_exactly_the_rendering(
             running.http.close()
         assert status["workers"]["ref:main"]["failures"] == 0
         assert "GitLab unreachable: ConnectionError" in status["reports"]["last_error"]
-        assert any("/statuses/" in c.request.url for c in mock.calls)  # reporting was attempted
+        assert any("/statuses/" in str(c.request.url) for c in mock.calls)  # reporting was attempted

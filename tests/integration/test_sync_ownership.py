@@ -3,12 +3,16 @@
 ``studio-b`` tracks ``release``, then ``main`` takes it back while ``release`` still says
 ``track: release``: after main's sync the release worker is gone and polls of both refs
 publish nothing. A node added to ``nodes/`` on main only keeps its manifest whichever
-ref syncs, and an environment main deletes is cleared although another ref published it.
+ref syncs, and an environment main deletes is cleared although another ref published it
+(also its last one). A ref publishes what main hands it though its own older tree says
+``track: main``.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from config_sync.gitlab_api import LocalReporter
@@ -28,7 +32,7 @@ def service_b(image: str) -> str:
 
 
 def started_with_release(
-    tmp_path: Path, mosquitto: Mosquitto, extra: dict[str, str | None] | None = None
+    tmp_path: Path, mosquitto: Mosquitto, extra: Mapping[str, str | None] | None = None
 ) -> tuple[ConfigRemote, ConfigSync]:
     """The sample plus studio-b (probe:1) tracking ``release``, on both branches, synced."""
     remote = ConfigRemote(tmp_path)
@@ -156,6 +160,66 @@ def test_an_environment_main_deletes_is_cleared_though_release_published_it(
             published = desired_on_broker(client)
         assert not [t for t in published if "studio-b" in t]
         assert "containers/studio-b.probe.0" not in json.loads(published[T.manifest("edge-01")])["items"]
+        assert poll_both(service) == 0
+    finally:
+        service.stop()
+
+
+def test_a_ref_publishes_what_main_hands_it_though_its_own_tree_says_main(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """release was cut while studio-b said ``track: main``; main then hands studio-b over.
+    release's own track: predates the hand-over: main's word alone decides."""
+    remote = ConfigRemote(tmp_path)
+    on_main = ENV_B.replace("track: release", "track: main")
+    files = {
+        "environments/studio-b/environment.yaml": on_main,
+        "environments/studio-b/services/probe.yaml": service_b("probe:1"),
+    }
+    remote.commit("sample + studio-b on main", copy_from=SAMPLE, files=files)
+    remote.work.git.push("origin", "HEAD:refs/heads/release")  # cut here: it says track: main
+    settings = settings_for(remote, tmp_path / "state", mosquitto.url, poll_s=3600, debounce_s=0)
+    service = ConfigSync(settings, reporter=LocalReporter())
+    service.start()
+    try:
+        assert service.queue.wait_idle(30)
+        remote.commit("hand studio-b to release", files={"environments/studio-b/environment.yaml": ENV_B})
+        remote.work.git.checkout("-B", "release", "origin/release")
+        head = remote.commit(
+            "probe:2 on release",
+            branch="release",
+            files={"environments/studio-b/services/probe.yaml": service_b("probe:2")},
+        )
+        service._sync("main")
+        assert service.queue.wait_idle(30)
+        assert service.tracked == {"main", "release"}
+        assert service.syncer.envs_by_ref == {"main": {"studio-a"}, "release": {"studio-b"}}
+        with reader(mosquitto.url) as client:
+            published = desired_on_broker(client)
+        assert json.loads(published[ITEM])["image"] == "probe:2"
+        sync_b = json.loads(published[T.env_sync("studio-b")])
+        assert (sync_b["ref"], sync_b["commit"]) == ("release", head)
+        assert poll_both(service) == 0
+    finally:
+        service.stop()
+
+
+def test_main_deleting_its_last_environment_clears_what_release_published(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    remote, service = started_with_release(tmp_path, mosquitto)
+    try:
+        shutil.rmtree(remote.work_path / "environments")
+        remote.commit("retire every environment")
+        service._sync("main")
+        assert service.queue.wait_idle(30)
+        assert service.tracked == {"main"} and "ref:release" not in service.queue.workers
+        with reader(mosquitto.url) as client:
+            published = desired_on_broker(client)
+        assert not [t for t in published if "studio-" in t]
+        manifests = {T.manifest(p.stem) for p in (SAMPLE / "nodes").glob("*.yaml")}
+        assert set(published) == manifests  # the fleet stays, with nothing to run
+        assert all(json.loads(published[t])["items"] == {} for t in manifests)
         assert poll_both(service) == 0
     finally:
         service.stop()

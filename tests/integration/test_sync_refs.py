@@ -2,22 +2,29 @@
 
 A second environment ``studio-b`` tracks ``release``; config-sync discovers the ref from
 ``main``, gives it a worker and syncs it, and a change to ``studio-b`` on ``main`` alone
-publishes nothing for it (real git remote, real mosquitto).
+publishes nothing for it (real git remote, real mosquitto). A retired worker's last job
+never stops the worker made since for the same ref.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from config_sync.gitlab_api import LocalReporter
+from config_sync.publishing import Outcome
 from config_sync.service import ConfigSync
 from schemas import Topics
+from tests.integration.test_sync_ownership import started_with_release
 from tests.integration.test_sync_support import SAMPLE, ConfigRemote, desired_on_broker, reader, settings_for
 from tests.support.mosquitto import Mosquitto
+from tests.support.services import eventually
 
 T = Topics()
 ENV_B = "name: studio-b\ntrack: release\nplacement: auto\n"
+ON_MAIN = ENV_B.replace("track: release", "track: main")
+ITEM = T.desired_item("edge-01", "containers", "studio-b.probe.0")
 
 
 def service_b(image: str) -> str:
@@ -104,4 +111,59 @@ def test_retracking_an_environment_never_clears_it_on_the_way(tmp_path: Path, mo
         assert json.loads(published[item])["image"] == "probe:1"
         assert json.loads(published[T.env_sync("studio-b")])["ref"] == "release"
     finally:
+        service.stop()
+
+
+def test_the_last_job_of_a_retired_worker_never_stops_the_new_one(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """release's worker is running a sync when main takes studio-b back (the worker is retired,
+    its job goes on and finds release untracked) and hands it to release again (a new worker):
+    the old job, finishing, must leave the new worker alone."""
+    remote, service = started_with_release(tmp_path, mosquitto)
+    old = service.queue.workers["ref:release"]
+    real = service.syncer.sync_ref
+    reached, go_sync, synced, go_on = (threading.Event() for _ in range(4))
+    outcomes: list[Outcome] = []
+
+    def gated(ref: str) -> Outcome:  # holds the old worker's job at two points
+        if ref != "release" or not old.is_current():
+            return real(ref)
+        reached.set()
+        go_sync.wait(30)
+        outcomes.append(real(ref))
+        synced.set()
+        go_on.wait(30)
+        return outcomes[-1]
+
+    service.syncer.sync_ref = gated  # type: ignore[method-assign]
+    try:
+        assert service.trigger_sync("release") and reached.wait(30)
+        remote.commit("studio-b back on main", files={"environments/studio-b/environment.yaml": ON_MAIN})
+        service._sync("main")
+        assert "ref:release" not in service.queue.workers  # retired, its job still running
+        go_sync.set()
+        assert synced.wait(30) and outcomes[0].tracked is False
+        remote.commit("studio-b to release again", files={"environments/studio-b/environment.yaml": ENV_B})
+        service._sync("main")
+        assert service.queue.wait_idle(30)
+        new = service.queue.workers["ref:release"]
+        assert new is not old
+        go_on.set()
+        assert old.wait_idle(30)
+        assert eventually(lambda: not old.is_alive())
+        assert service.queue.workers.get("ref:release") is new and new.is_alive()
+        remote.work.git.checkout("-B", "release", "origin/release")
+        remote.commit(
+            "probe:2",
+            branch="release",
+            files={"environments/studio-b/services/probe.yaml": service_b("probe:2")},
+        )
+        assert service.trigger_sync("release") and service.queue.wait_idle(30)
+        with reader(mosquitto.url) as client:
+            published = desired_on_broker(client)
+        assert json.loads(published[ITEM])["image"] == "probe:2"
+    finally:
+        for event in (go_sync, go_on):
+            event.set()
         service.stop()

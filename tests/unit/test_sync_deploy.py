@@ -142,3 +142,17 @@ def test_one_failed_report_leaves_no_other_deployment_running() -> None:
     # both finished in the same check: the first report fails, the second is still sent
     assert not watcher.active
     assert deploys(reporter)[-1] == ("a", "success", f"1 node(s) converged on {SHA[:12]}")
+
+
+def test_the_highest_generation_each_agent_applied_is_remembered() -> None:
+    """What the publisher numbers changed manifests above: kept when a status is cleared or
+    goes back (an agent restarted on an older state), booleans and garbage ignored."""
+    watcher = DeployWatcher(LocalReporter(), T, timeout_s=60, clock=Clock())
+    watcher.on_status(status("edge-01", commit=OLD, generation=7, converged=True))
+    watcher.on_status(status("edge-01", commit=OLD, generation=3, converged=True))
+    watcher.on_status(status("edge-02", commit=OLD, generation=True, converged=True))
+    watcher.on_status(status("edge-03", commit=OLD, generation="9", converged=True))
+    watcher.on_status(status("core-01", commit=OLD, converged=True))
+    watcher.on_status(Message(T.status("edge-01"), b"", True))
+    assert watcher.applied_generations() == {"edge-01": 7}
+    assert "edge-01" not in watcher.statuses

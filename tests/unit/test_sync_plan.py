@@ -159,7 +159,7 @@ def test_no_changes_says_so() -> None:
 def test_the_fleet_decides_which_nodes_get_a_manifest(rendered: dict[str, Any]) -> None:
     """Every ref builds manifests for the default ref's inventory: a ref whose own nodes/
     lacks a node neither clears that node's manifest nor invents one for a node it alone has."""
-    nodes = {T.parse(t).node for t in rendered if T.parse(t).kind == "manifest"}
+    nodes = {str(T.parse(t).node) for t in rendered if T.parse(t).kind == "manifest"}
     fleet = {*nodes, "edge-09"} - {"edge-03"}
     published = published_of(desired_state(rendered, {}, topics=T, commit=SHA1, nodes=fleet))
     assert T.manifest("edge-09") in published

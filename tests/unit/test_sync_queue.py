@@ -87,3 +87,21 @@ def test_debounce_gathers_a_burst_before_the_first_run() -> None:
         assert runs == [19]  # one run, of the latest job
     finally:
         worker.stop()
+
+
+def test_retire_only_if_still_that_worker() -> None:
+    """A job of a worker retired earlier must not stop the new worker of the same name."""
+    queue = WorkQueue()
+    try:
+        old = queue.worker("ref:release")
+        assert queue.retire("ref:release")
+        new = queue.worker("ref:release")
+        assert new is not old
+        assert queue.retire("ref:release", only_if=old) is False
+        assert queue.workers["ref:release"] is new and new.is_alive()
+        current: list[bool] = []
+        new.trigger("who", lambda: current.append(new.is_current()))
+        assert new.wait_idle(5) and current == [True] and not new.is_current()
+        assert queue.retire("ref:release", only_if=new) and "ref:release" not in queue.workers
+    finally:
+        queue.stop()

@@ -71,3 +71,13 @@ def test_gitlab_host_with_everything_set() -> None:
         }
     )
     assert s.git_host == "gitlab" and "glpat-x" not in repr(s)
+
+
+@pytest.mark.parametrize(
+    ("value", "branch"), [("refs/heads/main", "main"), ("release", "release"), ("refs/heads/", "main")]
+)
+def test_a_full_ref_name_tracks_the_branch(value: str, branch: str) -> None:
+    """PHRAME_TRACK_REF=refs/heads/main names the branch main: git reads branch names, and a
+    webhook's ref (refs/heads/main) is routed to the branch name."""
+    assert SyncSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_TRACK_REF": value}).default_ref == branch
+    assert SyncSettings(repo_url="x", state_dir="/tmp", default_ref=value).default_ref == branch
