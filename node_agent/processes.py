@@ -165,8 +165,11 @@ class Supervisor:
                 e.exit_code = e.popen.returncode
             if _alive(e.pid, e.create_time):
                 e.up_checks += 1
-                if self._stable(e, now):
-                    e.failures = 0  # backoff starts afresh only after a stable run
+                if self._stable(e, now) and now - e.up_since >= max(self.max_backoff, 2 * self._needed(e)):
+                    # crashes are forgiven only after a long run: forgiving them as soon as it
+                    # counts stable again would let a process that dies every few seconds
+                    # take over and give back its container forever
+                    e.failures = 0
                 continue
             if e.pid is not None:  # just found dead: schedule a restart
                 log.warning("process %s (pid %s) exited with %s", item_id, e.pid, e.exit_code)
@@ -190,8 +193,10 @@ class Supervisor:
         """Up at two consecutive checks and for ``stable_after_s``, doubled for each crash
         since the last stable run: a process that dies after a few seconds stops counting
         as stable, so the container it replaces stays instead of coming and going."""
-        needed = self.stable_after_s * 2 ** min(e.failures, 6)
-        return e.pid is not None and e.up_checks >= 2 and now - e.up_since >= needed
+        return e.pid is not None and e.up_checks >= 2 and now - e.up_since >= self._needed(e)
+
+    def _needed(self, e: _Entry) -> float:
+        return self.stable_after_s * 2 ** min(e.failures, 6)
 
     def _observed(self, item_id: str, e: _Entry, now: float) -> ObservedProcess:
         running = e.pid is not None

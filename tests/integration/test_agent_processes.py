@@ -221,4 +221,18 @@ def test_each_crash_doubles_the_time_a_process_must_stay_up_to_count_stable(tmp_
     clock.now += 2.5
     assert not sup.check()["e.mon.0"].is_stable  # after one crash: 4 s needed
     clock.now += 2.0
+    second = sup.check()["e.mon.0"]
+    assert second.is_stable
+    # stable again, but not up long enough for its crashes to be forgiven: one more crash
+    # and it needs 8 s, so a process dying every ~5 s stops handing over for good
+    os.kill(second.pid or 0, signal.SIGKILL)
+    wait_dead(second.pid or 0)
+    sup.check()
+    clock.now += 2.5  # backoff (2 s) elapsed
+    assert sup.check()["e.mon.0"].state == "running"
+    clock.now += 0.5
+    sup.check()
+    clock.now += 4.5  # 5 s up, 2 checks: enough after one crash, not after two
+    assert not sup.check()["e.mon.0"].is_stable
+    clock.now += 3.5
     assert sup.check()["e.mon.0"].is_stable
