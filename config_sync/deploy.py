@@ -24,7 +24,9 @@ log = logging.getLogger(__name__)
 NAME = "phrame/deploy"
 
 
-def is_converged(status: Mapping[str, Any] | None, commit: str, generation: int) -> bool:
+def is_converged(
+    status: Mapping[str, Any] | None, commit: str, generation: int, ceiling: int | None = None
+) -> bool:
     """Converged on the manifest ``generation`` published for ``commit``, or on a later one.
 
     A later generation of the node's manifest still holds this commit's items unless a
@@ -32,29 +34,48 @@ def is_converged(status: Mapping[str, Any] | None, commit: str, generation: int)
     refs changing one node close together both succeed once it converges on the last.
     Config-sync never publishes a node's manifest at a lower generation, nor at or below
     one an agent reported applied (publishing.py), so an old ``applied`` never passes.
+    ``ceiling``: the highest generation published for the node since config-sync started;
+    a status above it predates a restart that lost the manifests (and the statuses that
+    would have raised the floor in time), so it says nothing about this commit.
     """
     if not status or status.get("converged") is not True:
         return False
     applied = status.get("generation")
     if applied is None:  # a status that names no generation: only its commit can tell
         return status.get("commit") == commit
-    return isinstance(applied, int) and not isinstance(applied, bool) and applied >= generation
+    if not isinstance(applied, int) or isinstance(applied, bool):
+        return False
+    return applied >= generation and (ceiling is None or applied <= ceiling)
 
 
-def verdict(statuses: Mapping[str, dict[str, Any]], commit: str, nodes: Mapping[str, int]) -> tuple[str, str]:
+def verdict(
+    statuses: Mapping[str, dict[str, Any]],
+    commit: str,
+    nodes: Mapping[str, int],
+    ceilings: Mapping[str, int] | None = None,
+) -> tuple[str, str]:
     """``("success", ...)`` when every node converged on its generation (``nodes``: node ->
     the generation published for ``commit``), else ``("running", who)``."""
-    waiting = [n for n, gen in sorted(nodes.items()) if not is_converged(statuses.get(n), commit, gen)]
+    top = ceilings or {}
+    waiting = [
+        n for n, gen in sorted(nodes.items()) if not is_converged(statuses.get(n), commit, gen, top.get(n))
+    ]
     if not waiting:
         return "success", f"{len(nodes)} node(s) converged on {commit[:12]}"
     return "running", "waiting for " + ", ".join(waiting)
 
 
-def failure(statuses: Mapping[str, dict[str, Any]], commit: str, nodes: Mapping[str, int]) -> str:
+def failure(
+    statuses: Mapping[str, dict[str, Any]],
+    commit: str,
+    nodes: Mapping[str, int],
+    ceilings: Mapping[str, int] | None = None,
+) -> str:
     """The first node that did not converge, and why, for the failed status."""
+    top = ceilings or {}
     for node, generation in sorted(nodes.items()):
         status = statuses.get(node)
-        if is_converged(status, commit, generation):
+        if is_converged(status, commit, generation, top.get(node)):
             continue
         if not status:
             return f"{node}: no status reported"
@@ -95,6 +116,7 @@ class DeployWatcher:
         # cleared: the publisher never numbers a manifest at or below it (after a broker lost
         # the manifests and config-sync its memory, agents still remember)
         self.applied: dict[str, int] = {}
+        self.published: dict[str, int] = {}  # node -> highest generation watched since start
         self.active: dict[str, Deployment] = {}  # by ref
         self.finished: list[tuple[str, str, str]] = []  # (commit, state, description)
         self._cond = threading.Condition()
@@ -133,6 +155,8 @@ class DeployWatcher:
         if not nodes:
             return
         with self._cond:
+            for node, generation in nodes.items():
+                self.published[node] = max(self.published.get(node, 0), generation)
             older = self.active.pop(ref, None)
             self.active[ref] = Deployment(
                 ref, commit, dict(sorted(nodes.items())), self.clock() + self.timeout_s
@@ -149,10 +173,10 @@ class DeployWatcher:
         with self._cond:
             now = self.clock()
             for ref, dep in list(self.active.items()):
-                state, text = verdict(self.statuses, dep.commit, dep.nodes)
+                state, text = verdict(self.statuses, dep.commit, dep.nodes, self.published)
                 if state == "success" or now >= dep.deadline:
                     if state != "success":
-                        state, text = "failed", failure(self.statuses, dep.commit, dep.nodes)
+                        state, text = "failed", failure(self.statuses, dep.commit, dep.nodes, self.published)
                     del self.active[ref]
                     done.append((dep, state, text))
         for dep, state, text in done:

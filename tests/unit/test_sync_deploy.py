@@ -156,3 +156,18 @@ def test_the_highest_generation_each_agent_applied_is_remembered() -> None:
     watcher.on_status(Message(T.status("edge-01"), b"", True))
     assert watcher.applied_generations() == {"edge-01": 7}
     assert "edge-01" not in watcher.statuses
+
+
+def test_a_status_from_before_a_restart_that_lost_the_manifests_is_not_success() -> None:
+    """Broker and config-sync restarted together: manifests went out again at generation 1
+    before the agent's status (generation 2, from before) came back. That status is above
+    anything published since the start, so it predates it and cannot finish the deploy."""
+    reporter, clock = LocalReporter(), Clock()
+    watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
+    watcher.watch("main", SHA, {"edge-01": 1})
+    watcher.on_status(status("edge-01", commit=OLD, generation=2, converged=True))
+    watcher.check()
+    assert watcher.active, "an old status finished the deploy"
+    watcher.on_status(status("edge-01", commit=SHA, generation=1, converged=True))
+    watcher.check()
+    assert not watcher.active and deploys(reporter)[-1][:2] == ("a", "success")
