@@ -11,6 +11,7 @@ Exits 0 valid, 1 invalid, 2 usage.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -27,7 +28,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", nargs="?", default=".", help="config repo: a directory or a git repository")
     parser.add_argument("--from", dest="from_ref", default="main", help="the deployed ref (default main)")
     parser.add_argument("--to", dest="to_ref", help="the proposed ref (default: the files on disk)")
-    parser.add_argument("--prefix", default="phrame", help="topic prefix (PHRAME_TOPIC_PREFIX)")
+    parser.add_argument(
+        "--prefix", default=os.environ.get("PHRAME_TOPIC_PREFIX") or "phrame", help="topic prefix"
+    )
 
 
 def _topics_at(source: Any, topics: Topics) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], str]:

@@ -16,13 +16,16 @@ import urllib.error
 import urllib.request
 import uuid
 
+from phrame_settings import EnvReader
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("event", help="recorded delivery: {headers, body} JSON")
     default = f"http://{os.environ.get('PHRAME_LISTEN', '127.0.0.1:8080')}/webhooks/gitlab"
     parser.add_argument("--url", default=default, help=f"webhook URL (default {default})")
     parser.add_argument(
-        "--token", help="X-Gitlab-Token to send (default PHRAME_WEBHOOK_SECRET or the file's)"
+        "--token",
+        help="X-Gitlab-Token to send (default PHRAME_WEBHOOK_SECRET or _FILE, else the recording's)",
     )
     parser.add_argument("--new-key", action="store_true", help="send a fresh Idempotency-Key")
 
@@ -36,7 +39,11 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         print(f"phrame replay: {args.event}: not a recorded delivery ({e})", file=sys.stderr)
         return 2
-    token = args.token or os.environ.get("PHRAME_WEBHOOK_SECRET")
+    try:  # the same secret config-sync checks, from PHRAME_WEBHOOK_SECRET or its _FILE
+        token = args.token or EnvReader().secret("PHRAME_WEBHOOK_SECRET")
+    except ValueError as e:
+        print(f"phrame replay: {e}", file=sys.stderr)
+        return 2
     if token:
         headers["X-Gitlab-Token"] = token
     if args.new_key:

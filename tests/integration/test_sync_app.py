@@ -225,7 +225,7 @@ def test_manual_sync_status_and_metrics(running: Running) -> None:
 
 
 def test_phrame_replay_posts_a_recorded_delivery(
-    running: Running, capsys: pytest.CaptureFixture[str]
+    running: Running, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from phrame.cli import main as phrame_main
 
@@ -238,6 +238,11 @@ def test_phrame_replay_posts_a_recorded_delivery(
     assert '"duplicate"' in capsys.readouterr().out
     assert phrame_main(["replay", event, "--url", url, "--new-key"]) == 0
     assert phrame_main(["replay", event, "--url", url, "--token", "wrong"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1].startswith("401 ")
+    secret_file = tmp_path / "secret"
+    secret_file.write_text("wrong-from-file\n")
+    monkeypatch.setenv("PHRAME_WEBHOOK_SECRET_FILE", str(secret_file))
+    assert phrame_main(["replay", event, "--url", url, "--new-key"]) == 1  # the file's secret is sent
     assert capsys.readouterr().out.splitlines()[-1].startswith("401 ")
     running.idle()
     assert running.syncs == 3

@@ -30,9 +30,10 @@ def test_each_agent_gets_only_its_own_node() -> None:
     assert not any("/nodes/b/" in line for line in acl["node-a"])
 
 
-def test_service_accounts_get_one_plane_each() -> None:
+def test_service_accounts_get_what_they_need_and_no_more() -> None:
     acl = blocks(acl_text([], prefix="site1"))
-    assert acl["config-sync"] == ["topic readwrite site1/desired/#"]
+    # config-sync also reads node statuses: phrame/deploy turns green from them
+    assert acl["config-sync"] == ["topic readwrite site1/desired/#", "topic read site1/actual/nodes/+/status"]
     assert acl["placement"] == [
         "topic read site1/desired/#",
         "topic read site1/actual/#",
