@@ -1,9 +1,10 @@
 """Sorting a source's files into the repository layout of DESIGN §2.
 
 Every file under a known folder must be one the layout names; anything else is reported
-(``unknown-file``), as are oversized files and the same name written twice (``x.yaml`` and
-``x.yml``). Returns the model and the problems found while reading; never raises for bad
-content, only :class:`ConfigError` when the repository itself cannot be read.
+(``unknown-file``, which includes a symlink or device where a file belongs: never followed),
+as are oversized files and the same name written twice (``x.yaml`` and ``x.yml``). Returns
+the model and the problems found while reading; never raises for bad content, only
+:class:`ConfigError` when the repository itself cannot be read.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from config_repo.cache import ReadCache
 from config_repo.model import ConfigRepo, Document, Environment
 from config_repo.problems import Problem
-from config_repo.sources import MAX_FILE_BYTES, DirectorySource, GitSource, Source
+from config_repo.sources import MAX_FILE_BYTES, DirectorySource, GitSource, NotAFile, Source
 from config_repo.yaml_reading import parse_json, parse_yaml
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -61,7 +62,15 @@ class _Reader:
         key = ("parse", path, cid)
         cached = self.cache.get(key) if self.cache is not None and cid else None
         if cached is None:
-            raw = self.source.read(path)
+            try:
+                raw = self.source.read(path)
+            except NotAFile as e:
+                msg = f"{e.what}; only regular files belong here (links are never followed)"
+                self.problem(path, "unknown-file", msg)
+                return None
+            if len(raw) > MAX_FILE_BYTES:  # grew since it was listed, or its size was unknown
+                self.problem(path, "file-too-large", f"file is over {MAX_FILE_BYTES} bytes, the limit")
+                return None
             cached = (parse_json if path.endswith(".json") else parse_yaml)(path, raw)
             if self.cache is not None and cid:
                 self.cache.put(key, cached)

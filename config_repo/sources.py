@@ -1,34 +1,62 @@
 """Where a repository's files come from: a directory, or a git commit read without checkout.
 
 Reading from git uses tree objects (no work tree), so two reads at different commits of
-the same repository never interfere. Sizes are known before content is read, so an
-oversized file is refused without loading it.
+the same repository never interfere. Sizes are known before content is read, and a read
+never returns more than ``MAX_FILE_BYTES + 1`` bytes, so an oversized file is refused
+without loading it. Never follows a link: symlinks, devices, fifos and git submodules are
+listed but their ``read`` raises :class:`NotAFile`, which the loader reports.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from config_repo.problems import ConfigError
 
 MAX_FILE_BYTES = 1024 * 1024
+LAYOUT_FOLDERS = ("nodes", "environments")
+GIT_LINK_MODE = 0o120000  # a symlink in a git tree: a blob holding the link's target
+
+
+class NotAFile(ConfigError):
+    """``read`` of an entry that is no regular file; ``what`` says what it is instead."""
+
+    def __init__(self, path: str, what: str) -> None:
+        self.path = path
+        self.what = what
+        super().__init__(f"{path}: {what}, not a regular file")
 
 
 class Source(Protocol):
     commit: str | None
 
     def files(self) -> Iterator[tuple[str, int]]:
-        """(repo-relative POSIX path, size in bytes) of every file, sorted by path."""
+        """(repo-relative POSIX path, size in bytes) of every entry, sorted by path."""
         ...
 
-    def read(self, path: str) -> bytes: ...
+    def read(self, path: str) -> bytes:
+        """At most ``MAX_FILE_BYTES + 1`` bytes; raises :class:`NotAFile` for a non-regular entry."""
+        ...
 
     def content_id(self, path: str) -> str | None:
         """An id that changes whenever the content does (a blob sha), or None if unknown."""
         ...
+
+
+def _special(mode: int) -> str | None:
+    """What a non-regular file system entry is, or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket"))
+    return next((what for test, what in kinds if test(mode)), "a device")
+
+
+def _unreadable(path: str, e: OSError) -> NoReturn:
+    raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from e
 
 
 class DirectorySource:
@@ -38,17 +66,49 @@ class DirectorySource:
             raise ConfigError(f"{self.root}: not a directory")
         self.commit: str | None = None
 
+    def has_layout(self) -> bool:
+        """Whether ``nodes/`` or ``environments/`` exists (a config repo, not some folder)."""
+        return any((self.root / d).is_dir() for d in LAYOUT_FOLDERS)
+
     def files(self) -> Iterator[tuple[str, int]]:
         found = []
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = [d for d in dirnames if d != ".git"]
-            for name in filenames:
+
+        def walk_error(e: OSError) -> None:
+            # os.walk skips an unreadable folder by default: its files would vanish silently
+            _unreadable(str(e.filename), e)
+
+        for dirpath, dirnames, filenames in os.walk(self.root, onerror=walk_error):
+            # a symlinked folder is listed like a file (so it is reported), never walked into
+            links = [d for d in dirnames if Path(dirpath, d).is_symlink()]
+            dirnames[:] = [d for d in dirnames if d != ".git" and d not in links]
+            for name in [*filenames, *links]:
                 full = Path(dirpath, name)
-                found.append((full.relative_to(self.root).as_posix(), full.stat().st_size))
+                try:
+                    size = full.lstat().st_size  # the link itself: a dangling one is no error here
+                except FileNotFoundError:
+                    continue  # removed since the listing
+                found.append((full.relative_to(self.root).as_posix(), size))
         yield from sorted(found)
 
     def read(self, path: str) -> bytes:
-        return (self.root / path).read_bytes()
+        full = self.root / path
+        try:
+            if full.is_symlink():
+                raise NotAFile(path, f"a symbolic link to {os.readlink(full)}")
+            what = _special(full.lstat().st_mode)
+            if what is not None:  # never opened: opening a device or fifo can block or act
+                raise NotAFile(path, what)
+            # O_NOFOLLOW and fstat: the entry may have been swapped for a link since lstat
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as f:
+                what = _special(os.fstat(f.fileno()).st_mode)
+                if what is not None:
+                    raise NotAFile(path, what)
+                return f.read(MAX_FILE_BYTES + 1)
+        except NotAFile:
+            raise
+        except OSError as e:
+            _unreadable(path, e)
 
     def content_id(self, path: str) -> str | None:
         return None  # files on disk change in place: never cached
@@ -71,19 +131,38 @@ class GitSource:
             # an unknown ref is gitdb's BadName, which is no GitError
             raise ConfigError(f"{repo_path}: no commit for ref {ref!r}") from e
         self.commit: str | None = commit.hexsha
-        self._blobs: dict[str, Any] = {
-            str(getattr(item, "path", "")): item
-            for item in commit.tree.traverse()
-            if getattr(item, "type", None) == "blob"
-        }
+        self._top = {str(item.name) for item in commit.tree}
+        self._blobs: dict[str, Any] = {}
+        self._submodules: set[str] = set()
+        for item in commit.tree.traverse():
+            kind, path = getattr(item, "type", None), str(getattr(item, "path", ""))
+            if kind == "blob":
+                self._blobs[path] = item
+            elif kind == "submodule":  # a gitlink: a commit of another repository, no content
+                self._submodules.add(path)
+
+    def has_layout(self) -> bool:
+        """Whether the commit holds ``nodes/`` or ``environments/``."""
+        return any(d in self._top for d in LAYOUT_FOLDERS)
+
+    def _is_link(self, path: str) -> bool:
+        return path in self._blobs and self._blobs[path].mode == GIT_LINK_MODE
 
     def files(self) -> Iterator[tuple[str, int]]:
-        for path in sorted(self._blobs):
-            yield path, int(self._blobs[path].size)
+        sizes = {path: int(blob.size) for path, blob in self._blobs.items()}
+        sizes.update(dict.fromkeys(self._submodules, 0))
+        yield from sorted(sizes.items())
 
     def read(self, path: str) -> bytes:
-        data: bytes = self._blobs[path].data_stream.read()
+        if path in self._submodules:
+            raise NotAFile(path, "a git submodule")
+        data: bytes = self._blobs[path].data_stream.read(MAX_FILE_BYTES + 1)
+        if self._is_link(path):  # the blob is the link's target, not the file's content
+            target = data.decode("utf-8", "replace")
+            raise NotAFile(path, f"a symbolic link to {target}")
         return data
 
     def content_id(self, path: str) -> str | None:
+        if path in self._submodules or self._is_link(path):
+            return None  # a link's blob can equal a file's: never share a parse with it
         return str(self._blobs[path].hexsha)

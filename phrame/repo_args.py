@@ -20,12 +20,17 @@ def _is_bare(path: Path) -> bool:
 
 
 def open_source(path: str, ref: str | None) -> Source:
+    """The repo at ``path`` (at ``ref``). Raises :class:`ConfigError` when it is missing or
+    holds neither ``nodes/`` nor ``environments/``: a mistyped path must not pass as valid."""
     p = Path(path)
     if not p.exists():
         raise ConfigError(f"{path}: no such directory")
-    if ref is not None or _is_bare(p):
-        return GitSource(p, ref or "HEAD")
-    return DirectorySource(p)
+    is_git = ref is not None or _is_bare(p)
+    source: DirectorySource | GitSource = GitSource(p, ref or "HEAD") if is_git else DirectorySource(p)
+    if not source.has_layout():
+        where = f"{path} at {ref}" if ref is not None else path
+        raise ConfigError(f"{where} is not a phrame config repo: no nodes/ or environments/")
+    return source
 
 
 def validated_from_args(args: argparse.Namespace) -> tuple[ConfigRepo, list[Problem]] | None:

@@ -231,6 +231,7 @@ class Reconciler:
 UNREADABLE_RULES = frozenset({
     "yaml-syntax", "yaml-duplicate-key", "yaml-tab", "yaml-encoding", "yaml-alias-bomb",
     "file-too-large", "json-syntax", "schema", "name-mismatch", "duplicate-name", "missing-file",
+    "unknown-file",  # also a symlink, device or submodule where a file belongs: never read
 })  # fmt: skip
 
 

@@ -402,3 +402,26 @@ def test_review_mode_opens_one_merge_request_never_two(tmp_path: Path, remote: C
     assert body["source_branch"] == branch and body["target_branch"] == "main"
     assert body["title"].startswith("placement studio-a: 3 replica moves")
     assert remote.head(branch) == first.commit and second.commit is None
+
+
+def test_a_service_file_turned_into_a_symlink_decides_nothing(tmp_path: Path, remote: ConfigRemote) -> None:
+    """A symlink is never read (unknown-file): it must not read as "mixer removed"."""
+    clock = Clock()
+    rec = make(tmp_path, remote, clock)
+    rec.run_pass()
+    placed = remote.node_json()
+    remote.git("fetch", "-q", "origin")
+    remote.git("checkout", "-q", "-B", "main", "origin/main")
+    mixer = remote.work / "environments/studio-a/services/mixer.yaml"
+    (remote.work / "mixer.yaml").write_text(mixer.read_text())
+    mixer.unlink()
+    mixer.symlink_to("../../../mixer.yaml")
+    remote.git("add", "-A")
+    remote.git("commit", "-q", "-m", "mixer as a symlink")
+    remote.git("push", "-q", "origin", "main:main")
+    linked = remote.head()
+    clock.now += 5
+    beat(rec.liveness, clock)
+    (result,) = rec.run_pass()
+    assert result.commit is None and remote.head() == linked and remote.node_json() == placed
+    assert result.error is not None and "mixer.yaml" in result.error
