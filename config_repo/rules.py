@@ -16,6 +16,11 @@ from config_repo.problems import Problem
 from config_repo.quantities import PortMapping, format_bytes, memory_bytes, parse_ports
 from schemas.registry import pointer
 
+# One service's ports expand to at most this many mappings ("1-65535" would be 65,535
+# published ports, checked and rendered one by one on every push).
+MAX_PORTS_PER_SERVICE = 1024
+_ANY_ADDRESS = (None, "0.0.0.0", "::")
+
 
 def at(doc: Document, path: list[PathPart], rule: str, message: str) -> Problem:
     line, col = doc.position(path)
@@ -90,60 +95,132 @@ def references(repo: ConfigRepo, env: Environment) -> Iterator[Problem]:
                 yield at(doc, ["replaces"], "replaces-unknown", msg)
 
 
+def replacements(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]:
+    """``replaces`` names a container on the same node: the agent removes only a replica
+    running beside the process, so a target on other nodes would silently stay up."""
+    nodes: dict[tuple[str, str], list[str | None]] = defaultdict(list)
+    for rep in all_replicas:
+        nodes[(rep.environment, rep.service)].append(rep.node)
+    for env in repo.environments.values():
+        for name, doc in _valid(env.services):
+            target = doc.data.get("replaces")
+            other = env.services.get(target) if target is not None else None
+            if other is None or not other.schema_ok or other.data.get("kind", "container") != "container":
+                continue  # no such container: replaces-unknown says so
+            placed = nodes[(env.name, target)]
+            theirs = {n for n in placed if n is not None}
+            if not placed or None in placed:
+                continue  # not running, or not yet placed: placement may still put it beside us
+            lonely = sorted({n for n in nodes[(env.name, name)] if n is not None} - theirs)
+            if lonely:
+                msg = (
+                    f"replaces {target!r}: this process runs on {', '.join(lonely)} but {target!r} "
+                    f"runs on {', '.join(sorted(theirs))}; replaces names a container on the same node"
+                )
+                yield at(doc, ["replaces"], "replaces-other-node", msg)
+
+
 def cycles(env: Environment) -> Iterator[Problem]:
     graph = {
         n: [d for d in doc.data.get("depends_on", []) if d in env.services] for n, doc in _valid(env.services)
     }
     state: dict[str, int] = {}  # 1 on the stack, 2 done
     reported: set[frozenset[str]] = set()
-
-    def visit(node: str, stack: list[str]) -> Iterator[Problem]:
-        state[node] = 1
-        stack.append(node)
-        for dep in graph.get(node, []):
-            if state.get(dep) == 1:
+    # depth-first without recursion: a chain of a thousand services must not exhaust the stack
+    for root in sorted(graph):
+        if root in state:
+            continue
+        state[root] = 1
+        stack, pending = [root], [iter(graph[root])]
+        while stack:
+            node = stack[-1]
+            dep = next(pending[-1], None)
+            if dep is None:
+                stack.pop()
+                pending.pop()
+                state[node] = 2
+            elif state.get(dep) == 1:
                 cycle = [*stack[stack.index(dep) :], dep]
                 if frozenset(cycle) not in reported:
                     reported.add(frozenset(cycle))
                     doc = env.services[node]
                     i = doc.data["depends_on"].index(dep)
-                    yield at(
-                        doc,
-                        ["depends_on", i],
-                        "dependency-cycle",
-                        "dependency cycle: " + " → ".join(cycle),
-                    )
+                    msg = "dependency cycle: " + " → ".join(cycle)
+                    yield at(doc, ["depends_on", i], "dependency-cycle", msg)
             elif dep not in state:
-                yield from visit(dep, stack)
-        stack.pop()
-        state[node] = 2
-
-    for name in sorted(graph):
-        if name not in state:
-            yield from visit(name, [])
+                state[dep] = 1
+                stack.append(dep)
+                pending.append(iter(graph.get(dep, [])))
 
 
-def ports(all_replicas: list[Replica]) -> Iterator[Problem]:
-    taken: dict[str, list[tuple[PortMapping, Replica]]] = defaultdict(list)
+def _port_count(spec: str | int) -> int:
+    """How many mappings ``spec`` expands to, without expanding it (0: parse_ports says why)."""
+    container = str(spec).partition("/")[0].rpartition(":")[2]
+    lo, _, hi = container.partition("-")
+    try:
+        return max(int(hi or lo) - int(lo) + 1, 0)
+    except ValueError:
+        return 0
+
+
+def _published(doc: Document) -> tuple[list[Problem], list[tuple[int, PortMapping]]]:
+    """A service's problems with its port specs (syntax, too many) and its mappings that
+    publish a host port, with their spec index: read once, whatever its replica count."""
+    problems: list[Problem] = []
+    published: list[tuple[int, PortMapping]] = []
+    total = 0
+    for i, spec in enumerate(doc.data.get("ports", [])):
+        count = _port_count(spec)
+        total += count
+        if total > MAX_PORTS_PER_SERVICE:
+            msg = f"port spec {spec!r} expands to {count} ports"
+            msg += f" ({total} in this service)" if total != count else ""
+            msg += f"; a service may publish at most {MAX_PORTS_PER_SERVICE}"
+            # not checked for conflicts: the service must change anyway
+            return [*problems, at(doc, ["ports", i], "too-many-ports", msg)], []
+        try:
+            published += [(i, m) for m in parse_ports(spec) if m.host_port is not None]
+        except ValueError as e:
+            problems.append(at(doc, ["ports", i], "port-syntax", str(e)))
+    return problems, published
+
+
+def ports(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]:
+    published: dict[tuple[str, str], list[tuple[int, PortMapping]]] = {}
+    for env in repo.environments.values():
+        for name, doc in _valid(env.services):
+            problems, published[(env.name, name)] = _published(doc)
+            yield from problems
+    # (node, host port, protocol) -> host ip (None: all addresses) -> the replica holding it
+    taken: dict[tuple[str, int, str], dict[str | None, Replica]] = defaultdict(dict)
+    first_here: dict[tuple[str, str, str], Replica] = {}
     for rep in all_replicas:
-        for i, spec in enumerate(rep.spec.get("ports", [])):
-            try:
-                mappings = parse_ports(spec)
-            except ValueError as e:
-                if rep.index == 0:
-                    yield at(rep.doc, ["ports", i], "port-syntax", str(e))
+        mappings = published.get((rep.environment, rep.service), [])
+        if rep.node is None or not mappings:
+            continue
+        twin = first_here.setdefault((rep.environment, rep.service, rep.node), rep)
+        if twin is not rep:  # two replicas of one service on one node: every port clashes
+            i, m = mappings[0]
+            yield _clash(rep, i, m, twin)
+            continue
+        clashed: set[int] = set()
+        for i, m in mappings:
+            if i in clashed:
                 continue
-            if rep.node is None:
-                continue
-            for mapping in mappings:
-                clash = next((r for m, r in taken[rep.node] if m.overlaps(mapping)), None)
-                if clash is not None:
-                    owner = f"{clash.item_id} ({clash.doc.file})"
-                    port = f"{mapping.host_port}/{mapping.protocol}"
-                    msg = f"host port {port} on node {rep.node} is already published by {owner}"
-                    yield at(rep.doc, ["ports", i], "port-conflict", msg)
-                    break
-                taken[rep.node].append((mapping, rep))
+            holders = taken[(rep.node, m.host_port or 0, m.protocol)]
+            ip = None if m.host_ip in _ANY_ADDRESS else m.host_ip
+            clash = next(iter(holders.values()), None) if ip is None else holders.get(ip, holders.get(None))
+            if clash is not None:
+                clashed.add(i)
+                yield _clash(rep, i, m, clash)
+            else:
+                holders[ip] = rep
+
+
+def _clash(rep: Replica, i: int, mapping: PortMapping, owner: Replica) -> Problem:
+    port, by = f"{mapping.host_port}/{mapping.protocol}", f"{owner.item_id} ({owner.doc.file})"
+    msg = f"host port {port} on node {rep.node} is already published by {by}"
+    return at(rep.doc, ["ports", i], "port-conflict", msg)
 
 
 def capacity(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]:
@@ -176,5 +253,5 @@ def semantic_problems(repo: ConfigRepo) -> list[Problem]:
     for env in repo.environments.values():
         problems += [*references(repo, env), *cycles(env)]
     all_replicas = replicas(repo)
-    problems += [*ports(all_replicas), *capacity(repo, all_replicas)]
+    problems += [*ports(repo, all_replicas), *replacements(repo, all_replicas), *capacity(repo, all_replicas)]
     return problems

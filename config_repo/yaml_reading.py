@@ -1,8 +1,8 @@
 """Parsing one YAML (or JSON) file into a Document, refusing the hazards first.
 
 Hazards are refused with a Problem, never a traceback: non-UTF-8 bytes, tab indentation,
-syntax errors, duplicate keys, and alias/anchor expansion bombs (detected on the event
-stream, before anything is expanded).
+syntax errors, duplicate keys, nesting deeper than MAX_DEPTH, and alias/anchor expansion
+bombs (detected on the event stream, before anything is expanded).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.composer import MaxDepthExceededError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import (
     AliasEvent,
@@ -21,6 +22,7 @@ from ruamel.yaml.events import (
     ScalarEvent,
     SequenceEndEvent,
 )
+from ruamel.yaml.reader import ReaderError
 
 from config_repo.model import Document
 from config_repo.problems import Problem
@@ -29,15 +31,26 @@ from config_repo.problems import Problem
 # more than it has written out: a few KiB of "billion laughs" would otherwise expand to GiB.
 ALIAS_GROWTH_LIMIT = 10
 ALIAS_SLACK_NODES = 1000
+# Lists and mappings nest at most this deep (config files need < 10): the composer, the
+# constructor and plain() recurse, and a few hundred brackets would exhaust Python's stack.
+MAX_DEPTH = 64
+TOO_DEEP = f"nested too deeply: more than {MAX_DEPTH} levels of lists and mappings"
 
 
 def _yaml() -> YAML:
     y = YAML(typ="rt")
     y.allow_duplicate_keys = False
+    y.max_depth = MAX_DEPTH  # checked by the composer, before anything is constructed
     return y
 
 
 _YAML = _yaml()
+
+
+def _load(text: str) -> Any:
+    # the composer is reused and leaves its depth counter raised when a load fails
+    _YAML.composer.depth = 0
+    return _YAML.load(text)
 
 
 def decode(file: str, raw: bytes) -> tuple[str | None, list[Problem]]:
@@ -63,37 +76,45 @@ def _tab_problems(file: str, text: str) -> list[Problem]:
 
 
 def _alias_bomb(file: str, text: str) -> Problem | None:
-    """Walk the event stream, computing each anchored node's expanded size."""
-    sizes: dict[str, int] = {}
-    # stack of [anchor, nodes counted so far] for open collections
+    """Walk the event stream, computing each anchored node's expanded size and height
+    (an alias inside an anchored list nests it again: depth multiplies like size)."""
+    sizes: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, height) once expanded
+    # stack of [anchor, nodes counted so far, height] for open collections
     stack: list[list[Any]] = []
     written = expanded = 0
     for event in _YAML.parse(text):
         if isinstance(event, ScalarEvent | AliasEvent):
-            n = 1 if isinstance(event, ScalarEvent) else sizes.get(event.anchor, 1)
+            is_alias = isinstance(event, AliasEvent)
+            n, height = sizes.get(event.anchor, (1, 1)) if is_alias else (1, 1)
             written += 1
             expanded += n
-            if isinstance(event, ScalarEvent) and event.anchor:
-                sizes[event.anchor] = 1
+            if not is_alias and event.anchor:
+                sizes[event.anchor] = (1, 1)
             if stack:
                 stack[-1][1] += n
+                stack[-1][2] = max(stack[-1][2], height + 1)
+            mark = event.start_mark
+            where = (file, mark.line + 1, mark.column + 1, "yaml-alias-bomb")
             if expanded > ALIAS_GROWTH_LIMIT * written + ALIAS_SLACK_NODES:
-                mark = event.start_mark
                 msg = (
                     f"alias *{event.anchor} expands the document past {expanded} nodes "
                     f"from {written} written; anchors that multiply are refused"
                 )
-                return Problem(file, mark.line + 1, mark.column + 1, "yaml-alias-bomb", msg)
+                return Problem(*where, msg)
+            if len(stack) + height > MAX_DEPTH:
+                msg = f"alias *{event.anchor} nests the document past {MAX_DEPTH} levels; refused"
+                return Problem(*where, msg)
         elif isinstance(event, CollectionStartEvent):
             written += 1
             expanded += 1
-            stack.append([event.anchor, 1])
+            stack.append([event.anchor, 1, 1])
         elif isinstance(event, MappingEndEvent | SequenceEndEvent):
-            anchor, n = stack.pop()
+            anchor, n, height = stack.pop()
             if anchor:
-                sizes[anchor] = n
+                sizes[anchor] = (n, height)
             if stack:
                 stack[-1][1] += n
+                stack[-1][2] = max(stack[-1][2], height + 1)
     return None
 
 
@@ -128,6 +149,21 @@ def _marked(file: str, e: MarkedYAMLError, rule: str) -> Problem:
     return Problem(file, line, col, rule, problem.replace("\n", " "))
 
 
+def _too_deep(file: str, e: MarkedYAMLError | None, rule: str) -> Problem:
+    mark = e.problem_mark if e is not None else None
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    return Problem(file, line, col, rule, TOO_DEEP)
+
+
+def _unreadable(file: str, text: str, e: ReaderError) -> Problem:
+    """A character YAML does not allow: ``position`` counts characters of ``text``."""
+    pos = min(max(e.position if isinstance(e.position, int) else 0, 0), len(text))
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    msg = f"character U+{ord(text[pos]) if pos < len(text) else 0:04X} is not allowed in YAML"
+    return Problem(file, line, col, "yaml-syntax", f"{msg}; remove it or write it as an escape")
+
+
 def parse_yaml(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     text, problems = decode(file, raw)
     if text is None:
@@ -140,29 +176,58 @@ def parse_yaml(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
             bomb = _alias_bomb(file, text)
             if bomb:
                 return None, [bomb]
-        tree = _YAML.load(text)
+        tree = _load(text)
+        return Document(file, plain(tree), tree), []
+    except MaxDepthExceededError as e:
+        return None, [_too_deep(file, e, "yaml-syntax")]
     except MarkedYAMLError as e:
         rule = "yaml-duplicate-key" if "duplicate key" in str(e.problem) else "yaml-syntax"
         return None, [_marked(file, e, rule)]
+    except ReaderError as e:
+        return None, [_unreadable(file, text, e)]
     except YAMLError as e:
         return None, [Problem(file, 1, 1, "yaml-syntax", str(e).replace("\n", " "))]
-    return Document(file, plain(tree), tree), []
+    except RecursionError:  # a nesting the checks above missed: still no traceback
+        return None, [_too_deep(file, None, "yaml-syntax")]
 
 
 def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     text, problems = decode(file, raw)
     if text is None:
         return None, problems
+    too_deep = False
+    data = None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         return None, [Problem(file, e.lineno, e.colno, "json-syntax", e.msg)]
+    except RecursionError:
+        too_deep = True
+    too_deep = too_deep or _deeper_than(data, MAX_DEPTH)
     tree = None
     try:  # JSON is YAML: parse again to know where each value is, and to see duplicate keys
-        tree = _YAML.load(text.replace("\t", " "))
+        tree = _load(text.replace("\t", " "))
+    except MaxDepthExceededError as e:
+        return None, [_too_deep(file, e, "json-syntax")]
     except MarkedYAMLError as e:
-        if "duplicate key" in str(e.problem):
+        if "duplicate key" in str(e.problem) and not too_deep:
             return None, [_marked(file, e, "yaml-duplicate-key")]
-    except YAMLError:
+    except (YAMLError, RecursionError):
         tree = None
+    if too_deep:  # and YAML gave no position for it
+        return None, [_too_deep(file, None, "json-syntax")]
     return Document(file, data, tree), []
+
+
+def _deeper_than(data: Any, limit: int) -> bool:
+    """Whether values nest more than ``limit`` deep, counted as the YAML composer does
+    (the top value is level 1, a scalar counts as a level), without recursion."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(value, dict | list):
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+    return False

@@ -26,7 +26,8 @@ def test_every_rule_has_a_fixture() -> None:
         "file-too-large", "json-syntax", "name-mismatch", "duplicate-name", "unknown-file",
         "missing-file", "schema", "unknown-node", "cordoned-node", "unknown-network",
         "unknown-dependency", "dependency-cycle", "replaces-unknown", "port-conflict",
-        "port-syntax", "capacity-exceeded", "tag-auto-placement",
+        "port-syntax", "capacity-exceeded", "tag-auto-placement", "too-many-ports",
+        "replaces-other-node",
     }  # fmt: skip
     assert expected <= rules
 
