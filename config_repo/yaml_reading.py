@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import threading
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -44,13 +45,23 @@ def _yaml() -> YAML:
     return y
 
 
-_YAML = _yaml()
+# One parser per thread: a YAML instance keeps its reader, scanner and composer between
+# loads, and config-sync parses in several workers at once (one per ref, and reviews).
+_PER_THREAD = threading.local()
+
+
+def _parser() -> YAML:
+    y: YAML | None = getattr(_PER_THREAD, "yaml", None)
+    if y is None:
+        y = _PER_THREAD.yaml = _yaml()
+    return y
 
 
 def _load(text: str) -> Any:
+    y = _parser()
     # the composer is reused and leaves its depth counter raised when a load fails
-    _YAML.composer.depth = 0
-    return _YAML.load(text)
+    y.composer.depth = 0
+    return y.load(text)
 
 
 def decode(file: str, raw: bytes) -> tuple[str | None, list[Problem]]:
@@ -82,7 +93,7 @@ def _alias_bomb(file: str, text: str) -> Problem | None:
     # stack of [anchor, nodes counted so far, height] for open collections
     stack: list[list[Any]] = []
     written = expanded = 0
-    for event in _YAML.parse(text):
+    for event in _parser().parse(text):
         if isinstance(event, ScalarEvent | AliasEvent):
             is_alias = isinstance(event, AliasEvent)
             n, height = sizes.get(event.anchor, (1, 1)) if is_alias else (1, 1)
