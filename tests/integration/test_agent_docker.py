@@ -181,7 +181,8 @@ def test_docker_time_compares_as_time_not_as_text():
     assert docker_time("2026-01-01T12:00:00+02:00") == docker_time("2026-01-01T10:00:00Z")
 
 
-def test_authenticated_pull_from_the_registry(env: Env, registry):
+def push_test_image(env: Env, registry: Registry) -> str:
+    """Push the busybox test image to ``registry`` and drop it locally: ``<repo>:1``."""
     repo = f"{registry.url}/phrame-agent-{env.env}"
     env.client.images.get(env.image).tag(repo, "1")
     try:
@@ -191,6 +192,11 @@ def test_authenticated_pull_from_the_registry(env: Env, registry):
             assert "error" not in line, line
     finally:
         env.client.images.remove(f"{repo}:1")
+    return repo
+
+
+def test_authenticated_pull_from_the_registry(env: Env, registry):
+    repo = push_test_image(env, registry)
     web = env.container("web", image=f"{repo}:1")
     anonymous = env.reconciler().run_pass(spec.desired([web]))
     assert not anonymous.converged and not env.exists(web["name"])
@@ -210,15 +216,7 @@ def test_credentials_are_not_sent_to_another_registry(env: Env, registry):
     # A second registry that would accept the same credentials: a pull from it succeeds only
     # if they are sent, so a failure proves they were not.
     with Registry(username=registry.username, password=registry.password) as other:
-        repo = f"{other.url}/phrame-agent-{env.env}"
-        env.client.images.get(env.image).tag(repo, "1")
-        try:
-            for line in env.client.api.push(
-                repo, "1", auth_config=other.auth_config, stream=True, decode=True
-            ):
-                assert "error" not in line, line
-        finally:
-            env.client.images.remove(f"{repo}:1")
+        repo = push_test_image(env, other)
         web = env.container("web", image=f"{repo}:1")
 
         def pass_with(registry_url: str):
