@@ -1,8 +1,10 @@
 """Parsing one YAML (or JSON) file into a Document, refusing the hazards first.
 
 Hazards are refused with a Problem, never a traceback: non-UTF-8 bytes, tab indentation,
-syntax errors, duplicate keys, nesting deeper than MAX_DEPTH, and alias/anchor expansion
-bombs (detected on the event stream, before anything is expanded).
+syntax errors, duplicate keys, nesting deeper than MAX_DEPTH, alias/anchor expansion
+bombs (detected on the event stream, before anything is expanded), and what
+``scalar_checks`` refuses (integers too long to convert, non-text keys, unencodable or
+control characters).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ruamel.yaml.reader import ReaderError
 
 from config_repo.model import Document
 from config_repo.problems import Problem
+from config_repo.scalar_checks import MAX_INT_DIGITS, IntLimitConstructor, json_int, value_problems
 
 # An anchor may be reused, but the expanded document may not grow past this many nodes
 # more than it has written out: a few KiB of "billion laughs" would otherwise expand to GiB.
@@ -40,6 +43,7 @@ TOO_DEEP = f"nested too deeply: more than {MAX_DEPTH} levels of lists and mappin
 
 def _yaml() -> YAML:
     y = YAML(typ="rt")
+    y.Constructor = IntLimitConstructor
     y.allow_duplicate_keys = False
     y.max_depth = MAX_DEPTH  # checked by the composer, before anything is constructed
     return y
@@ -172,7 +176,7 @@ def _unreadable(file: str, text: str, e: ReaderError) -> Problem:
     line = text.count("\n", 0, pos) + 1
     col = pos - (text.rfind("\n", 0, pos) + 1) + 1
     msg = f"character U+{ord(text[pos]) if pos < len(text) else 0:04X} is not allowed in YAML"
-    return Problem(file, line, col, "yaml-syntax", f"{msg}; remove it or write it as an escape")
+    return Problem(file, line, col, "yaml-syntax", f"{msg} (nor as an escape); remove it")
 
 
 def parse_yaml(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
@@ -188,7 +192,8 @@ def parse_yaml(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
             if bomb:
                 return None, [bomb]
         tree = _load(text)
-        return Document(file, plain(tree), tree), []
+        doc = Document(file, plain(tree), tree)
+        return doc, value_problems(doc, tree, syntax_rule="yaml-syntax")
     except MaxDepthExceededError as e:
         return None, [_too_deep(file, e, "yaml-syntax")]
     except MarkedYAMLError as e:
@@ -209,9 +214,11 @@ def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     too_deep = False
     data = None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=json_int)
     except json.JSONDecodeError as e:
         return None, [Problem(file, e.lineno, e.colno, "json-syntax", e.msg)]
+    except ValueError as e:  # an integer too long: the YAML reading below knows where it is
+        return None, [_placed(file, text, str(e))]
     except RecursionError:
         too_deep = True
     too_deep = too_deep or _deeper_than(data, MAX_DEPTH)
@@ -227,7 +234,21 @@ def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
         tree = None
     if too_deep:  # and YAML gave no position for it
         return None, [_too_deep(file, None, "json-syntax")]
-    return Document(file, data, tree), []
+    doc = Document(file, data, tree)
+    return doc, value_problems(doc, data, syntax_rule="json-syntax")
+
+
+def _placed(file: str, text: str, message: str) -> Problem:
+    """``message`` at the place the YAML reader stops (it refuses the same integer)."""
+    try:
+        _load(text.replace("\t", " "))
+    except MarkedYAMLError as e:
+        mark = e.problem_mark
+        if mark is not None and f"at most {MAX_INT_DIGITS} digits" in str(e.problem):
+            return Problem(file, mark.line + 1, mark.column + 1, "json-syntax", message)
+    except (YAMLError, RecursionError):
+        pass
+    return Problem(file, 1, 1, "json-syntax", message)
 
 
 def _deeper_than(data: Any, limit: int) -> bool:
