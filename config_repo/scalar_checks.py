@@ -29,13 +29,23 @@ _BASES = {"0x": (16, "hexadecimal "), "0o": (8, "octal "), "0b": (2, "binary ")}
 _NOT_TEXT = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
+def printable_path(path: str) -> str | None:
+    """``path`` with what is no text escaped (undecodable bytes as ``\\xff``, control
+    characters as ``\\x1b``), or None when it is text already."""
+    if _NOT_TEXT.search(path) is None:
+        return None
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _NOT_TEXT.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _too_long(what: str, note: str = "") -> str:
     return f"integer of {what}: at most {MAX_INT_DIGITS} digits are read{note}; quote it if it is text"
 
 
-class IntLimitConstructor(RoundTripConstructor):
-    """ruamel's round-trip constructor, refusing an integer too long to convert before
-    ``int()`` raises an unmarked ValueError (or returns one ``str()`` cannot print)."""
+class CheckedConstructor(RoundTripConstructor):
+    """ruamel's round-trip constructor, refusing with a place what it would otherwise turn
+    into an unmarked ValueError: an integer too long to convert (or one ``str()`` cannot
+    print), a date that looks like one but does not exist (``9999-99-99``)."""
 
     def construct_yaml_int(self, node: Any) -> Any:
         text = str(node.value).replace("_", "").lstrip("+-")
@@ -49,8 +59,16 @@ class IntLimitConstructor(RoundTripConstructor):
             raise ConstructorError(problem=msg, problem_mark=node.start_mark)
         return super().construct_yaml_int(node)
 
+    def construct_yaml_timestamp(self, node: Any, values: Any = None) -> Any:
+        try:
+            return super().construct_yaml_timestamp(node, values)
+        except (ValueError, OverflowError) as e:
+            msg = f"{node.value!r} is no date or time ({e}); quote it if it is text"
+            raise ConstructorError(problem=msg, problem_mark=node.start_mark) from None
 
-IntLimitConstructor.add_constructor("tag:yaml.org,2002:int", IntLimitConstructor.construct_yaml_int)
+
+CheckedConstructor.add_constructor("tag:yaml.org,2002:int", CheckedConstructor.construct_yaml_int)
+CheckedConstructor.add_constructor("tag:yaml.org,2002:timestamp", CheckedConstructor.construct_yaml_timestamp)
 
 
 def json_int(text: str) -> int:

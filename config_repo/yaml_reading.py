@@ -29,7 +29,7 @@ from ruamel.yaml.reader import ReaderError
 
 from config_repo.model import Document
 from config_repo.problems import Problem
-from config_repo.scalar_checks import MAX_INT_DIGITS, IntLimitConstructor, json_int, value_problems
+from config_repo.scalar_checks import MAX_INT_DIGITS, CheckedConstructor, json_int, value_problems
 
 # An anchor may be reused, but the expanded document may not grow past this many nodes
 # more than it has written out: a few KiB of "billion laughs" would otherwise expand to GiB.
@@ -43,7 +43,7 @@ TOO_DEEP = f"nested too deeply: more than {MAX_DEPTH} levels of lists and mappin
 
 def _yaml() -> YAML:
     y = YAML(typ="rt")
-    y.Constructor = IntLimitConstructor
+    y.Constructor = CheckedConstructor
     y.allow_duplicate_keys = False
     y.max_depth = MAX_DEPTH  # checked by the composer, before anything is constructed
     return y

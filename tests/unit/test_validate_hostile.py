@@ -6,11 +6,13 @@ validates must render and encode."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import git
 import pytest
 
-from config_repo import Problem, load_directory, render, validate
+from config_repo import Problem, load_directory, load_git, render, validate
 from config_repo.scalar_checks import MAX_INT_DIGITS
 from phrame.cli import main
 from schemas import canonical_json
@@ -91,6 +93,13 @@ def test_integers_up_to_the_limit_are_read_and_rendered(tmp_path: Path) -> None:
     assert p.rule == "yaml-syntax"
     (p,) = problems_of(tmp_path / "hex-over", service("web", "env:", "  X: 0x" + "f" * 540))
     assert (p.rule, p.line, p.column) == ("yaml-syntax", 6, 6)
+
+
+@pytest.mark.parametrize("value", ["9999-99-99", "2024-02-30", "2024-01-01 25:00:00"])
+def test_a_date_that_does_not_exist_is_a_problem_at_its_place(tmp_path: Path, value: str) -> None:
+    (p,) = problems_of(tmp_path, service("web", "env:", f"  WHEN: {value}"))
+    assert where([p]) == [(WEB, "yaml-syntax", 6, 9)]
+    assert f"{value!r} is no date or time" in p.message and "quote it" in p.message
 
 
 # -- strings render cannot encode, and control characters (items 5 and 16) -------------------
@@ -213,3 +222,41 @@ def test_a_valid_repo_with_odd_but_legal_text_renders_and_encodes(tmp_path: Path
     assert validate(repo, read) == []
     for payload in render(repo).topics().values():
         canonical_json(payload)
+
+
+# -- file names: what git or a file system allows that is no text ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        (b"nodes/a\xff.yaml", "nodes/a\\xff.yaml"),  # not UTF-8
+        (b"nodes/e\x1b[31mred.yaml", "nodes/e\\x1b[31mred.yaml"),  # a terminal escape
+        (b"environments/l\x07b/environment.yaml", "environments/l\\x07b/environment.yaml"),
+    ],
+    ids=["not-utf8", "escape", "folder"],
+)
+def test_a_file_name_that_is_no_text_is_reported_printably(tmp_path: Path, name: bytes, shown: str) -> None:
+    root = tmp_path / "repo"
+    problems_of(tmp_path, {})
+    path = Path(os.fsdecode(os.path.join(os.fsencode(root), name)))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("name: x\n")
+    work = git.Repo.init(root)
+    work.git.add(A=True)
+    work.git.commit(
+        "-m",
+        "odd name",
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        },
+    )
+    for repo, read in (load_directory(root), load_git(root, "HEAD")):
+        (p,) = validate(repo, read)
+        assert (p.file, p.rule) == (shown, "unknown-file")
+        assert "rename it" in p.message
+        canonical_json(p.to_dict())  # what config-sync publishes in the sync topic
+        assert p.format().isprintable()
