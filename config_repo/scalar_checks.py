@@ -23,6 +23,7 @@ from schemas.registry import pointer
 # low as 640: longer integers are refused whatever the setting (quote them to make text).
 MAX_INT_DIGITS = 640
 _TOO_BIG = 10**MAX_INT_DIGITS
+_KINDS = {"int": "integer", "float": "number", "bool": "boolean", "timestamp": "date or time"}
 _BASES = {"0x": (16, "hexadecimal "), "0o": (8, "octal "), "0b": (2, "binary ")}
 
 # YAML 1.2's printable characters: what the reader accepts raw, so escapes may add no more
@@ -45,7 +46,7 @@ def _too_long(what: str, note: str = "") -> str:
 class CheckedConstructor(RoundTripConstructor):
     """ruamel's round-trip constructor, refusing with a place what it would otherwise turn
     into an unmarked ValueError: an integer too long to convert (or one ``str()`` cannot
-    print), a date that looks like one but does not exist (``9999-99-99``)."""
+    print), or any scalar that is not what its form or tag says (``9999-99-99``)."""
 
     def construct_yaml_int(self, node: Any) -> Any:
         text = str(node.value).replace("_", "").lstrip("+-")
@@ -59,16 +60,19 @@ class CheckedConstructor(RoundTripConstructor):
             raise ConstructorError(problem=msg, problem_mark=node.start_mark)
         return super().construct_yaml_int(node)
 
-    def construct_yaml_timestamp(self, node: Any, values: Any = None) -> Any:
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
         try:
-            return super().construct_yaml_timestamp(node, values)
-        except (ValueError, OverflowError) as e:
-            msg = f"{node.value!r} is no date or time ({e}); quote it if it is text"
+            return super().construct_object(node, deep=deep)
+        except (ValueError, LookupError, TypeError, OverflowError) as e:
+            # a scalar its resolver or an explicit tag chose a type for, that is none
+            # (9999-99-99, !!int abc, 0x_): innermost node first, so this is the place
+            kind = node.tag.rsplit(":", 1)[-1]
+            shown = str(node.value)[:40] if isinstance(node.value, str) else kind
+            msg = f"{shown!r} is no valid {_KINDS.get(kind, kind)} ({e}); quote it if it is text"
             raise ConstructorError(problem=msg, problem_mark=node.start_mark) from None
 
 
 CheckedConstructor.add_constructor("tag:yaml.org,2002:int", CheckedConstructor.construct_yaml_int)
-CheckedConstructor.add_constructor("tag:yaml.org,2002:timestamp", CheckedConstructor.construct_yaml_timestamp)
 
 
 def json_int(text: str) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 import threading
 from typing import Any
 
@@ -38,6 +39,7 @@ ALIAS_SLACK_NODES = 1000
 # Lists and mappings nest at most this deep (config files need < 10): the composer, the
 # constructor and plain() recurse, and a few hundred brackets would exhaust Python's stack.
 MAX_DEPTH = 64
+_BIG_ESCAPE = re.compile(r"\\U([0-9A-Fa-f]{8})")
 TOO_DEEP = f"nested too deeply: more than {MAX_DEPTH} levels of lists and mappings"
 
 
@@ -179,6 +181,15 @@ def _unreadable(file: str, text: str, e: ReaderError) -> Problem:
     return Problem(file, line, col, "yaml-syntax", f"{msg} (nor as an escape); remove it")
 
 
+def _unmarked(file: str, text: str, e: Exception) -> Problem:
+    """An error the scanner raised with no place: an escape past U+10FFFF is the one known
+    (ruamel calls ``chr()`` on it), so point at the first such escape."""
+    beyond = next((m for m in _BIG_ESCAPE.finditer(text) if int(m.group(1), 16) > 0x10FFFF), None)
+    pos = beyond.start() if beyond else 0
+    line, col = text.count("\n", 0, pos) + 1, pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return Problem(file, line, col, "yaml-syntax", f"cannot read: {e}; no character is above U+10FFFF")
+
+
 def parse_yaml(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     text, problems = decode(file, raw)
     if text is None:
@@ -205,6 +216,8 @@ def parse_yaml(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
         return None, [Problem(file, 1, 1, "yaml-syntax", str(e).replace("\n", " "))]
     except RecursionError:  # a nesting the checks above missed: still no traceback
         return None, [_too_deep(file, None, "yaml-syntax")]
+    except (ValueError, LookupError, TypeError, OverflowError) as e:  # the scanner's, unmarked
+        return None, [_unmarked(file, text, e)]
 
 
 def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
@@ -230,8 +243,8 @@ def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     except MarkedYAMLError as e:
         if "duplicate key" in str(e.problem) and not too_deep:
             return None, [_marked(file, e, "yaml-duplicate-key")]
-    except (YAMLError, RecursionError):
-        tree = None
+    except (YAMLError, RecursionError, ValueError, LookupError, TypeError, OverflowError):
+        tree = None  # json.loads read it: positions are lost, nothing else
     if too_deep:  # and YAML gave no position for it
         return None, [_too_deep(file, None, "json-syntax")]
     doc = Document(file, data, tree)

@@ -95,11 +95,31 @@ def test_integers_up_to_the_limit_are_read_and_rendered(tmp_path: Path) -> None:
     assert (p.rule, p.line, p.column) == ("yaml-syntax", 6, 6)
 
 
-@pytest.mark.parametrize("value", ["9999-99-99", "2024-02-30", "2024-01-01 25:00:00"])
-def test_a_date_that_does_not_exist_is_a_problem_at_its_place(tmp_path: Path, value: str) -> None:
+@pytest.mark.parametrize(
+    ("value", "shown", "kind"),
+    [
+        ("9999-99-99", "9999-99-99", "date or time"),
+        ("2024-02-30", "2024-02-30", "date or time"),
+        ("2024-01-01 25:00:00", "2024-01-01 25:00:00", "date or time"),
+        ("0x_", "0x_", "integer"),
+        ("!!int abc", "abc", "integer"),
+        ("!!int ''", "", "integer"),
+        ("!!float abc", "abc", "number"),
+        ("!!bool maybe", "maybe", "boolean"),
+    ],
+)
+def test_a_scalar_that_is_not_what_it_looks_like_is_a_problem_at_its_place(
+    tmp_path: Path, value: str, shown: str, kind: str
+) -> None:
     (p,) = problems_of(tmp_path, service("web", "env:", f"  WHEN: {value}"))
     assert where([p]) == [(WEB, "yaml-syntax", 6, 9)]
-    assert f"{value!r} is no date or time" in p.message and "quote it" in p.message
+    assert f"{shown!r} is no valid {kind}" in p.message and "quote it" in p.message
+
+
+def test_an_escape_beyond_unicode_is_a_problem_on_its_line(tmp_path: Path) -> None:
+    (p,) = problems_of(tmp_path, service("web", "labels:", '  x: "\\U00110000"'))
+    assert (p.file, p.rule, p.line) == (WEB, "yaml-syntax", 6)
+    assert "chr() arg not in range" in p.message
 
 
 # -- strings render cannot encode, and control characters (items 5 and 16) -------------------
