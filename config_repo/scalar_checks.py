@@ -10,13 +10,12 @@ never found later as a traceback. Never raises for bad content.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import Any
 
 from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
 
 from config_repo.model import Document, PathPart
-from config_repo.problems import Problem
+from config_repo.problems import NOT_TEXT, Problem, escape_non_text
 from schemas.registry import pointer
 
 # Python converts at most 4,300 digits between int and str by default, and can be set as
@@ -26,17 +25,13 @@ _TOO_BIG = 10**MAX_INT_DIGITS
 _KINDS = {"int": "integer", "float": "number", "bool": "boolean", "timestamp": "date or time"}
 _BASES = {"0x": (16, "hexadecimal "), "0o": (8, "octal "), "0b": (2, "binary ")}
 
-# YAML 1.2's printable characters: what the reader accepts raw, so escapes may add no more
-_NOT_TEXT = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
 
 def printable_path(path: str) -> str | None:
     """``path`` with what is no text escaped (undecodable bytes as ``\\xff``, control
     characters as ``\\x1b``), or None when it is text already."""
-    if _NOT_TEXT.search(path) is None:
+    if NOT_TEXT.search(path) is None:
         return None
-    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return _NOT_TEXT.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return escape_non_text(path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
 
 
 def _too_long(what: str, note: str = "") -> str:
@@ -123,7 +118,8 @@ class _Checker:
         self.problems.append(Problem(self.doc.file, line, col, rule, message, pointer(path)))
 
     def text(self, value: str, path: list[PathPart], *, key: bool = False) -> None:
-        bad = _NOT_TEXT.search(value)
+        # YAML 1.2's printable characters are what the reader takes raw: escapes add no more
+        bad = NOT_TEXT.search(value)
         if bad is not None:
             msg, is_encoding = _char_message(bad.group(), "key" if key else "text")
             self.add(path, "yaml-encoding" if is_encoding else self.syntax_rule, msg, key=key)

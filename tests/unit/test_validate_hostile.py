@@ -280,3 +280,15 @@ def test_a_file_name_that_is_no_text_is_reported_printably(tmp_path: Path, name:
         assert "rename it" in p.message
         canonical_json(p.to_dict())  # what config-sync publishes in the sync topic
         assert p.format().isprintable()
+
+
+def test_what_a_problem_quotes_is_escaped_whichever_check_made_it(tmp_path: Path) -> None:
+    # ruamel quotes the duplicate key as it is; the pointer of a node.json key holds it too
+    files = service("web", "env:", '  "\\ud800": a', '  "\\ud800": b')
+    files[NODE_JSON] = placement()[:-1] + ', "reasons": {"\\u001b[2J": "x"}}'
+    found = problems_of(tmp_path, files)
+    assert {p.rule for p in found} >= {"yaml-duplicate-key", "json-syntax"}
+    for p in found:
+        assert p.format().isprintable() and p.path.isprintable(), p
+        canonical_json(p.to_dict())
+    assert any("\\ud800" in p.message for p in found if p.rule == "yaml-duplicate-key")
