@@ -13,6 +13,7 @@ import git
 import pytest
 
 from config_repo import Problem, load_directory, load_git, render, validate
+from config_repo.problems import MAX_MESSAGE_CHARS
 from config_repo.scalar_checks import MAX_INT_DIGITS
 from phrame.cli import main
 from schemas import canonical_json
@@ -292,3 +293,10 @@ def test_what_a_problem_quotes_is_escaped_whichever_check_made_it(tmp_path: Path
         assert p.format().isprintable() and p.path.isprintable(), p
         canonical_json(p.to_dict())
     assert any("\\ud800" in p.message for p in found if p.rule == "yaml-duplicate-key")
+
+
+def test_a_problem_quoting_a_huge_value_stays_one_readable_line(tmp_path: Path) -> None:
+    (p,) = problems_of(tmp_path, service("web", "replicas: '" + "x" * 500_000 + "'"))
+    assert (p.rule, p.line, p.column) == ("schema", 5, 11)
+    assert len(p.message) <= MAX_MESSAGE_CHARS and "…" in p.message
+    assert p.message.startswith("'xxx") and p.message.endswith("xxx' is not of type 'integer'")
