@@ -138,7 +138,9 @@ def test_a_commit_that_changes_no_node_is_deployed_at_once(tmp_path: Path, mosqu
             notes = remote.commit("notes", files={"NOTES.md": "who to call\n"})
             outcome = service.syncer.sync_ref("main")
             assert outcome.ok and outcome.generations == {}
-            assert deploy_states(service, notes) == [("success", "nothing to change: no node's desired state changed")]
+            assert deploy_states(service, notes) == [
+                ("success", "nothing to change: no node's desired state changed")
+            ]
             service.syncer.sync_ref("main")  # an idle poll of the same head says nothing again
             assert len(deploy_states(service, notes)) == 1
 
