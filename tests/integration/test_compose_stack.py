@@ -75,7 +75,8 @@ def stack(
     try:
         yield running
     finally:
-        print("removed:", running.down())
+        print("removed after docker-compose down:", running.down())
+    assert running.leftovers() == [], "the stack left objects behind"
 
 
 def node_status(stack: ComposeStack) -> dict[str, Any]:
@@ -126,6 +127,9 @@ def test_a_push_is_converged_by_the_agent_container(stack: ComposeStack, tmp_pat
         states = {s: stack.health(s) for s in SERVICES}
         raise AssertionError(f"{e}: {states}\n{stack.logs()}") from None
 
+    for service in ("config-sync", "placement", "node-agent"):  # each logged in with its secret
+        log = stack.container(service).logs().decode()
+        assert "connected to mqtt://mosquitto:1883" in log, f"{service} never logged in:\n{log}"
     # the agent found its own compose container (it would refuse to touch it)
     agent = stack.container("node-agent")
     wait_until(lambda: f"running in container {agent.id[:12]}" in agent.logs().decode(), "own container", 10)

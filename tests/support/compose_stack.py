@@ -144,7 +144,7 @@ class ComposeStack:
             "PHRAME_MQTTS_PORT": str(free_port()),  # published, unused: the test broker is plain
             "PHRAME_WSS_PORT": str(free_port()),
             "PHRAME_CONFIG_SYNC_PORT": str(self.sync_port),
-            "PHRAME_MQTT_URL": "mqtt://mosquitto:1883",
+            "PHRAME_DESIRED_MQTT_URL": "mqtt://mosquitto:1883",
             "PHRAME_TLS_CA": "",
             "PHRAME_GIT_HOST": "local",
             "PHRAME_REPO_URL": REPO_IN_CONTAINER,
@@ -191,6 +191,20 @@ class ComposeStack:
         with contextlib.suppress(AssertionError, subprocess.TimeoutExpired):
             return self.compose("logs", "--no-color", "--tail", "60", timeout=60).stdout
         return "<no logs>"
+
+    def leftovers(self) -> list[str]:
+        """Objects of this stack still on the daemon (none after :meth:`down`)."""
+        by_project = {"label": f"com.docker.compose.project={self.project}"}
+        by_node = {"label": f"io.phrame.node={self.node}"}
+        found = [
+            f"container/{c.name}"
+            for f in (by_project, by_node)
+            for c in self.client.containers.list(all=True, filters=f)
+        ]
+        found += [
+            f"network/{n.name}" for f in (by_project, by_node) for n in self.client.networks.list(filters=f)
+        ]
+        return found + [f"volume/{v.name}" for v in self.client.volumes.list(filters=by_project)]
 
     def down(self) -> list[str]:
         """Remove what this stack created, even after a failure; returns what was left to remove."""
