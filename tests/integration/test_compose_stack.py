@@ -1,9 +1,9 @@
 """The production compose stack, built and run for real: a pushed commit reaches a container.
 
 ``scripts/build-image`` builds the project image (mmdebstrap base, host-built wheels);
-``docker-compose`` starts ``compose/docker-compose.yml`` with a test override (a plain
-listener broker with password auth and the generated ACL, a local bare repository,
-``--profile agent``). A push plus a GitLab-shaped webhook must end with the agent's
+``docker-compose`` starts ``compose/docker-compose.yml`` with a test override: the broker
+config exactly as ``phrame broker-config`` writes it (TLS listeners, throw-away
+certificates), a local bare repository, ``--profile agent``. A push plus a GitLab-shaped webhook must end with the agent's
 container running the busybox service with the commit's labels and the node's status on
 the broker saying converged at that commit. README "Production: the compose stack" lists
 what this proves and what it does not.
@@ -79,12 +79,11 @@ def stack(
     assert running.leftovers() == [], "the stack left objects behind"
 
 
-def node_status(stack: ComposeStack) -> dict[str, Any]:
-    """The node's retained status, read through the published 127.0.0.1 port as the node's user."""
+def node_status(stack: ComposeStack, url: str) -> dict[str, Any]:
+    """The node's retained status, read through a published 127.0.0.1 TLS port as the node's user."""
+    assert stack.pki is not None
     user = f"node-{stack.node}"
-    settings = MqttSettings(
-        url=f"mqtt://127.0.0.1:{stack.mqtt_port}", username=user, password=stack.passwords[user]
-    )
+    settings = MqttSettings(url=url, username=user, password=stack.passwords[user], tls_ca=str(stack.pki.ca))
     client = MqttClient(settings, f"compose-test-{stack.node}")
     client.start(timeout=10)
     try:
@@ -95,11 +94,11 @@ def node_status(stack: ComposeStack) -> dict[str, Any]:
     return json.loads(payload) if payload else {}
 
 
-def wait_converged(stack: ComposeStack, commit: str, timeout: float) -> None:
+def wait_converged(stack: ComposeStack, commit: str, timeout: float, *, url: str) -> None:
     seen: list[dict[str, Any]] = []
 
     def converged() -> bool:
-        seen.append(node_status(stack))
+        seen.append(node_status(stack, url))
         return bool(seen[-1].get("converged")) and seen[-1].get("commit") == commit
 
     try:
@@ -129,12 +128,13 @@ def test_a_push_is_converged_by_the_agent_container(stack: ComposeStack, tmp_pat
 
     for service in ("config-sync", "placement", "node-agent"):  # each logged in with its secret
         log = stack.container(service).logs().decode()
-        assert "connected to mqtt://mosquitto:1883" in log, f"{service} never logged in:\n{log}"
+        assert "connected to mqtts://mosquitto:8883" in log, f"{service} never logged in:\n{log}"
     # the agent found its own compose container (it would refuse to touch it)
     agent = stack.container("node-agent")
     wait_until(lambda: f"running in container {agent.id[:12]}" in agent.logs().decode(), "own container", 10)
     first = stack.work.head.commit.hexsha
-    wait_converged(stack, first, timeout=60)  # the empty manifest of the first sync
+    mqtts, wss = f"mqtts://127.0.0.1:{stack.mqtts_port}", f"wss://127.0.0.1:{stack.wss_port}"
+    wait_converged(stack, first, timeout=60, url=mqtts)  # the empty manifest of the first sync
 
     probe = f"name: probe\nimage: phrame-test/busybox:latest\ncommand: [sleep, '3600']\nplacement:\n  node: {stack.node}\n"
     commit = stack.commit("deploy probe", {f"environments/{stack.env}/services/probe.yaml": probe})
@@ -152,7 +152,8 @@ def test_a_push_is_converged_by_the_agent_container(stack: ComposeStack, tmp_pat
     assert labels["io.phrame.node"] == stack.node
     assert labels["io.phrame.commit"] == commit
     assert labels["io.phrame.managed"] == "true"
-    wait_converged(stack, commit, timeout=30)
+    wait_converged(stack, commit, timeout=30, url=mqtts)
+    assert node_status(stack, wss)["commit"] == commit  # the WebSocket listener serves the same
     print(f"push -> converged in {time.monotonic() - started:.1f} s")
     # the agent's own container is untouched and still healthy after the pass
     assert stack.health("node-agent") == "healthy"

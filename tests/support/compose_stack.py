@@ -20,6 +20,7 @@ import docker
 import docker.errors
 import git
 
+from tests.support.certs import Pki, make_pki
 from tests.support.docker import TEST_LABEL
 from tests.support.services import free_port
 
@@ -28,17 +29,6 @@ COMPOSE_FILE = ROOT / "compose" / "docker-compose.yml"
 IMAGE_UID = 10001  # the `phrame` user of the Dockerfile
 REPO_IN_CONTAINER = "/srv/phrame-config.git"
 USERS = ("config-sync", "placement")
-# Test-only broker: a plain listener on the compose network (no TLS; see README "what the
-# compose test proves"), with password auth and the ACL `phrame broker-config` generates.
-BROKER_CONF = """per_listener_settings false
-allow_anonymous false
-password_file /mosquitto/config/passwd
-acl_file /mosquitto/config/acl
-persistence true
-persistence_location /mosquitto/data/
-listener 1883
-protocol mqtt
-"""
 
 
 def run(argv: list[str], *, timeout: float, **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -59,31 +49,28 @@ class ComposeStack:
         self.node, self.env = f"cmp-{suffix}", f"cmp{suffix}"
         self.root = root / "stack"
         self.bare = self.root / "phrame-config.git"
-        self.mqtt_port, self.sync_port = free_port(), free_port()
+        self.broker_dir = self.root / "mosquitto"
+        self.mqtts_port, self.wss_port, self.sync_port = free_port(), free_port(), free_port()
         self.secret = uuid.uuid4().hex
+        self.pki: Pki | None = None
         self.passwords = {user: uuid.uuid4().hex for user in (*USERS, f"node-{self.node}")}
         # our git works on a repo owned by the image's user (git refuses that without this)
         self.git_env = {**os.environ, "GIT_CONFIG_GLOBAL": str(self.root / "gitconfig")}
 
     # -- files
     def write_files(self, mosquitto_passwd: str, phrame: str) -> None:
-        for sub in ("mosquitto", "certs", "secrets"):
-            (self.root / sub).mkdir(parents=True, mode=0o755)
+        """The broker config exactly as `phrame broker-config` writes it (TLS listeners, ACL),
+        a passwd file, certificates naming `mosquitto` and 127.0.0.1, secrets, env, override."""
+        self.root.mkdir(parents=True)
         self.root.chmod(0o755)
         (self.root / "gitconfig").write_text(f"[safe]\n\tdirectory = {self.bare}\n")
         work = self.init_repo()
-        broker = self.root / "mosquitto"
-        (broker / "mosquitto.conf").write_text(BROKER_CONF)
-        run(
-            [phrame, "broker-config", "--inventory", str(work), "--out", str(self.root / "generated")],
-            timeout=60,
-        )
-        (broker / "acl").write_text((self.root / "generated" / "acl").read_text())
-        passwd = broker / "passwd"
+        run([phrame, "broker-config", "--inventory", str(work), "--out", str(self.broker_dir)], timeout=60)
+        passwd = self.broker_dir / "passwd"
         for user, password in self.passwords.items():
             create = [] if passwd.exists() else ["-c"]
             run([mosquitto_passwd, *create, "-b", str(passwd), user, password], timeout=30)
-        (self.root / "certs" / "ca.crt").write_text("")  # no TLS in the test: an unused secret
+        self.pki = make_pki(("mosquitto", "127.0.0.1"), directory=self.root / "certs")
         secrets = {
             "config_sync_mqtt_password": self.passwords["config-sync"],
             "placement_mqtt_password": self.passwords["placement"],
@@ -91,10 +78,13 @@ class ComposeStack:
             "webhook_secret": self.secret,
             "gitlab_token": "unused-with-the-local-git-host",
         }
+        (self.root / "secrets").mkdir()
         for name, value in secrets.items():
             (self.root / "secrets" / name).write_text(value)
-        for path in (*broker.iterdir(), *(self.root / "secrets").iterdir()):
-            path.chmod(0o644)  # read by the mosquitto user and uid 10001 in the containers
+        for folder in (self.broker_dir, self.root / "certs", self.root / "secrets"):
+            folder.chmod(0o755)
+            for path in folder.iterdir():
+                path.chmod(0o644)  # read by the mosquitto user and uid 10001 in the containers
         self.env_file.write_text(self.env_text())
         self.override_file.write_text(self.override_text())
 
@@ -138,14 +128,12 @@ class ComposeStack:
         settings = {
             "PHRAME_IMAGE": "phrame/phrame:local",
             "PHRAME_MOSQUITTO_IMAGE": "phrame/mosquitto:local",
-            "PHRAME_MOSQUITTO_CONFIG": str(self.root / "mosquitto"),
+            "PHRAME_MOSQUITTO_CONFIG": str(self.broker_dir),
             "PHRAME_MOSQUITTO_CERTS": str(self.root / "certs"),
             "PHRAME_SECRETS_DIR": str(self.root / "secrets"),
-            "PHRAME_MQTTS_PORT": str(free_port()),  # published, unused: the test broker is plain
-            "PHRAME_WSS_PORT": str(free_port()),
+            "PHRAME_MQTTS_PORT": str(self.mqtts_port),
+            "PHRAME_WSS_PORT": str(self.wss_port),
             "PHRAME_CONFIG_SYNC_PORT": str(self.sync_port),
-            "PHRAME_DESIRED_MQTT_URL": "mqtt://mosquitto:1883",
-            "PHRAME_TLS_CA": "",
             "PHRAME_GIT_HOST": "local",
             "PHRAME_REPO_URL": REPO_IN_CONTAINER,
             "PHRAME_NODE_NAME": self.node,
@@ -159,7 +147,7 @@ class ComposeStack:
         repo = f"      - {self.bare}:{REPO_IN_CONTAINER}\n"
         return (
             "services:\n"
-            f"  mosquitto:\n    ports: ['127.0.0.1:{self.mqtt_port}:1883']\n    labels:\n{labels}"
+            f"  mosquitto:\n    labels:\n{labels}"
             f"  config-sync:\n    volumes:\n{repo}    labels:\n{labels}"
             f"  placement:\n    volumes:\n{repo}    labels:\n{labels}"
             f"  node-agent:\n    labels:\n{labels}"
