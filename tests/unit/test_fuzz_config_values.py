@@ -66,8 +66,9 @@ def service_files(draw: st.DrawFn) -> str:
             entries = [("test", "'true'"), *entries]
         lines.append(f"{field}:")
         lines += [f"  ? {k}\n  : {v}" for k, v in entries]
-    for port in draw(st.lists(scalar, max_size=2)):
-        lines.append(f"ports: [{port}]")
+    ports = draw(st.lists(scalar, max_size=2))
+    if ports:
+        lines += ["ports:", *(f"  - {port}" for port in ports)]
     return HEAD + "\n".join(lines) + "\n"
 
 
