@@ -7,11 +7,12 @@ call per kind, and it never acts on a name it was not given by the caller.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,8 +25,9 @@ from docker.utils import parse_repository_tag
 
 from node_agent.container_config import create_params, managed_labels
 from node_agent.docker_refs import auth_for, detect_own_container_id, observed_container, root_upperdir
-from node_agent.errors import DockerError, NameConflict, NotFound
+from node_agent.errors import DockerError, NameConflict, NetworkInUse, NotFound
 from node_agent.models import MANAGED, NETWORK, NODE, ObservedContainer, ObservedNetwork, Spec
+from node_agent.networks import split_duplicates
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -107,11 +109,40 @@ class DockerPort:
     def list_networks(self) -> list[ObservedNetwork]:
         """Every managed network on this daemon (any node: names may be shared): one API call."""
         rows = self._call("list networks", self.api.networks, filters={"label": [f"{MANAGED}=true"]})
-        return [ObservedNetwork(r["Id"], r["Name"], r.get("Labels") or {}) for r in rows]
+        return [
+            ObservedNetwork(r["Id"], r["Name"], r.get("Labels") or {}, r.get("Created") or "") for r in rows
+        ]
 
     def inspect_container(self, name: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call(f"inspect {name}", self.api.inspect_container, name)
         return result
+
+    def settle(self, ids: Iterable[str], *, timeout: float = 2.0, poll: float = 0.02) -> None:
+        """Wait until the container list agrees that these containers stopped.
+
+        Docker sends ``die`` (and ``destroy``) before its list, which every pass reads,
+        stops saying ``running`` (tens of ms; inspect is right at once). A pass run in
+        between would find nothing to do and report a dead container running until the
+        next resync. A container inspect calls running again (Docker restarted it by its
+        restart policy) or gone is settled too. Bounded: a pass runs after ``timeout``.
+        """
+        pending = set(ids)
+        deadline = time.monotonic() + timeout
+        while pending:
+            rows = self._call("list containers", self.api.containers, all=True, filters={"id": list(pending)})
+            listed = {r["Id"]: r.get("State") for r in rows}
+            for cid in list(pending):
+                if listed.get(cid, "gone") != "running" or self._really_running(cid):
+                    pending.discard(cid)
+            if not pending or time.monotonic() > deadline or self._cancelled.wait(poll):
+                return
+
+    def _really_running(self, cid: str) -> bool:
+        try:
+            state = self.inspect_container(cid).get("State") or {}
+        except NotFound:
+            return False
+        return bool(state.get("Running")) and not state.get("Restarting")
 
     def find_own_container(self, proc: Path = Path("/proc/self")) -> str | None:
         """The managed container this process runs in, if any (called once, at start-up).
@@ -155,9 +186,10 @@ class DockerPort:
         self._call(f"pull {image}", pull)
 
     # -- containers
-    def create_container(self, spec: Spec) -> str:
-        """Create and start the container of ``spec``; its name must be free."""
-        p = create_params(spec, self.node)
+    def create_container(self, spec: Spec, *, name: str | None = None) -> str:
+        """Create and start the container of ``spec`` as ``name`` (default: the item id),
+        which must be free."""
+        p = create_params(spec, self.node, name=name)
         api = self.api
         net_config = None
         if p.networks:
@@ -241,28 +273,62 @@ class DockerPort:
                 raise DockerError(f"{name}: not waiting for it to be ready, the agent is stopping")
 
     # -- networks
-    def create_network(self, spec: Spec) -> None:
+    def create_network(self, spec: Spec, *, settle_s: float = 5.0) -> None:
+        """Create ``spec``'s network unless one of its name exists; on a race with another
+        node's agent, keep the winner (``networks.split_duplicates``): remove ours at once
+        if it lost, or wait (up to ``settle_s``) for the other creator to remove its own."""
         labels = managed_labels(spec, self.node)
         labels[NETWORK] = spec["network"]
         ipam = None
         if spec.get("subnet"):
             ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=spec["subnet"])])
-        self._call(
-            f"create network {spec['name']}",
-            self.api.create_network,
-            spec["name"],
-            driver=spec.get("driver") or "bridge",
-            internal=bool(spec.get("internal")),
-            labels=labels,
-            ipam=ipam,
-            check_duplicate=True,
-        )
+        name = spec["name"]
+        try:
+            created = self._call(
+                f"create network {name}",
+                self.api.create_network,
+                name,
+                driver=spec.get("driver") or "bridge",
+                internal=bool(spec.get("internal")),
+                labels=labels,
+                ipam=ipam,
+                check_duplicate=True,  # narrows the race; the settling below closes it
+            )
+        except DockerError as e:
+            if e.status == 409:  # another node's agent created it since this pass listed
+                return
+            raise
+        self._settle_network(name, str(created["Id"]), time.monotonic() + settle_s)
+
+    def _settle_network(self, name: str, ours: str, deadline: float) -> None:
+        while True:
+            same = [n for n in self.list_networks() if n.name == name]
+            winners, losers = split_duplicates(same)
+            winner = winners.get(name)
+            if winner is not None and winner.id != ours and any(n.id == ours for n in losers):
+                log.info(
+                    "network %s: another node created it first (%s); removing ours", name, winner.id[:12]
+                )
+                # in use: a container joined it meanwhile; the next plan moves that one first
+                with contextlib.suppress(NetworkInUse):
+                    self.remove_network(ours)
+                return
+            theirs = [n for n in losers if n.labels.get(NODE) != self.node]
+            if not theirs or time.monotonic() > deadline:
+                return  # alone, or left to the next pass (which names the holder)
+            if self._cancelled.wait(0.05):  # the other creator removes its own at once
+                return
 
     def remove_network(self, ref: str) -> None:
+        """Remove by id (a name may be ambiguous); absent is fine; in use raises NetworkInUse."""
         try:
             self._call(f"remove network {ref}", self.api.remove_network, ref)
         except NotFound:
             return
+        except DockerError as e:
+            if "active endpoints" in str(e):
+                raise NetworkInUse(str(e), status=e.status) from e
+            raise
 
     # -- events
     def events(self) -> Iterator[dict[str, Any]]:

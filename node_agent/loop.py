@@ -53,6 +53,7 @@ class Agent:
             supervisor=supervisor,
             parallelism=settings.parallelism,
             own_container_id=own_container_id,
+            shared_daemon=settings.shared_daemon,
         )
         self.supervisor = supervisor
         self.stop_event = threading.Event()
@@ -62,6 +63,8 @@ class Agent:
         self._connected = False
         self.commands = RestartCommands(self.topics, self.node, docker, own_container_id)
         self._events: Any = None
+        self._stopped: set[str] = set()  # containers a die/destroy event named, for the next pass
+        self._stopped_lock = threading.Lock()
         self._heartbeats: threading.Thread | None = None
         self.applied: tuple[int, str] | None = None
         self.passes = 0
@@ -106,7 +109,10 @@ class Agent:
         while not self.stop_event.is_set():
             try:
                 self._events = self.docker.events()
-                for _event in self._events:
+                for event in self._events:
+                    if event.get("Action") in ("die", "destroy") and event.get("id"):
+                        with self._stopped_lock:
+                            self._stopped.add(str(event["id"]))
                     self._trigger.set()
                 backoff = 1.0
             except Exception as e:  # the daemon restarted or the stream broke
@@ -204,6 +210,10 @@ class Agent:
             except MqttError as e:
                 log.warning("node %s: cannot read back its reports (%s); republishing all", self.node, e)
         restart_errors = self.commands.run()
+        with self._stopped_lock:
+            stopped, self._stopped = self._stopped, set()
+        if stopped:  # the list lags the event: read it once it agrees (a killed one is restarted now)
+            self.docker.settle(stopped)
         desired = self.store.snapshot()
         result = self.reconciler.run_pass(desired)
         actual = self.reconciler.observe() if result.outcomes else result.actual
@@ -220,6 +230,7 @@ class Agent:
         if converged and desired.manifest is not None:
             self.applied = (desired.manifest.generation, desired.manifest.commit)
         item_errors = {o.action.target: o.error for o in result.outcomes if o.error}
+        self.reporter.refresh([*stopped, *(o.action.ref for o in result.outcomes if o.action.ref)])
         try:
             # a container handed over to its process is no item to report as missing
             self.reporter.report_items(wanted(desired, actual), actual, item_errors)
