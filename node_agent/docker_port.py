@@ -7,7 +7,6 @@ call per kind, and it never acts on a name it was not given by the caller.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -20,14 +19,13 @@ import docker
 import docker.errors
 import requests
 import tenacity
-from docker.types import IPAMConfig, IPAMPool
 from docker.utils import parse_repository_tag
 
-from node_agent.container_config import create_params, managed_labels
+from node_agent.container_config import create_params
+from node_agent.docker_networks import NetworkCalls
 from node_agent.docker_refs import auth_for, detect_own_container_id, observed_container, root_upperdir
-from node_agent.errors import DockerError, NameConflict, NetworkInUse, NotFound
-from node_agent.models import MANAGED, NETWORK, NODE, ObservedContainer, ObservedNetwork, Spec
-from node_agent.networks import split_duplicates
+from node_agent.errors import DockerError, NameConflict, NotFound
+from node_agent.models import MANAGED, NODE, ObservedContainer, Spec
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -50,7 +48,7 @@ def _convert(what: str, e: Exception) -> DockerError:
     return DockerError(f"{what}: {e}")
 
 
-class DockerPort:
+class DockerPort(NetworkCalls):
     """Docker for one node. ``calls`` counts API calls by name (used by the benchmarks)."""
 
     def __init__(
@@ -105,13 +103,6 @@ class DockerPort:
             "list containers", self.api.containers, all=True, filters={"label": f"{MANAGED}=true"}
         )
         return [observed_container(r) for r in rows]
-
-    def list_networks(self) -> list[ObservedNetwork]:
-        """Every managed network on this daemon (any node: names may be shared): one API call."""
-        rows = self._call("list networks", self.api.networks, filters={"label": [f"{MANAGED}=true"]})
-        return [
-            ObservedNetwork(r["Id"], r["Name"], r.get("Labels") or {}, r.get("Created") or "") for r in rows
-        ]
 
     def inspect_container(self, name: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call(f"inspect {name}", self.api.inspect_container, name)
@@ -271,64 +262,6 @@ class DockerPort:
                 raise DockerError(f"{name} not ready after {timeout:.0f}s (health {health})")
             if self._cancelled.wait(poll):
                 raise DockerError(f"{name}: not waiting for it to be ready, the agent is stopping")
-
-    # -- networks
-    def create_network(self, spec: Spec, *, settle_s: float = 5.0) -> None:
-        """Create ``spec``'s network unless one of its name exists; on a race with another
-        node's agent, keep the winner (``networks.split_duplicates``): remove ours at once
-        if it lost, or wait (up to ``settle_s``) for the other creator to remove its own."""
-        labels = managed_labels(spec, self.node)
-        labels[NETWORK] = spec["network"]
-        ipam = None
-        if spec.get("subnet"):
-            ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=spec["subnet"])])
-        name = spec["name"]
-        try:
-            created = self._call(
-                f"create network {name}",
-                self.api.create_network,
-                name,
-                driver=spec.get("driver") or "bridge",
-                internal=bool(spec.get("internal")),
-                labels=labels,
-                ipam=ipam,
-                check_duplicate=True,  # narrows the race; the settling below closes it
-            )
-        except DockerError as e:
-            if e.status == 409:  # another node's agent created it since this pass listed
-                return
-            raise
-        self._settle_network(name, str(created["Id"]), time.monotonic() + settle_s)
-
-    def _settle_network(self, name: str, ours: str, deadline: float) -> None:
-        while True:
-            same = [n for n in self.list_networks() if n.name == name]
-            winners, losers = split_duplicates(same)
-            winner = winners.get(name)
-            if winner is not None and winner.id != ours and any(n.id == ours for n in losers):
-                log.info(
-                    "network %s: another node created it first (%s); removing ours", name, winner.id[:12]
-                )
-                # in use: a container joined it meanwhile; the next plan moves that one first
-                with contextlib.suppress(NetworkInUse):
-                    self.remove_network(ours)
-                return
-            theirs = [n for n in losers if n.labels.get(NODE) != self.node]
-            if not theirs or time.monotonic() > deadline:
-                return  # alone, or left to the next pass (which names the holder)
-            if self._cancelled.wait(0.05):  # the other creator removes its own at once
-                return
-
-    def remove_network(self, ref: str) -> None:
-        """Remove by id (a name may be ambiguous); absent is fine; in use raises NetworkInUse."""
-        try:
-            self._call(f"remove network {ref}", self.api.remove_network, ref)
-        except NotFound:
-            return
-        except DockerError as e:
-            if "active endpoints" in str(e):
-                raise NetworkInUse(str(e), status=e.status) from e
-            raise
 
     # -- events
     def events(self) -> Iterator[dict[str, Any]]:

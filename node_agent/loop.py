@@ -19,8 +19,8 @@ from node_agent.commands import RestartCommands
 from node_agent.desired import DesiredStore
 from node_agent.docker_port import DockerPort
 from node_agent.errors import AgentError
+from node_agent.handover import wanted
 from node_agent.models import NODE, ObservedProcess
-from node_agent.plan import wanted
 from node_agent.processes import Supervisor
 from node_agent.reconcile import Reconciler
 from node_agent.reporting import Reporter

@@ -60,7 +60,8 @@ def users(actual: ActualState, net: ObservedNetwork, *, leaving: Iterable[str] =
     name for the winner: a container never started has no network id yet), except the
     container ids in ``leaving`` (removed earlier in the same pass)."""
     gone = set(leaving)
-    by_name = actual.networks.get(net.name) == net
+    winner = actual.networks.get(net.name)
+    by_name = winner is not None and winner.id == net.id
     return {
         c.name: c.labels.get(NODE) or "?"
         for c in actual.containers.values()
@@ -77,9 +78,9 @@ def _who(found: Mapping[str, str]) -> str:
 def network_actions(
     desired: DesiredState, actual: ActualState, *, node: str, complete: bool, leaving: Iterable[str]
 ) -> NetworkDecision:
-    """Creations first, then removals of this node's duplicates and (against a complete
-    manifest) of its networks no longer desired; ``leaving`` are container ids this pass
-    removes first."""
+    """Creations and removals of this node's duplicates (run before any container), then,
+    against a complete manifest, removals of its networks no longer desired (run last);
+    ``leaving`` are container ids this pass removes before that."""
     out = NetworkDecision()
     leaving = set(leaving)
     for name, spec in sorted(desired.networks.items()):
@@ -95,7 +96,7 @@ def network_actions(
     for dup in actual.duplicate_networks:
         winner = actual.networks[dup.name]
         owner = dup.labels.get(NODE) or "?"
-        on_it = users(actual, dup, leaving=leaving)
+        on_it = users(actual, dup)  # removed before containers are: none is leaving yet
         if owner != node:
             if dup.name in desired.networks:
                 out.pending.append(

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+from node_agent.handover import replaced_by, wanted
 from node_agent.models import (
-    ENVIRONMENT,
     NODE,
-    SERVICE,
     Action,
     ActualState,
     DesiredState,
@@ -189,57 +188,6 @@ def _pulls(actions: Iterable[Action]) -> list[Action]:
         Action(Op.PULL_IMAGE, image, "always" if flag else "if missing", always=flag)
         for image, flag in sorted(always.items())
     ]
-
-
-def wanted(desired: DesiredState, actual: ActualState) -> DesiredState:
-    """What the planner converges to: the effective desired state without the containers
-    handed over to a stable process (``replaces``).
-
-    Config-sync keeps publishing a replaced container (its service still exists); it is
-    desired as usual - created, kept, repaired - until the process that replaces it is
-    stable, and not desired while that lasts. Should the process stop being stable (it
-    exited, restarts), the container is desired again, so the node is never left with
-    neither. The reconciler and the loop use this too (dependencies, reports).
-    """
-    desired = desired.effective()  # with a manifest, an item it does not list is not desired
-    targets = [(n, s.get("environment"), s.get("service")) for n, s in desired.containers.items()]
-    handed = {
-        name
-        for name, pid in _replacements(desired, targets).items()
-        if (proc := actual.processes.get(pid)) is not None and proc.is_stable
-    }
-    if not handed:
-        return desired
-    return replace(desired, containers={n: s for n, s in desired.containers.items() if n not in handed})
-
-
-def replaced_by(desired: DesiredState, containers: Iterable[ObservedContainer]) -> dict[str, str]:
-    """Container name -> id of the desired process that replaces it (``replaces``)."""
-    targets = [(c.item_id or c.name, c.labels.get(ENVIRONMENT), c.labels.get(SERVICE)) for c in containers]
-    return _replacements(desired, targets)
-
-
-def _replacements(
-    desired: DesiredState, targets: Iterable[tuple[str, str | None, str | None]]
-) -> dict[str, str]:
-    """Of (name, environment, service) ``targets``: name -> id of the process replacing it.
-
-    An entry of ``replaces`` with a dot is an item id (what render publishes); without
-    one it names a container service of the process's environment.
-    """
-    out: dict[str, str] = {}
-    targets = list(targets)
-    for pid, spec in desired.processes.items():
-        env = spec["environment"]
-        for entry in spec.get("replaces") or ():
-            for name, c_env, c_service in targets:
-                if "." in entry:
-                    hit = name == entry or name.startswith(entry + ".")
-                else:
-                    hit = c_env == env and c_service == entry
-                if hit:
-                    out[name] = pid
-    return out
 
 
 def _removals(

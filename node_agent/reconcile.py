@@ -13,9 +13,10 @@ from typing import Any, Protocol
 
 from node_agent.docker_port import DockerPort
 from node_agent.executor import Executor
+from node_agent.handover import wanted
 from node_agent.models import ActualState, DesiredState, ObservedProcess, Outcome, Plan, Spec
 from node_agent.networks import split_duplicates
-from node_agent.plan import compute_plan, wanted
+from node_agent.plan import compute_plan
 
 log = logging.getLogger(__name__)
 
