@@ -67,9 +67,13 @@ class NetworkCalls:
             if e.status == 409:  # another node's agent created it since this pass listed
                 return
             raise
-        self._settle_network(name, str(created["Id"]), time.monotonic() + settle_s)
+        now = time.monotonic()
+        self._settle_network(name, str(created["Id"]), now + settle_s, now + 0.3)
 
-    def _settle_network(self, name: str, ours: str, deadline: float) -> None:
+    def _settle_network(self, name: str, ours: str, deadline: float, watch_until: float) -> None:
+        """``watch_until``: a rival creation that began before ours was visible (so
+        check_duplicate let it through) shows up within a few ms; watched for a while,
+        and any later one is found by the next pass (``networks.network_actions``)."""
         while True:
             same = [n for n in self.list_networks() if n.name == name]
             winners, losers = split_duplicates(same)
@@ -83,7 +87,8 @@ class NetworkCalls:
                     self.remove_network(ours)
                 return
             theirs = [n for n in losers if n.labels.get(NODE) != self.node]
-            if not theirs or time.monotonic() > deadline:
+            now = time.monotonic()
+            if (not theirs and now > watch_until) or now > deadline:
                 return  # alone, or left to the next pass (which names the holder)
             if self._cancelled.wait(0.05):  # the other creator removes its own at once
                 return

@@ -20,7 +20,7 @@ from node_agent.desired import DesiredStore
 from node_agent.docker_port import DockerPort
 from node_agent.errors import AgentError
 from node_agent.handover import wanted
-from node_agent.models import NODE, ObservedProcess
+from node_agent.models import NODE, ObservedProcess, Op
 from node_agent.processes import Supervisor
 from node_agent.reconcile import Reconciler
 from node_agent.reporting import Reporter
@@ -70,6 +70,7 @@ class Agent:
         self.passes = 0
         self._processes: dict[str, ObservedProcess] = {}
         self._counts: dict[str, int] = {}
+        self._check_soon = False  # the last pass waits on something another agent finishes
         base = f"phrame-agent-{self.node}"
         self.actual_client = MqttClient(
             actual_mqtt, base + "-actual", will=self._will(), on_connect=self._on_actual_connect
@@ -182,6 +183,8 @@ class Agent:
             at = min(at, max(retry, now + 0.1))
         if any(p.state == "running" and not p.is_stable for p in self._processes.values()):
             at = min(at, now + 1.0)  # a handover counts consecutive checks: check soon
+        if self._check_soon:  # e.g. another node's duplicate network: no event says it is gone
+            at = min(at, now + 1.0)
         return at
 
     def run_pass(self) -> None:
@@ -216,6 +219,11 @@ class Agent:
             self.docker.settle(stopped)
         desired = self.store.snapshot()
         result = self.reconciler.run_pass(desired)
+        # a pending change, or a network just created (a rival one may appear after it), is
+        # looked at again soon: no Docker event would bring the pass that finishes it
+        self._check_soon = bool(result.plan.pending) or any(
+            o.action.op is Op.CREATE_NETWORK for o in result.outcomes
+        )
         actual = self.reconciler.observe() if result.outcomes else result.actual
         self._processes = dict(actual.processes)
         mine = [c for c in actual.containers.values() if c.labels.get(NODE) == self.node]

@@ -13,8 +13,12 @@ from typing import Any
 from node_agent.container_config import managed_labels
 from node_agent.models import NETWORK, NODE
 from node_agent.reconcile import Reconciler
+from schemas import Topics
 from tests.support import agent_support as spec
-from tests.support.agent_support import AgentEnv, RecordingPort
+from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess, RecordingPort
+from tests.support.services import wait_until
+
+T = Topics()
 
 
 def two_nodes(env: AgentEnv, **kw: Any) -> tuple[Reconciler, Reconciler, RecordingPort, RecordingPort]:
@@ -30,6 +34,11 @@ def networks_named(env: AgentEnv, name: str) -> list[dict[str, Any]]:
 
 def attached(env: AgentEnv, container: str) -> set[str]:
     return set(env.client.api.inspect_container(container)["NetworkSettings"]["Networks"])
+
+
+def converged_at(watcher: ActualWatcher, generation: int) -> bool:
+    s = watcher.status() or {}
+    return s.get("state") == "online" and bool(s.get("converged")) and s.get("generation") == generation
 
 
 def make_duplicate(env: AgentEnv, net: dict[str, Any], node: str) -> str:
@@ -53,7 +62,8 @@ def first_pass(
 
 def test_racing_first_passes_converge_on_one_network(env: AgentEnv):
     """Two nodes' first passes at the same instant, each creating ``<env>.<net>`` (issue 9
-    item 1): one network remains, both containers run on it, within two passes each."""
+    item 1): one network remains and both containers run on it, within three more passes
+    (the follow-up passes the loop runs), never forever."""
     for round_ in range(3):
         ra, rb, pa, pb = two_nodes(env)
         net = env.network(f"race{round_}")
@@ -69,9 +79,13 @@ def test_racing_first_passes_converge_on_one_network(env: AgentEnv):
             t.start()
         for t in threads:
             t.join(60)
-        for key, rec, specs in (("a", ra, [net, a]), ("b", rb, [net, b])):
-            if not results[key].converged:  # one more pass may finish what the race left
-                results[key] = rec.run_pass(spec.desired(specs, with_manifest=True))
+        # the loop runs a node again soon after it created a network or waits on another
+        # node: a rival network that became visible late is sorted out in those passes
+        for _ in range(3):
+            for key, rec, specs in (("a", ra, [net, a]), ("b", rb, [net, b])):
+                if not results[key].converged or len(networks_named(env, net["name"])) > 1:
+                    results[key] = rec.run_pass(spec.desired(specs, with_manifest=True))
+        for key in ("a", "b"):
             assert results[key].converged, (round_, key, results[key].errors)
         assert len(networks_named(env, net["name"])) == 1
         for c in (a, b):
@@ -187,3 +201,58 @@ def test_recording_port_sees_a_foreign_touch(env: AgentEnv):
     else:
         raise AssertionError("a touch of node a's container went unnoticed")
     pa.assert_only_touched_own()
+
+
+def test_the_dev_stack_case_through_two_agent_loops(env: AgentEnv, mosquitto, tmp_path):
+    """Two ``phrame node-agent`` processes with PHRAME_SHARED_DAEMON=true start together on
+    one daemon (one network for both), node a is lost, its replica moves to node b, node b
+    restarts it on request and later drops everything while node a's container still
+    uses the network: node b converges every time and never touches node a's objects."""
+    nodes = [env.node, env.node + "-b"]
+    watchers = {n: ActualWatcher(mosquitto.url, n) for n in nodes}
+    net = env.network("back")
+    web = [env.container("web", r, networks=[net["name"]]) for r in (0, 1)]
+    for node, replica in zip(nodes, web, strict=True):
+        watchers[node].publish(spec.topics_doc(node, [net, replica]))
+    agents = {
+        n: AgentProcess(
+            env.process_env(
+                str(tmp_path / n),
+                PHRAME_NODE_NAME=n,
+                PHRAME_DESIRED_MQTT_URL=mosquitto.url,
+                PHRAME_SHARED_DAEMON="true",
+            ),
+            str(tmp_path / f"{n}.log"),
+        )
+        for n in nodes
+    }
+    a, b = nodes
+    try:
+        for n in nodes:
+            watchers[n].wait_for(lambda n=n: converged_at(watchers[n], 1), 40, f"{n} converged")
+        assert len(networks_named(env, net["name"])) == 1
+        moved_away = env.get(f"{web[0]['name']}.{a}")
+        agents[a].kill()  # node a is lost; its container keeps running, as agents leave them
+        doc = spec.topics_doc(b, [net, *web])
+        doc[T.manifest(b)]["generation"] = 2
+        watchers[b].publish(doc)
+        watchers[b].wait_for(lambda: converged_at(watchers[b], 2), 30, "node b converged on the move")
+        arrived = env.get(f"{web[0]['name']}.{b}")
+        assert arrived.status == "running"
+        assert watchers[b].item("containers", web[0]["name"])["state"] == "running"  # item ids unchanged
+        started = arrived.attrs["State"]["StartedAt"]
+        watchers[b].client.publish(T.restart(b, web[0]["name"]), b'{"requested_by": "test"}', False)
+        wait_until(
+            lambda: env.get(arrived.id).attrs["State"]["StartedAt"] != started, "restart on request", 15
+        )
+        empty = spec.topics_doc(b, [])
+        empty[T.manifest(b)]["generation"] = 3
+        watchers[b].publish(empty | {T.desired_item(b, "containers", r["name"]): None for r in web})
+        watchers[b].wait_for(lambda: converged_at(watchers[b], 3), 30, "node b converged on nothing")
+        assert networks_named(env, net["name"]) != []  # node a's container is still on it
+        old = env.client.api.inspect_container(moved_away.id)["State"]
+        assert old["Running"] and old["StartedAt"] == moved_away.attrs["State"]["StartedAt"]
+    finally:
+        for n in nodes:
+            agents[n].terminate()
+            watchers[n].stop()
