@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from node_agent.reconcile import Reconciler
 from schemas import Topics
 from tests.support import agent_support as spec
-from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess
+from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess, RecordingPort
 from tests.support.services import wait_until
 
 T = Topics()
@@ -80,3 +81,30 @@ def test_a_killed_container_is_back_within_a_second_and_reported_so(
     finally:
         for agent in agents:
             assert agent.terminate() == 0, agent.log()
+
+
+def test_a_container_docker_restarts_by_its_policy_is_left_to_docker(env: AgentEnv):
+    """A crash under ``restart: always`` is Docker's to restart (it shows ``restarting``):
+    passes run right after each ``die`` (as the loop runs them) never start it themselves."""
+    port = RecordingPort(env.node, client=env.client, stop_timeout=1)
+    crash = env.container("crash", command=["sh", "-c", "sleep 0.5; exit 3"], restart="always")
+    reconciler = Reconciler(env.node, port)
+    assert (
+        reconciler.run_pass(spec.desired([crash], with_manifest=True)).plan.actions[-1].op.value == "create"
+    )
+    port.touched.clear()  # the create's own start
+    events = port.events()
+    try:
+        seen = 0
+        for event in events:
+            if event.get("Action") != "die":
+                continue
+            port.settle([event["id"]])
+            reconciler.run_pass(spec.desired([crash], with_manifest=True))
+            seen += 1
+            if seen == 3:
+                break
+    finally:
+        events.close()  # type: ignore[attr-defined]
+    assert env.get(crash["name"]).attrs["RestartCount"] >= 3, "Docker restarted it"
+    assert [t for t in port.touched if t[0] == "start"] == [], port.touched
