@@ -18,7 +18,7 @@ from typing import Any
 from node_agent.commands import RestartCommands
 from node_agent.desired import DesiredStore
 from node_agent.docker_port import DockerPort
-from node_agent.errors import AgentError
+from node_agent.errors import AgentError, DockerError
 from node_agent.handover import wanted
 from node_agent.models import NODE, ObservedProcess, Op
 from node_agent.processes import Supervisor
@@ -216,7 +216,10 @@ class Agent:
         with self._stopped_lock:
             stopped, self._stopped = self._stopped, set()
         if stopped:  # the list lags the event: read it once it agrees (a killed one is restarted now)
-            self.docker.settle(stopped)
+            try:
+                self.docker.settle(stopped)
+            except DockerError as e:  # the pass below meets the same outage and reports it
+                log.debug("node %s: cannot wait for stopped containers: %s", self.node, e)
         desired = self.store.snapshot()
         result = self.reconciler.run_pass(desired)
         # a pending change, or a network just created (a rival one may appear after it), is
