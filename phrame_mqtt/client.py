@@ -43,10 +43,10 @@ class MqttClient:
         on_connect: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
-        self.client_id = client_id
-        self._where = f"{settings.broker.redacted()} as {client_id}"
+        self.client_id = settings.client_id(client_id)  # ``client_id`` only without a user name
+        self._where = f"{settings.broker.redacted()} as {self.client_id}"
         self._user_on_connect = on_connect
-        self._paho = paho_setup.build_paho(settings, client_id, will)
+        self._paho = paho_setup.build_paho(settings, self.client_id, will)
         self._paho.on_pre_connect = self._on_pre_connect
         self._paho.on_connect = self._on_connect
         self._paho.on_disconnect = self._on_disconnect
