@@ -9,5 +9,6 @@ from __future__ import annotations
 
 from phrame_settings.env import EnvReader
 from phrame_settings.logs import setup_logging
+from phrame_settings.state import private_dir, use_private_umask
 
-__all__ = ["EnvReader", "setup_logging"]
+__all__ = ["EnvReader", "private_dir", "setup_logging", "use_private_umask"]
