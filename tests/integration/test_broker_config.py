@@ -8,6 +8,7 @@ WebSocket-over-TLS listeners, no anonymous access, one account per node agent.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import ssl
 import subprocess
@@ -33,10 +34,12 @@ from phrame.cli import main as phrame_main
 from phrame_mqtt import MqttClient, MqttError, MqttSettings, PublishRefused
 from placement.loop import build_loop
 from placement.settings import PlacementSettings
+from tests.integration.test_placement_git import ConfigRemote
+from tests.integration.test_placement_lock import Instance
 from tests.support.certs import Pki, make_pki
 from tests.support.mosquitto import Mosquitto
 from tests.support.mqtt import Inbox
-from tests.support.services import free_port, require_binary, wait_for_port
+from tests.support.services import free_port, require_binary, wait_for_port, wait_until
 
 pytestmark = pytest.mark.mqtt
 
@@ -329,3 +332,40 @@ def test_every_service_connects_with_both_planes_and_none_takes_another_over(
     got = sync.actual.collect_retained("phrame/actual/nodes/+/status")
     assert got["phrame/actual/nodes/edge-01/status"] == b'{"state": "online"}'
     stays_put(clients)
+
+
+def test_a_placement_standby_leaves_the_active_instance_connected(
+    broker: SecureBroker, tmp_path: Path
+) -> None:
+    """Two instances share the `placement` account and a lock: the standby must not log in
+    before it holds the lock (it would take the active instance's connection), and it
+    takes over once the active one is killed."""
+    remote = ConfigRemote(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PHRAME_")} | {
+        "PHRAME_REPO_URL": str(remote.bare),
+        "PHRAME_DESIRED_MQTT_URL": broker.settings("placement").url,
+        "PHRAME_MQTT_USERNAME": "placement",
+        "PHRAME_MQTT_PASSWORD": password("placement"),
+        "PHRAME_TLS_CA": str(broker.pki.ca),
+        "PHRAME_LOCK_FILE": str(tmp_path / "placement.lock"),
+        "PHRAME_PLACEMENT_INTERVAL_S": "0.2",
+        "PHRAME_MQTT_RECONNECT_MAX_S": "2",
+    }
+    started: list[Instance] = []
+    try:
+        a = Instance(tmp_path, "a", env)
+        started.append(a)
+        wait_until(lambda: "is active" in a.text(), "instance a active", 20)
+        b = Instance(tmp_path, "b", env)
+        started.append(b)
+        wait_until(lambda: "standing by" in b.text(), "instance b standing by", 20)
+        deadline = time.monotonic() + 3.0  # a takeover shows within one reconnect delay (1 s)
+        while time.monotonic() < deadline:
+            assert "disconnected" not in a.text(), a.text()
+            time.sleep(0.1)
+        a.end()
+        wait_until(lambda: "is active" in b.text(), "instance b active after a was killed", 20)
+        assert "disconnected" not in b.text(), b.text()
+    finally:
+        for inst in started:
+            inst.end()
