@@ -9,11 +9,14 @@ the test made 0755: that folder keeps its mode, the service's own folder does no
 from __future__ import annotations
 
 import json
+import logging
 import os
 import stat
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from phrame_settings.state import private_dir
 from tests.integration.test_placement_git import ConfigRemote
@@ -132,7 +135,9 @@ def test_the_agent_keeps_process_logs_private_and_its_processes_their_umask(
     assert int(output.read_text().split()[0], 8) == os.umask(os.umask(0o022))
 
 
-def test_private_dir_creates_0700_and_tightens_an_existing_folder_once(tmp_path: Path) -> None:
+def test_private_dir_creates_0700_and_tightens_an_existing_folder_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     parent = tmp_path / "given"
     parent.mkdir(mode=0o755)
     parent.chmod(0o755)
@@ -146,6 +151,12 @@ def test_private_dir_creates_0700_and_tightens_an_existing_folder_once(tmp_path:
     (old / "sub" / "f").chmod(0o664)
     os.symlink("/etc/hostname", old / "link")  # a link's target is not ours to change
     before = mode(Path("/etc/hostname"))
-    private_dir(old)
-    assert open_entries(old) == [] and mode(old / "sub" / "f") == 0o600
-    assert mode(Path("/etc/hostname")) == before and mode(parent) == 0o755
+    with caplog.at_level(logging.WARNING, logger="phrame_settings.state"):
+        private_dir(old)
+        assert open_entries(old) == [] and mode(old / "sub" / "f") == 0o600
+        assert mode(Path("/etc/hostname")) == before and mode(parent) == 0o755
+        said = [r.getMessage() for r in caplog.records]
+        assert len(said) == 1 and str(old) in said[0] and "3 entries" in said[0]
+        old.chmod(0o755)  # loosened again while running: checked at start only, said once
+        private_dir(old)
+        assert len(caplog.records) == 1
