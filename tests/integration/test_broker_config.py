@@ -8,6 +8,7 @@ WebSocket-over-TLS listeners, no anonymous access, one account per node agent.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import ssl
@@ -369,3 +370,19 @@ def test_a_placement_standby_leaves_the_active_instance_connected(
     finally:
         for inst in started:
             inst.end()
+
+
+def test_two_logins_with_one_account_are_told_why_they_keep_losing_the_connection(
+    broker: SecureBroker, clients: list, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A misconfiguration, not an attack: two processes with one account take each other's
+    place over and over; the log must say so once, not only "the broker closed it"."""
+    settings = broker.settings("mirror-desired", reconnect_max_s=1)
+    with caplog.at_level(logging.WARNING, logger="phrame_mqtt.client"):
+        connect(clients, settings, "first")
+        connect(clients, settings, "second")
+        wait_until(lambda: any("one connection per account" in r.getMessage() for r in caplog.records),
+                   "the hint about a second login with the same account", timeout=20)  # fmt: skip
+    hints = [r.getMessage() for r in caplog.records if "one connection per account" in r.getMessage()]
+    assert "mirror-desired" in hints[0]
+    assert len(hints) <= 2  # once per client, not once per reconnect
