@@ -68,7 +68,8 @@ class Supervisor:
         self.max_backoff = max_backoff
         self.stop_timeout = stop_timeout
         self._entries: dict[str, _Entry] = {}
-        private_dir(self.root)  # process logs: 0700, tightened once if looser
+        if self.root.is_dir():  # a dry run creates nothing; _spawn makes it private
+            private_dir(self.root)  # process logs: 0700, tightened once if looser
         self._adopt()
 
     # -- records on disk
@@ -112,8 +113,7 @@ class Supervisor:
         self._spawn(item_id, e)
 
     def _spawn(self, item_id: str, e: _Entry) -> None:
-        directory = self._dir(item_id)
-        directory.mkdir(parents=True, exist_ok=True)
+        directory = private_dir(self._dir(item_id))  # 0700, like processes/ above it
         env = {k: os.environ[k] for k in INHERITED if k in os.environ}
         try:
             env |= resolve_env(e.spec.get("env"), item_id)

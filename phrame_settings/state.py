@@ -88,4 +88,6 @@ def _strip(p: Path) -> int:
         p.chmod(stat.S_IMODE(st.st_mode) & ~_OPEN)
     except FileNotFoundError:  # removed meanwhile (git gc, a finished process)
         return 0
+    except PermissionError:  # another user's file: not ours to change (nor to read, then)
+        return 0
     return 1

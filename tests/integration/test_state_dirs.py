@@ -160,3 +160,11 @@ def test_private_dir_creates_0700_and_tightens_an_existing_folder_once(
         old.chmod(0o755)  # loosened again while running: checked at start only, said once
         private_dir(old)
         assert len(caplog.records) == 1
+
+
+def test_a_supervisor_that_starts_nothing_creates_nothing(tmp_path: Path) -> None:
+    """``--once --dry-run`` builds a Supervisor: it must not need a writable state dir."""
+    from node_agent.processes import Supervisor
+
+    Supervisor(tmp_path / "state")
+    assert not (tmp_path / "state").exists()
