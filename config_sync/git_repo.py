@@ -21,6 +21,7 @@ from config_repo import ConfigRepo, Problem, ReadCache, load
 from config_repo.sources import GitSource
 from config_sync.errors import GitError
 from phrame_settings.git_remote import hint, remote_env
+from phrame_settings.state import private_dir
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +54,9 @@ class GitRepo:
         self.fetches = 0
 
     def _open(self) -> git.Repo:
+        private_dir(self.path.parent)  # <state>/config-sync: 0700, tightened once if looser
         if (self.path / "HEAD").is_file():
             return git.Repo(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         repo = git.Repo.init(self.path, bare=True)
         repo.create_remote("origin", self.url)
         log.info("created the clone cache %s for %s", self.path, self.url)

@@ -22,6 +22,7 @@ import git
 from gitdb import IStream
 
 from phrame_settings.git_remote import hint, remote_env
+from phrame_settings.state import private_dir
 from placement.errors import GitError, PushRejected, TagTargetError
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ class GitRepo:
     def repo(self) -> git.Repo:
         if self._repo is None:
             try:
+                private_dir(self.cache.parent)  # <state>/placement: 0700, tightened once if looser
                 if (self.cache / "HEAD").exists():
                     self._repo = git.Repo(self.cache)
                 else:
