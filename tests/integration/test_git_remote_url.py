@@ -17,9 +17,11 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+import git
 import httpx
 import pytest
 
+from config_sync.git_repo import GitRepo as SyncRepo
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from config_sync.settings import SyncSettings
@@ -238,3 +240,27 @@ def test_placement_follows_a_changed_repo_url(tmp_path: Path, caplog: pytest.Log
     assert changed_lines(caplog) == [f"repository URL changed from {a.bare_path} to {b.bare_path}"]
     again.fetch()
     assert len(changed_lines(caplog)) == 1  # said once
+
+
+def test_a_cache_holding_a_token_in_its_url_loses_it_at_the_next_start(
+    tmp_path: Path, remote: ConfigRemote, server: GitHttpServer, pki: Pki, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Earlier versions stored the URL as given: the first fetch rewrites it without the token."""
+    caplog.set_level(logging.INFO)
+    url = with_token(server.url(REPO), TOKEN)
+    sync = SyncRepo(url, tmp_path / "state", ca_file=pki.ca)
+    placement = PlacementRepo(url, tmp_path / "state" / "placement" / "repo.git", ca_file=pki.ca)
+    for path in (sync.path, placement.path):
+        git.Repo.init(path, bare=True).create_remote("origin", url)  # as an old version left it
+        assert TOKEN in (path / "config").read_text()
+    sync.fetch()
+    placement.fetch()
+    assert sync.head("main") == placement.head("main") == bare_head(remote)
+    assert (
+        changed_lines(caplog)
+        == [
+            f"repository URL changed from {server.url(REPO).replace('https://', 'https://***@')} to {server.url(REPO)}"
+        ]
+        * 2
+    )
+    assert_nowhere(TOKEN, texts={"the logs": caplog.text}, state=tmp_path / "state")
