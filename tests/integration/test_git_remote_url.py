@@ -182,6 +182,8 @@ def two_repositories(tmp_path: Path) -> tuple[ConfigRemote, ConfigRemote]:
     a = ConfigRemote(tmp_path / "a")
     a.commit("config in A", copy_from=SAMPLE)
     a.commit("a branch only A has", branch="only-in-a")
+    a.work.git.tag("v-only-in-a")
+    a.work.git.push("origin", "refs/tags/v-only-in-a")
     b = ConfigRemote(tmp_path / "b")
     b.commit("config in B", copy_from=SAMPLE, files={"environments/studio-a/services/egress.yaml": None})
     return a, b
@@ -229,11 +231,12 @@ def test_placement_follows_a_changed_repo_url(tmp_path: Path, caplog: pytest.Log
     first = PlacementRepo(str(a.bare_path), cache)
     first.fetch()
     assert first.head("main") == bare_head(a) and first.branch_head("only-in-a") is not None
+    assert first.is_tag("v-only-in-a")
 
     again = PlacementRepo(str(b.bare_path), cache)  # a restart with the new setting
     again.fetch()
     assert again.head("main") == bare_head(b)
-    assert again.branch_head("only-in-a") is None  # A's refs are pruned
+    assert again.branch_head("only-in-a") is None and not again.is_tag("v-only-in-a")  # A's refs pruned
     sha = again.commit_file(again.head("main"), NODE_JSON, b"{}\n", "placement studio-a: test")
     again.push(sha, "main")
     assert bare_head(b) == sha and bare_head(a) != sha  # written to B, A untouched
