@@ -25,8 +25,26 @@ def schema_name(kind: str, doc: Document) -> str:
     return kind
 
 
+def _within_one_form(error: ValidationError) -> ValidationError | None:
+    """For a oneOf/anyOf the value's type picks one form of (``env: {X: {file: ...}}``
+    is the mapping form): that form's first error, which says more than "not valid under
+    any of the given schemas". None when the forms' errors are not all from one form."""
+    if error.validator not in ("oneOf", "anyOf") or not error.context:
+        return None
+    forms = [(e.relative_schema_path[0], list(e.relative_schema_path)[1:], e) for e in error.context]
+    wrong_type = {form for form, rest, _ in forms if rest == ["type"]}
+    left = [(form, e) for form, _, e in forms if form not in wrong_type]
+    if not left or len({form for form, _ in left}) != 1:
+        return None
+    # an unknown key names what is wrong better than the missing one it was meant to be
+    return min((e for _, e in left), key=lambda e: (e.validator != "additionalProperties", -len(e.path)))
+
+
 def _message(error: ValidationError) -> tuple[list[Any], str]:
     """A readable message, and the path it should point at."""
+    inner = _within_one_form(error)
+    if inner is not None:
+        return _message(inner)
     path = list(error.absolute_path)
     schema = error.schema if isinstance(error.schema, dict) else {}
     keyword = error.validator
