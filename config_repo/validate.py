@@ -13,6 +13,7 @@ from jsonschema.exceptions import ValidationError
 import schemas
 from config_repo.cache import ReadCache
 from config_repo.model import ConfigRepo, Document
+from config_repo.payload_size import payload_problems
 from config_repo.problems import Problem
 from config_repo.rules import semantic_problems
 from schemas.registry import pointer
@@ -58,6 +59,10 @@ def _message(error: ValidationError) -> tuple[list[Any], str]:
         return path, f"{error.instance!r} is not valid: {error.cause}"
     if keyword in ("oneOf", "anyOf", "pattern") and "description" in schema:
         return path, f"{error.instance!r} is not valid: {schema['description']}"
+    if keyword in ("maxItems", "maxProperties") and isinstance(error.instance, list | dict):
+        # jsonschema's message quotes the whole value: thousands of items
+        unit = "items" if keyword == "maxItems" else "entries"
+        return path, f"{len(error.instance)} {unit}; at most {error.validator_value} are allowed here"
     if keyword == "propertyNames":
         bad = error.instance if isinstance(error.instance, str) else None
         return path, error.message if bad is None else f"invalid key {bad!r}: {error.message}"
@@ -120,5 +125,7 @@ def validate(
             continue  # unreadable: already reported by the reader
         problems += schema_problems(kind, doc, cache)
     problems += semantic_problems(repo)
+    if not problems:  # render needs what the schemas and rules guarantee
+        problems += payload_problems(repo)
     repo.problems = sorted(set(problems), key=lambda p: (p.file, p.line, p.column, p.rule, p.message))
     return repo.problems
