@@ -50,7 +50,7 @@ def payload_problems(repo: ConfigRepo, limit: int = MAX_PAYLOAD_BYTES) -> Iterat
             kind = key.split("/", 1)[0].removesuffix("es").removesuffix("s")
             msg = (
                 f"{kind} {payload['name']} for node {name} renders to {size} bytes; agents refuse "
-                f"payloads over {limit} (PHRAME_MAX_PAYLOAD_BYTES' default)"
+                f"payloads over {limit} bytes (the default PHRAME_MAX_PAYLOAD_BYTES)"
             )
             if biggest is not None:
                 msg += f"; its largest part is {biggest!r} (with the environment's defaults merged)"
@@ -59,6 +59,7 @@ def payload_problems(repo: ConfigRepo, limit: int = MAX_PAYLOAD_BYTES) -> Iterat
         if size > limit and name in repo.nodes:
             msg = (
                 f"the manifest of node {name} renders to {size} bytes ({len(node.items)} items); "
-                f"agents refuse payloads over {limit}: run fewer replicas on this node"
+                f"agents refuse payloads over {limit} bytes (the default PHRAME_MAX_PAYLOAD_BYTES): "
+                "run fewer replicas on this node"
             )
             yield _at(repo.nodes[name], ["name"], msg)
