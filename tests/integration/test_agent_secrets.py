@@ -96,6 +96,14 @@ def test_only_regular_utf8_files_inside_the_secrets_dir_are_read(
         mine = [e for e in errors if b["name"] in e]
         assert mine and why in mine[0] and "env S" in mine[0], (service, mine)
         assert not env.exists(b["name"]), f"{service}: created although its secret is refused"
+        watcher.wait_for(
+            lambda b=b, why=why: (
+                (watcher.item("containers", b["name"]) or {}).get("state") == "missing"
+                and why in str(watcher.item("containers", b["name"]).get("error"))
+            ),
+            10,
+            what=f"{service}: the item reported missing with its error",
+        )
         assert "not a secret" not in mine[0]
     assert not watcher.status()["converged"]
     # the agent still answers: a pass later, it is online and the good item still runs
