@@ -113,7 +113,7 @@ class _Builder:
                 data["command"] = rng.choice([f"{name} --verbose", [name, "--config", "/etc/app.toml"]])
         data["env"] = {"LOG_LEVEL": rng.choice(["info", "debug"]), "WORKERS": rng.randrange(1, 9)}
         if rng.random() < 0.3:
-            data["env"]["API_TOKEN"] = {"file": f"/etc/phrame/secrets/{name}.token"}
+            data["env"]["API_TOKEN"] = {"file": f"{name}.token"}
         if rng.random() < 0.2:
             data["env"]["FEATURE_FLAG"] = rng.random() < 0.5
         replicas = 1

@@ -92,11 +92,20 @@ def _resources(res: Mapping[str, Any]) -> dict[str, int]:
     return out
 
 
-def _same_node(all_replicas: list[Replica], env: str, service: str, node: str) -> list[str]:
-    return [r.item_id for r in all_replicas if (r.environment, r.service, r.node) == (env, service, node)]
+class ReplicaIndex:
+    """Item ids by (environment, service, node), built once per rendering: looking them up
+    by scanning every replica for each dependency made a long ``depends_on`` chain quadratic."""
+
+    def __init__(self, all_replicas: list[Replica]) -> None:
+        self._ids: dict[tuple[str, str, str | None], list[str]] = defaultdict(list)
+        for r in all_replicas:
+            self._ids[(r.environment, r.service, r.node)].append(r.item_id)
+
+    def same_node(self, env: str, service: str, node: str) -> list[str]:
+        return list(self._ids.get((env, service, node), ()))
 
 
-def container_spec(rep: Replica, env: Environment, all_replicas: list[Replica]) -> dict[str, Any]:
+def container_spec(rep: Replica, env: Environment, index: ReplicaIndex) -> dict[str, Any]:
     d = rep.spec
     defaults = env.doc.data.get("defaults", {}) if env.doc else {}
     assert rep.node is not None
@@ -119,15 +128,13 @@ def container_spec(rep: Replica, env: Environment, all_replicas: list[Replica]) 
         "restart": d.get("restart", defaults.get("restart", DEFAULT_RESTART)),
         # ordering is local: only dependencies running on this same node can be waited for
         "depends_on": [
-            i
-            for dep in d.get("depends_on", [])
-            for i in _same_node(all_replicas, rep.environment, dep, rep.node)
+            i for dep in d.get("depends_on", []) for i in index.same_node(rep.environment, dep, rep.node)
         ],
         "labels": _labels(defaults.get("labels", {}), d.get("labels", {})),
     }
 
 
-def process_spec(rep: Replica, env: Environment, all_replicas: list[Replica]) -> dict[str, Any]:
+def process_spec(rep: Replica, env: Environment, index: ReplicaIndex) -> dict[str, Any]:
     d = rep.spec
     defaults = env.doc.data.get("defaults", {}) if env.doc else {}
     assert rep.node is not None
@@ -142,11 +149,9 @@ def process_spec(rep: Replica, env: Environment, all_replicas: list[Replica]) ->
         "workdir": d.get("workdir"),
         "env": _env(defaults.get("env", {}), d.get("env", {})),
         "user": d.get("user"),
-        "replaces": _same_node(all_replicas, rep.environment, replaced, rep.node) if replaced else [],
+        "replaces": index.same_node(rep.environment, replaced, rep.node) if replaced else [],
         "depends_on": [
-            i
-            for dep in d.get("depends_on", [])
-            for i in _same_node(all_replicas, rep.environment, dep, rep.node)
+            i for dep in d.get("depends_on", []) for i in index.same_node(rep.environment, dep, rep.node)
         ],
     }
 
@@ -176,9 +181,15 @@ def render(repo: ConfigRepo, *, commit: str | None = None) -> Rendered:
         raise ConfigError("render() needs a repository that validate() has checked")
     if repo.problems:
         raise ConfigError(f"cannot render an invalid repository: {repo.problems[0].format()}")
-    sha = commit or repo.commit or WORKTREE
+    return render_checked(repo, commit or repo.commit or WORKTREE)
+
+
+def render_checked(repo: ConfigRepo, sha: str) -> Rendered:
+    """:func:`render` of a repository whose schemas and rules passed; ``validate`` calls it
+    before it has finished (to measure payloads), so it does not look at ``repo.problems``."""
     nodes = {n: NodeDesired(n) for n in sorted(repo.nodes)}
     all_replicas = replicas(repo)
+    index = ReplicaIndex(all_replicas)
     unassigned = []
     used_networks: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for rep in all_replicas:
@@ -187,13 +198,9 @@ def render(repo: ConfigRepo, *, commit: str | None = None) -> Rendered:
             continue
         env = repo.environments[rep.environment]
         if rep.spec.get("kind") == "process":
-            nodes[rep.node].items[f"processes/{rep.item_id}"] = _stamp(
-                process_spec(rep, env, all_replicas), sha
-            )
+            nodes[rep.node].items[f"processes/{rep.item_id}"] = _stamp(process_spec(rep, env, index), sha)
             continue
-        nodes[rep.node].items[f"containers/{rep.item_id}"] = _stamp(
-            container_spec(rep, env, all_replicas), sha
-        )
+        nodes[rep.node].items[f"containers/{rep.item_id}"] = _stamp(container_spec(rep, env, index), sha)
         for net in rep.spec.get("networks", []):
             used_networks[rep.node].add((rep.environment, net))
     for node, nets in used_networks.items():

@@ -13,6 +13,7 @@ from jsonschema.exceptions import ValidationError
 import schemas
 from config_repo.cache import ReadCache
 from config_repo.model import ConfigRepo, Document
+from config_repo.payload_size import payload_problems
 from config_repo.problems import Problem
 from config_repo.rules import semantic_problems
 from schemas.registry import pointer
@@ -25,8 +26,26 @@ def schema_name(kind: str, doc: Document) -> str:
     return kind
 
 
+def _within_one_form(error: ValidationError) -> ValidationError | None:
+    """For a oneOf/anyOf the value's type picks one form of (``env: {X: {file: ...}}``
+    is the mapping form): that form's first error, which says more than "not valid under
+    any of the given schemas". None when the forms' errors are not all from one form."""
+    if error.validator not in ("oneOf", "anyOf") or not error.context:
+        return None
+    forms = [(e.relative_schema_path[0], list(e.relative_schema_path)[1:], e) for e in error.context]
+    wrong_type = {form for form, rest, _ in forms if rest == ["type"]}
+    left = [(form, e) for form, _, e in forms if form not in wrong_type]
+    if not left or len({form for form, _ in left}) != 1:
+        return None
+    # an unknown key names what is wrong better than the missing one it was meant to be
+    return min((e for _, e in left), key=lambda e: (e.validator != "additionalProperties", -len(e.path)))
+
+
 def _message(error: ValidationError) -> tuple[list[Any], str]:
     """A readable message, and the path it should point at."""
+    inner = _within_one_form(error)
+    if inner is not None:
+        return _message(inner)
     path = list(error.absolute_path)
     schema = error.schema if isinstance(error.schema, dict) else {}
     keyword = error.validator
@@ -40,6 +59,10 @@ def _message(error: ValidationError) -> tuple[list[Any], str]:
         return path, f"{error.instance!r} is not valid: {error.cause}"
     if keyword in ("oneOf", "anyOf", "pattern") and "description" in schema:
         return path, f"{error.instance!r} is not valid: {schema['description']}"
+    if keyword in ("maxItems", "maxProperties") and isinstance(error.instance, list | dict):
+        # jsonschema's message quotes the whole value: thousands of items
+        unit = "items" if keyword == "maxItems" else "entries"
+        return path, f"{len(error.instance)} {unit}; at most {error.validator_value} are allowed here"
     if keyword == "propertyNames":
         bad = error.instance if isinstance(error.instance, str) else None
         return path, error.message if bad is None else f"invalid key {bad!r}: {error.message}"
@@ -102,5 +125,7 @@ def validate(
             continue  # unreadable: already reported by the reader
         problems += schema_problems(kind, doc, cache)
     problems += semantic_problems(repo)
+    if not problems:  # render needs what the schemas and rules guarantee
+        problems += payload_problems(repo)
     repo.problems = sorted(set(problems), key=lambda p: (p.file, p.line, p.column, p.rule, p.message))
     return repo.problems

@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml.composer import MaxDepthExceededError
+from ruamel.yaml.composer import Composer, MaxDepthExceededError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import (
     AliasEvent,
@@ -39,12 +39,46 @@ ALIAS_SLACK_NODES = 1000
 # Lists and mappings nest at most this deep (config files need < 10): the composer, the
 # constructor and plain() recurse, and a few hundred brackets would exhaust Python's stack.
 MAX_DEPTH = 64
+# A YAML file holds at most this many values (scalars, lists, mappings and aliases, as
+# written): config files need hundreds; ruamel takes ~35 µs per value, so a 1 MiB file of
+# 250,000 one-character list items would take 10 s to read. Counted while parsing, so the
+# read stops at the limit. node.json (placement's, JSON) is not limited.
+MAX_VALUES = 20_000
 _BIG_ESCAPE = re.compile(r"\\U([0-9A-Fa-f]{8})")
 TOO_DEEP = f"nested too deeply: more than {MAX_DEPTH} levels of lists and mappings"
 
 
+class TooManyValues(Exception):
+    def __init__(self, line: int, column: int) -> None:
+        super().__init__(f"more than {MAX_VALUES} values")
+        self.line, self.column = line, column
+
+
+def _too_many(file: str, line: int, column: int) -> Problem:
+    msg = (
+        f"the file holds more than {MAX_VALUES} values (list items, keys, aliases); "
+        "not read further: split it or shorten its lists"
+    )
+    return Problem(file, line, column, "file-too-large", msg)
+
+
+class CountingComposer(Composer):
+    """ruamel's composer, stopping once a document has more than ``budget`` nodes."""
+
+    budget: int | None = None
+    count = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self.count += 1
+        if self.budget is not None and self.count > self.budget:
+            mark = self.parser.peek_event().start_mark
+            raise TooManyValues(mark.line + 1, mark.column + 1)
+        return super().compose_node(parent, index)
+
+
 def _yaml() -> YAML:
     y = YAML(typ="rt")
+    y.Composer = CountingComposer
     y.Constructor = CheckedConstructor
     y.allow_duplicate_keys = False
     y.max_depth = MAX_DEPTH  # checked by the composer, before anything is constructed
@@ -63,10 +97,11 @@ def _parser() -> YAML:
     return y
 
 
-def _load(text: str) -> Any:
+def _load(text: str, *, budget: int | None = MAX_VALUES) -> Any:
     y = _parser()
     # the composer is reused and leaves its depth counter raised when a load fails
     y.composer.depth = 0
+    y.composer.count, y.composer.budget = 0, budget
     return y.load(text)
 
 
@@ -104,6 +139,8 @@ def _alias_bomb(file: str, text: str) -> Problem | None:
             is_alias = isinstance(event, AliasEvent)
             n, height = sizes.get(event.anchor, (1, 1)) if is_alias else (1, 1)
             written += 1
+            if written > MAX_VALUES:
+                raise TooManyValues(event.start_mark.line + 1, event.start_mark.column + 1)
             expanded += n
             if not is_alias and event.anchor:
                 sizes[event.anchor] = (1, 1)
@@ -205,6 +242,8 @@ def parse_yaml(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
         tree = _load(text)
         doc = Document(file, plain(tree), tree)
         return doc, value_problems(doc, tree, syntax_rule="yaml-syntax")
+    except TooManyValues as e:
+        return None, [_too_many(file, e.line, e.column)]
     except MaxDepthExceededError as e:
         return None, [_too_deep(file, e, "yaml-syntax")]
     except MarkedYAMLError as e:
@@ -237,7 +276,7 @@ def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     too_deep = too_deep or _deeper_than(data, MAX_DEPTH)
     tree = None
     try:  # JSON is YAML: parse again to know where each value is, and to see duplicate keys
-        tree = _load(text.replace("\t", " "))
+        tree = _load(text.replace("\t", " "), budget=None)
     except MaxDepthExceededError as e:
         return None, [_too_deep(file, e, "json-syntax")]
     except MarkedYAMLError as e:
@@ -254,7 +293,7 @@ def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
 def _placed(file: str, text: str, message: str) -> Problem:
     """``message`` at the place the YAML reader stops (it refuses the same integer)."""
     try:
-        _load(text.replace("\t", " "))
+        _load(text.replace("\t", " "), budget=None)
     except MarkedYAMLError as e:
         mark = e.problem_mark
         if mark is not None and f"at most {MAX_INT_DIGITS} digits" in str(e.problem):

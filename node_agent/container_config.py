@@ -1,6 +1,6 @@
 """Turning a desired container spec into the parameters of a Docker create call.
 
-Pure except for reading ``{file: /path}`` env values on this host; called by
+Pure except for reading ``{file: name}`` env values on this host (``secret_files``); called by
 ``docker_port`` just before it creates a container. It never talks to Docker and never
 logs a secret value (errors name the file, not its content).
 """
@@ -15,6 +15,7 @@ from typing import Any
 
 from node_agent.errors import SpecError
 from node_agent.models import COMMIT, DIGEST, ENVIRONMENT, MANAGED, NODE, REPLICA, SERVICE, Spec
+from node_agent.secret_files import DEFAULT_SECRETS_DIR, read_secret
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|ms|s|m|h)")
 _UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
@@ -50,17 +51,17 @@ def managed_labels(spec: Spec, node: str) -> dict[str, str]:
     return labels
 
 
-def resolve_env(env: Mapping[str, Any] | None, item: str) -> dict[str, str]:
-    """Env values, with ``{file: path}`` read from this host (one trailing newline dropped)."""
+def resolve_env(
+    env: Mapping[str, Any] | None, item: str, secrets_dir: Path = DEFAULT_SECRETS_DIR
+) -> dict[str, str]:
+    """Env values, with ``{file: name}`` read from ``secrets_dir`` on this host."""
     out: dict[str, str] = {}
     for key, value in (env or {}).items():
         if isinstance(value, Mapping):
-            path = Path(value["file"])
             try:
-                text = path.read_text("utf-8")
-            except OSError as e:
-                raise SpecError(f"{item}: env {key}: cannot read {path}: {e.strerror}") from None
-            out[key] = text[:-1] if text.endswith("\n") else text
+                out[key] = read_secret(secrets_dir, str(value.get("file") or ""))
+            except SpecError as e:
+                raise SpecError(f"{item}: env {key}: {e}") from None
         else:
             out[key] = str(value)
     return out
@@ -105,8 +106,11 @@ class CreateParams:
     healthcheck: dict[str, Any] | None
 
 
-def create_params(spec: Spec, node: str, *, name: str | None = None) -> CreateParams:
-    """``name`` is the Docker name (``naming.container_name``), by default the item id."""
+def create_params(
+    spec: Spec, node: str, *, name: str | None = None, secrets_dir: Path = DEFAULT_SECRETS_DIR
+) -> CreateParams:
+    """``name`` is the Docker name (``naming.container_name``), by default the item id;
+    ``{file: ...}`` env values are read from ``secrets_dir``."""
     name = name or spec["name"]
     exposed: list[tuple[int, str]] = []
     bindings: dict[str, list[tuple[str, int | None]]] = {}
@@ -126,7 +130,7 @@ def create_params(spec: Spec, node: str, *, name: str | None = None) -> CreatePa
         image=spec["image"],
         command=spec.get("command"),
         entrypoint=spec.get("entrypoint"),
-        environment=resolve_env(spec.get("env"), name),
+        environment=resolve_env(spec.get("env"), name, secrets_dir),
         labels=managed_labels(spec, node),
         exposed=exposed,
         bindings=bindings,

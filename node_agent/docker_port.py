@@ -26,6 +26,7 @@ from node_agent.docker_networks import NetworkCalls
 from node_agent.docker_refs import auth_for, detect_own_container_id, observed_container, root_upperdir
 from node_agent.errors import DockerError, NameConflict, NotFound
 from node_agent.models import MANAGED, NODE, ObservedContainer, Spec
+from node_agent.secret_files import DEFAULT_SECRETS_DIR
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -60,8 +61,10 @@ class DockerPort(NetworkCalls):
         registry: str | None = None,
         stop_timeout: int = 10,
         attempts: int = 4,
+        secrets_dir: Path = DEFAULT_SECRETS_DIR,
     ) -> None:
         self.node = node
+        self.secrets_dir = secrets_dir  # where ``env: {X: {file: name}}`` values are read
         self.client = client or docker.from_env(timeout=120)
         self.api = self.client.api
         self.registry_auth = registry_auth  # sent only for images from ``registry``
@@ -180,7 +183,7 @@ class DockerPort(NetworkCalls):
     def create_container(self, spec: Spec, *, name: str | None = None) -> str:
         """Create and start the container of ``spec`` as ``name`` (default: the item id),
         which must be free."""
-        p = create_params(spec, self.node, name=name)
+        p = create_params(spec, self.node, name=name, secrets_dir=self.secrets_dir)
         api = self.api
         net_config = None
         if p.networks:

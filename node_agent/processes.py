@@ -25,6 +25,7 @@ import psutil
 from node_agent.container_config import resolve_env
 from node_agent.errors import ProcessError, SpecError
 from node_agent.models import ObservedProcess, Spec
+from node_agent.secret_files import DEFAULT_SECRETS_DIR
 from phrame_settings.state import inherited_umask, private_dir
 
 log = logging.getLogger(__name__)
@@ -60,8 +61,10 @@ class Supervisor:
         max_backoff: float = 60.0,
         stop_timeout: float = 10.0,
         stable_after_s: float = STABLE_AFTER_S,
+        secrets_dir: Path = DEFAULT_SECRETS_DIR,
     ) -> None:
         self.root = state_dir / "processes"
+        self.secrets_dir = secrets_dir
         self.clock = clock
         self.stable_after_s = stable_after_s
         self.base_backoff = base_backoff
@@ -116,7 +119,7 @@ class Supervisor:
         directory = private_dir(self._dir(item_id))  # 0700, like processes/ above it
         env = {k: os.environ[k] for k in INHERITED if k in os.environ}
         try:
-            env |= resolve_env(e.spec.get("env"), item_id)
+            env |= resolve_env(e.spec.get("env"), item_id, self.secrets_dir)
             with open(directory / "output.log", "ab") as out:
                 e.popen = subprocess.Popen(
                     e.spec["command"],

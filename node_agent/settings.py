@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from node_agent.errors import SettingsError
+from node_agent.secret_files import DEFAULT_SECRETS_DIR
 from phrame_settings import EnvReader
 
 DEFAULT_STATE_DIR = "/var/lib/phrame"
@@ -34,6 +35,8 @@ class AgentSettings:
     # several nodes' agents share this Docker daemon (the dev stack, tests): container names
     # carry the node (naming.py), so a replica moved off a dead node can start at once
     shared_daemon: bool = False
+    # the only folder ``env: {X: {file: name}}`` values are read from (secret_files.py)
+    secrets_dir: Path = DEFAULT_SECRETS_DIR
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
@@ -59,6 +62,7 @@ class AgentSettings:
             stop_timeout_s=r.integer("PHRAME_STOP_TIMEOUT_S", 10),
             max_payload_bytes=r.integer("PHRAME_MAX_PAYLOAD_BYTES", 1024 * 1024, minimum=1024),
             shared_daemon=r.flag("PHRAME_SHARED_DAEMON", False),
+            secrets_dir=r.path("PHRAME_SECRETS_DIR", str(DEFAULT_SECRETS_DIR)) or DEFAULT_SECRETS_DIR,
         )
 
     @property

@@ -78,6 +78,7 @@ def _docker(settings: AgentSettings) -> DockerPort:
         registry_auth=settings.registry_auth,  # sent only for images from registry_url
         registry=settings.registry_url,
         stop_timeout=settings.stop_timeout_s,
+        secrets_dir=settings.secrets_dir,
     )
 
 
@@ -87,7 +88,9 @@ def _build_agent(settings: AgentSettings) -> Agent:
     return Agent(
         settings,
         docker=docker,
-        supervisor=Supervisor(settings.state_dir, stop_timeout=settings.stop_timeout_s),
+        supervisor=Supervisor(
+            settings.state_dir, stop_timeout=settings.stop_timeout_s, secrets_dir=settings.secrets_dir
+        ),
         desired_mqtt=MqttSettings.from_env(plane="desired"),
         actual_mqtt=MqttSettings.from_env(plane="actual"),
         own_container_id=docker.find_own_container(),
@@ -123,7 +126,9 @@ def _run_once(settings: AgentSettings, args: argparse.Namespace) -> int:
         print(f"phrame node-agent: cannot read the desired state: {e}", file=sys.stderr)
         return 1
     docker = _docker(settings)
-    supervisor = Supervisor(settings.state_dir, stop_timeout=settings.stop_timeout_s)
+    supervisor = Supervisor(
+        settings.state_dir, stop_timeout=settings.stop_timeout_s, secrets_dir=settings.secrets_dir
+    )
     reconciler = Reconciler(
         settings.node,
         docker,

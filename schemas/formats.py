@@ -97,6 +97,41 @@ def _ref_problem(value: str) -> str | None:
     return None
 
 
+SECRETS_DIR = "/etc/phrame/secrets"  # the node agent's default PHRAME_SECRETS_DIR
+
+
+def _secret_problem(value: str) -> str | None:
+    """Why ``value`` is no name of a file inside a node's secrets folder, or None."""
+    if not value:
+        return "an empty name"
+    if value.startswith("/"):
+        inside = value.removeprefix(SECRETS_DIR + "/")
+        if inside != value and _secret_problem(inside) is None:
+            return f"an absolute path: write {inside!r}, relative to the node's PHRAME_SECRETS_DIR"
+        return (
+            "an absolute path; a secret is a name relative to the node's PHRAME_SECRETS_DIR "
+            f"(default {SECRETS_DIR}), which the agent reads files from only"
+        )
+    parts = value.split("/")
+    if ".." in parts:
+        return "'..' would leave PHRAME_SECRETS_DIR"
+    if "" in parts:
+        return "an empty part ('//' or a trailing '/')"
+    if "." in parts:
+        return "a '.' part; name the file as it is, relative to PHRAME_SECRETS_DIR"
+    return None
+
+
+@CHECKER.checks("secret-name", raises=ValueError)
+def secret_name(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    problem = _secret_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return True
+
+
 @CHECKER.checks("git-ref", raises=ValueError)
 def git_ref(value: object) -> bool:
     if not isinstance(value, str) or not value:

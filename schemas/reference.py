@@ -130,6 +130,10 @@ def _allowed(node: dict[str, Any], doc: str, meaning: str | None = None) -> str:
         out.append("non-empty")
     if node.get("minItems"):
         out.append(f"at least {node['minItems']} item(s)")
+    if node.get("maxItems"):
+        out.append(f"at most {node['maxItems']:,} items")
+    if node.get("maxProperties"):
+        out.append(f"at most {node['maxProperties']:,} entries")
     if node.get("uniqueItems"):
         out.append("no duplicates")
     pattern = node.get("pattern")

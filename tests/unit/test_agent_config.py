@@ -15,15 +15,14 @@ from tests.support import agent_support as spec
 
 
 def test_create_params_carry_labels_ports_volumes_resources_and_health(tmp_path: Path):
-    secret = tmp_path / "pw"
-    secret.write_text("s3cret\n")
+    (tmp_path / "pw").write_text("s3cret\n")
     web = spec.container(
         "prod",
         "web",
         2,
         image="web:1",
         command=["run"],
-        env={"A": "1", "PW": {"file": str(secret)}},
+        env={"A": "1", "PW": {"file": "pw"}},
         ports=[
             {"host_ip": "127.0.0.1", "host_port": 8080, "container_port": 80, "protocol": "tcp"},
             {"host_ip": None, "host_port": None, "container_port": 53, "protocol": "udp"},
@@ -35,7 +34,7 @@ def test_create_params_carry_labels_ports_volumes_resources_and_health(tmp_path:
         restart="unless-stopped",
         labels={"team": "a"},
     )
-    p = create_params(web, "node-a")
+    p = create_params(web, "node-a", secrets_dir=tmp_path)
     assert p.name == "prod.web.2" and p.command == ["run"]
     assert p.environment == {"A": "1", "PW": "s3cret"}
     assert p.labels[MANAGED] == "true" and p.labels[NODE] == "node-a"
@@ -53,10 +52,41 @@ def test_create_params_carry_labels_ports_volumes_resources_and_health(tmp_path:
     }
 
 
-def test_unreadable_env_file_names_the_file_not_a_value():
-    web = spec.container("e", "web", env={"PW": {"file": "/nonexistent/pw"}})
-    with pytest.raises(SpecError, match="/nonexistent/pw"):
-        create_params(web, "n")
+def test_unreadable_env_file_names_the_file_not_a_value(tmp_path: Path):
+    web = spec.container("e", "web", env={"PW": {"file": "pw"}})
+    with pytest.raises(SpecError, match=f"e.web.0: env PW: cannot read {tmp_path}/pw: No such file"):
+        create_params(web, "n", secrets_dir=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("/etc/shadow", "outside PHRAME_SECRETS_DIR"),
+        ("/proc/self/environ", "outside PHRAME_SECRETS_DIR"),
+        ("../../etc/passwd", "outside PHRAME_SECRETS_DIR"),
+        ("", "no file name"),
+        (".", "a directory, not a regular file"),
+        ("bin", "not UTF-8 text"),
+        ("big", "65537 bytes, more than the 65536 allowed"),
+    ],
+)
+def test_only_small_utf8_regular_files_inside_the_secrets_dir_are_read(tmp_path: Path, name, why):
+    (tmp_path / "bin").write_bytes(b"\x80\x81")
+    (tmp_path / "big").write_bytes(b"x" * (64 * 1024 + 1))
+    web = spec.container("e", "web", env={"PW": {"file": name}})
+    with pytest.raises(SpecError, match=why):
+        create_params(web, "n", secrets_dir=tmp_path)
+
+
+def test_a_secret_is_read_by_name_or_by_absolute_path_inside_the_dir(tmp_path: Path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "k").write_text("v\n\n")
+    (tmp_path / "link").symlink_to(tmp_path / "d" / "k")  # a link that stays inside is followed
+    (tmp_path / "max").write_bytes(b"y" * 64 * 1024)
+    env = {"A": {"file": "d/k"}, "B": {"file": str(tmp_path / "d" / "k")}, "C": {"file": "link"}}
+    web = spec.container("e", "web", env={**env, "D": {"file": "max"}})
+    p = create_params(web, "n", secrets_dir=tmp_path)
+    assert p.environment == {"A": "v\n", "B": "v\n", "C": "v\n", "D": "y" * 64 * 1024}
 
 
 @pytest.mark.parametrize(
@@ -89,6 +119,8 @@ def test_settings_from_env(tmp_path: Path):
     assert s.registry_auth == {"username": "u", "password": "hunter2"}
     assert s.registry_url == "registry.example.com:5000"
     assert AgentSettings.from_env({"PHRAME_NODE_NAME": "n"}).registry_auth is None
+    assert AgentSettings.from_env({"PHRAME_NODE_NAME": "n"}).secrets_dir == Path("/etc/phrame/secrets")
+    assert AgentSettings.from_env({"PHRAME_SECRETS_DIR": "/run/s"}).secrets_dir == Path("/run/s")
     with pytest.raises(SettingsError, match="PHRAME_RESYNC_S"):
         AgentSettings.from_env({"PHRAME_RESYNC_S": "soon"})
 
