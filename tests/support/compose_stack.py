@@ -79,6 +79,7 @@ class ComposeStack:
             "gitlab_token": "unused-with-the-local-git-host",
         }
         (self.root / "secrets").mkdir()
+        (self.root / "node-secrets").mkdir()
         for name, value in secrets.items():
             (self.root / "secrets" / name).write_text(value)
         for folder in (self.broker_dir, self.root / "certs", self.root / "secrets"):
@@ -130,7 +131,8 @@ class ComposeStack:
             "PHRAME_MOSQUITTO_IMAGE": "phrame/mosquitto:local",
             "PHRAME_MOSQUITTO_CONFIG": str(self.broker_dir),
             "PHRAME_MOSQUITTO_CERTS": str(self.root / "certs"),
-            "PHRAME_SECRETS_DIR": str(self.root / "secrets"),
+            "PHRAME_COMPOSE_SECRETS": str(self.root / "secrets"),
+            "PHRAME_NODE_SECRETS": str(self.root / "node-secrets"),
             "PHRAME_MQTTS_PORT": str(self.mqtts_port),
             "PHRAME_WSS_PORT": str(self.wss_port),
             "PHRAME_CONFIG_SYNC_PORT": str(self.sync_port),
