@@ -37,7 +37,10 @@ def test_create_params_carry_labels_ports_volumes_resources_and_health(tmp_path:
     )
     p = create_params(web, "node-a")
     assert p.name == "prod.web.2" and p.command == ["run"]
-    assert p.environment == {"A": "1", "PW": "s3cret"}
+    assert {k: v for k, v in p.environment.items() if not k.startswith("PHRAME_")} == {
+        "A": "1",
+        "PW": "s3cret",
+    }
     assert p.labels[MANAGED] == "true" and p.labels[NODE] == "node-a"
     assert p.labels[DIGEST] == web["digest"] and p.labels[REPLICA] == "2"
     assert p.labels["team"] == "a"
@@ -50,6 +53,23 @@ def test_create_params_carry_labels_ports_volumes_resources_and_health(tmp_path:
         "test": ["CMD-SHELL", "wget -q localhost"],
         "interval": 90 * 10**9,
         "retries": 3,
+    }
+
+
+def test_containers_learn_their_node_environment_service_replica_and_commit():
+    # Nomad-like: the quickstart page prints the commit it runs. The item's commit changes
+    # only when the item does, so this never recreates an unchanged container.
+    web = spec.container(
+        "prod", "web", 2, env={"A": "1", "PHRAME_NODE": "spoofed"}, commit="c0ffee" * 6 + "beef"
+    )
+    env = create_params(web, "node-a").environment
+    assert env["A"] == "1"
+    assert {k: v for k, v in env.items() if k.startswith("PHRAME_")} == {
+        "PHRAME_NODE": "node-a",
+        "PHRAME_ENVIRONMENT": "prod",
+        "PHRAME_SERVICE": "web",
+        "PHRAME_REPLICA": "2",
+        "PHRAME_COMMIT": "c0ffee" * 6 + "beef",
     }
 
 
