@@ -54,21 +54,33 @@ def push_event(old: str, new: str, ref: str, *, project: str) -> dict[str, Any]:
         shas = _git("rev-list", f"--max-count={MAX_COMMITS}", span).split()
         commits = [_commit(sha) for sha in reversed(shas)]
     author = commits[-1]["author"] if commits else {"name": "", "email": ""}
+    url = f"file://{Path(os.environ.get('GIT_DIR', '.')).resolve()}"
     return {
         "object_kind": "push",
         "event_name": "push",
         "before": old,
         "after": new,
         "ref": ref,
+        "ref_protected": False,
         "checkout_sha": None if deleted else new,
         "message": None,
+        "user_id": os.getuid(),
         "user_name": author["name"],
         "user_username": os.environ.get("USER", ""),
         "user_email": author["email"],
-        "project": {"name": project, "path_with_namespace": f"local/{project}", "default_branch": "main"},
+        "user_avatar": None,
+        "project_id": 1,
+        "project": {
+            "id": 1,
+            "name": project,
+            "path_with_namespace": f"local/{project}",
+            "default_branch": "main",
+            "git_http_url": url,
+        },
         "commits": commits,
         "total_commits_count": len(commits),
-        "repository": {"name": project},
+        "push_options": {},
+        "repository": {"name": project, "url": url, "git_http_url": url, "homepage": url},
     }
 
 
