@@ -108,7 +108,8 @@ class DevStackProcess:
     def log_tails(self, lines: int = 25) -> str:
         out = [f"--- phrame dev console (last {lines * 2} lines)", *self.console().splitlines()[-lines * 2 :]]
         for log in sorted((self.state / "logs").glob("*.log")):
-            out += [f"--- {log.name}", *log.read_text(errors="replace").splitlines()[-lines:]]
+            text = [line for line in log.read_text(errors="replace").splitlines() if '"GET /' not in line]
+            out += [f"--- {log.name}", *text[-lines:]]
         return "\n".join(out)
 
     def wait(self, condition: Callable[[], object], what: str, timeout: float = 60.0) -> float:
@@ -173,7 +174,8 @@ class DevStackProcess:
     def commit_and_push(self, message: str) -> tuple[str, float]:
         """Commit everything, pull placement's commits first, push; (sha, time of the push)."""
         self.git("add", "--all")
-        self.git("commit", "--quiet", "-m", message)
+        if self.git("status", "--porcelain").strip():  # else already committed (a revert)
+            self.git("commit", "--quiet", "-m", message)
         self.git("pull", "--quiet", "--rebase", "origin", "main")
         at = time.monotonic()
         self.git("push", "--quiet", "origin", "HEAD:main")
