@@ -38,6 +38,8 @@ SCRUBBED_PREFIXES = (
 # defaults for a stack on one machine, unless the caller set them
 DEV_DEFAULTS = {
     "PHRAME_PLACEMENT_INTERVAL_S": "2",  # a new label-placed service is placed within ~2 s
+    # one push is one hook here (GitLab's bursts are what config-sync's 0.5 s merges)
+    "PHRAME_DEBOUNCE_S": "0.1",
     "PHRAME_LOG_FORMAT": "text",  # the console follows config-sync's text log
 }
 

@@ -118,10 +118,12 @@ def test_2_placement_commits_a_new_service_and_a_delete_removes_it(client, stack
     )
     sha, at = stack.commit_and_push("e2e: add extra")
     stack.wait(lambda: stack.remote_head() != sha, "placement's node.json commit on main", 30)
-    placed = stack.remote_head()
+    placed, placed_at = stack.remote_head(), time.monotonic()
     message = stack.git("--git-dir", str(stack.state / "config.git"), "log", "-1", "--format=%s", placed)
     assert "extra" in message
     deployed(stack, placed, "2 add a label-placed service", at)
+    # config-sync polls every 600 s here: placement's own push reached it through the hook
+    assert time.monotonic() - placed_at < 30
     stack.wait(lambda: len(running(client, stack, "extra")) == 1, "extra running on one node", 30)
     stack.git("pull", "--quiet", "--rebase", "origin", "main")
     extra.unlink()

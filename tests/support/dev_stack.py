@@ -34,6 +34,8 @@ FAST = {
     "PHRAME_PLACEMENT_INTERVAL_S": "0.5",
     "PHRAME_STOP_TIMEOUT_S": "2",
     "PHRAME_RESYNC_S": "5",
+    # no poll within a test: every deploy must come from the post-receive hook, placement's too
+    "PHRAME_POLL_S": "600",
 }
 
 
@@ -51,22 +53,41 @@ class DevStackProcess:
         self.placement: dict[str, Any] = {}
         self._lock = threading.Lock()
         self.mqtt: MqttClient | None = None
-        child_env = {k: v for k, v in os.environ.items() if not k.startswith("PHRAME_")}
-        child_env |= FAST | (env or {})
+        self.child_env = {k: v for k, v in os.environ.items() if not k.startswith("PHRAME_")}
+        self.child_env |= FAST | (env or {})
+        self.node_count = nodes
+        self._out = open(self.output, "ab")  # noqa: SIM115 -- closed in close()
+        self.start()
+        self.clone = root / "clone"
+
+    def start(self) -> None:
         self.started = time.monotonic()
-        self._out = open(self.output, "wb")  # noqa: SIM115 -- closed in close()
+        self.console_from = len(self.console()) if self.output.exists() else 0
         self.proc = subprocess.Popen(
             [
                 *self.phrame_dev(),
-                *("--nodes", str(nodes), "--node-prefix", self.prefix, "--environment", self.environment),
+                *("--nodes", str(self.node_count), "--node-prefix", self.prefix),
+                *("--environment", self.environment),
                 *("--broker", "mosquitto", "--broker-port", str(self.broker_port)),
                 *("--listen", f"127.0.0.1:{self.sync_port}", "--web-port", str(self.web_port)),
             ],
-            env=child_env,
+            env=self.child_env,
             stdout=self._out,
             stderr=subprocess.STDOUT,
         )
-        self.clone = root / "clone"
+
+    def stop(self) -> None:
+        """Ctrl-C's path: SIGTERM to ``phrame dev``, which stops its children in order."""
+        if self.mqtt is not None:
+            self.mqtt.stop()
+            self.mqtt = None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
 
     def phrame_dev(self) -> list[str]:
         return [sys.executable, "-m", "phrame", "dev", "--state-dir", str(self.state)]
@@ -74,9 +95,10 @@ class DevStackProcess:
     # -- start and stop
     def wait_ready(self, timeout: float = 120.0) -> float:
         """Seconds from start to the ready banner."""
-        self.wait(lambda: "ready in" in self.console(), "the ready banner", timeout)
+        self.wait(lambda: "ready in" in self.console()[self.console_from :], "the ready banner", timeout)
         ready_after = time.monotonic() - self.started
-        self.git("clone", "--quiet", str(self.state / "config.git"), str(self.clone), cwd=self.root)
+        if not self.clone.exists():
+            self.git("clone", "--quiet", str(self.state / "config.git"), str(self.clone), cwd=self.root)
         mqtt = MqttSettings(url=f"mqtt://127.0.0.1:{self.broker_port}")
         self.mqtt = MqttClient(mqtt, f"e2e-watch-{uuid.uuid4().hex[:6]}")
         self.mqtt.start()
@@ -86,15 +108,7 @@ class DevStackProcess:
 
     def close(self) -> str:
         """Stop the stack and remove what it created; the output of ``--down --purge``."""
-        if self.mqtt is not None:
-            self.mqtt.stop()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        self.stop()
         self._out.close()
         down = subprocess.run(
             [*self.phrame_dev(), "--down", "--purge"], capture_output=True, text=True, timeout=120
