@@ -35,23 +35,31 @@ def replica_count(data: dict[str, Any]) -> int:
     return int(data.get("replicas", 1))
 
 
-def _assigned(env: Environment) -> dict[str, list[Any]]:
+def _assigned(env: Environment, *, partial: bool) -> dict[str, list[Any]]:
     doc = env.placement
-    if doc is None or not doc.schema_ok:
+    if doc is None or not (doc.schema_ok or partial) or not doc.is_sound("assignments"):
         return {}
     assignments: dict[str, list[Any]] = doc.data.get("assignments", {})
-    return assignments
+    return {k: v for k, v in assignments.items() if doc.is_sound("assignments", k)}
 
 
-def replicas(repo: ConfigRepo) -> list[Replica]:
-    """Every replica of every schema-valid service, sorted by (environment, service, index)."""
+def _is_placeable(doc: Document, *, partial: bool) -> bool:
+    if doc.schema_ok:
+        return True
+    return partial and all(doc.is_sound(part) for part in ("kind", "replicas", "placement"))
+
+
+def replicas(repo: ConfigRepo, *, partial: bool = False) -> list[Replica]:
+    """Every replica of every schema-valid service, sorted by (environment, service, index).
+    ``partial`` (the semantic rules) adds services with a schema error elsewhere than in
+    ``kind``, ``replicas`` and ``placement``: a replica's other parts may still be unsound."""
     out = []
     for env_name in sorted(repo.environments):
         env = repo.environments[env_name]
-        assigned = _assigned(env)
+        assigned = _assigned(env, partial=partial)
         for name in sorted(env.services):
             doc = env.services[name]
-            if not doc.schema_ok:
+            if not _is_placeable(doc, partial=partial):
                 continue
             pin = doc.data.get("placement", {}).get("node")
             chosen = assigned.get(name, [])

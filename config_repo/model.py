@@ -22,11 +22,27 @@ class Document:
     schema_ok: bool = False
     is_readable: bool = True  # False: a placeholder for a file whose problems are already reported
     content_id: str | None = None  # blob sha when read from git: the key of config_repo.cache
+    # where the schema errors are (set by validate): the semantic rules still read the
+    # other parts of a file with a schema error, so one typo does not hide the rest
+    unsound: frozenset[tuple[PathPart, ...]] = frozenset({()})
 
     @property
     def stem(self) -> str:
         name = self.file.rsplit("/", 1)[-1]
         return name.rsplit(".", 1)[0]
+
+    def is_sound(self, *path: PathPart) -> bool:
+        """True when the value at ``path`` passed its schema: no schema error inside it or
+        at a value that encloses it (an error at the root makes nothing sound)."""
+        if self.schema_ok:
+            return True
+        if not isinstance(self.data, dict):
+            return False
+        for bad in self.unsound:
+            depth = min(len(bad), len(path))
+            if bad[:depth] == path[:depth]:
+                return False
+        return True
 
     def position(self, path: Sequence[PathPart], *, key: bool = False) -> tuple[int, int]:
         """Line and column of the value at ``path`` (of its key when ``key``), or of the

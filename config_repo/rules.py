@@ -1,14 +1,16 @@
 """Semantic rules that span files (DESIGN §2), run after the schemas.
 
-Each rule reads only schema-valid documents, so it can trust their shape; names of files
-that failed the schema still count as existing, so one bad file is not reported again as a
-dangling reference everywhere. Each problem points at the value that breaks the rule.
+Each rule reads only the parts of a document that passed the schema (``is_sound``), so it
+can trust their shape while a typo elsewhere in the same file is reported beside it; names
+of files that failed the schema still count as existing, so one bad file is not reported
+again as a dangling reference everywhere. Each problem points at the value that breaks the rule.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from typing import Any
 
 from config_repo.assignment import Replica, replicas
 from config_repo.model import ConfigRepo, Document, Environment, PathPart
@@ -28,16 +30,25 @@ def at(doc: Document, path: list[PathPart], rule: str, message: str) -> Problem:
 
 
 def _valid(docs: dict[str, Document]) -> Iterator[tuple[str, Document]]:
+    """Documents that are mappings: each rule then checks the parts it reads."""
     for name in sorted(docs):
-        if docs[name].schema_ok:
+        if isinstance(docs[name].data, dict):
             yield name, docs[name]
+
+
+def _sound_items(doc: Document, key: str) -> list[tuple[int, Any]]:
+    """The well-formed entries of the list at ``key`` (none when it is not a list)."""
+    value = doc.data.get(key, [])
+    if not isinstance(value, list):
+        return []
+    return [(i, v) for i, v in enumerate(value) if doc.is_sound(key, i)]
 
 
 def names(repo: ConfigRepo) -> Iterator[Problem]:
     tables = [repo.nodes] + [t for e in repo.environments.values() for t in (e.networks, e.services)]
     for table in tables:
         for stem, named in _valid(table):
-            if named.data["name"] != stem:
+            if named.is_sound("name") and named.data["name"] != stem:
                 msg = f"name {named.data['name']!r} must equal the file name {stem!r}"
                 yield at(named, ["name"], "name-mismatch", msg)
     for env in repo.environments.values():
@@ -46,7 +57,7 @@ def names(repo: ConfigRepo) -> Iterator[Problem]:
             (env.placement, "environment"),
         ]
         for doc, key in pairs:
-            if doc is not None and doc.schema_ok and doc.data[key] != env.name:
+            if doc is not None and doc.is_sound(key) and doc.data[key] != env.name:
                 msg = f"{key} {doc.data[key]!r} must equal the folder name {env.name!r}"
                 yield at(doc, [key], "name-mismatch", msg)
 
@@ -54,7 +65,7 @@ def names(repo: ConfigRepo) -> Iterator[Problem]:
 def environment_settings(repo: ConfigRepo) -> Iterator[Problem]:
     for env in repo.environments.values():
         doc = env.doc
-        if doc is None or not doc.schema_ok:
+        if doc is None or not (doc.is_sound("track") and doc.is_sound("placement")):
             continue
         track = doc.data.get("track", "main")
         if track.startswith("refs/tags/") and doc.data.get("placement", "auto") == "auto":
@@ -68,31 +79,35 @@ def environment_settings(repo: ConfigRepo) -> Iterator[Problem]:
 def references(repo: ConfigRepo, env: Environment) -> Iterator[Problem]:
     for _name, doc in _valid(env.services):
         data = doc.data
-        pin = data.get("placement", {}).get("node")
+        pin = data.get("placement", {}).get("node") if doc.is_sound("placement") else None
         if pin is not None:
             node = repo.nodes.get(pin)
             if node is None:
                 yield at(doc, ["placement", "node"], "unknown-node", f"node {pin!r} is not in nodes/")
-            elif node.schema_ok and node.data.get("cordoned"):
+            elif node.is_sound("cordoned") and node.data.get("cordoned"):
                 msg = f"node {pin!r} is cordoned; pin the service elsewhere or uncordon the node"
                 yield at(doc, ["placement", "node"], "cordoned-node", msg)
-        for i, net in enumerate(data.get("networks", [])):
+        for i, net in _sound_items(doc, "networks"):
             if net not in env.networks:
                 msg = f"network {net!r} is not declared in {env.dir}/networks/"
                 yield at(doc, ["networks", i], "unknown-network", msg)
-        for i, dep in enumerate(data.get("depends_on", [])):
+        for i, dep in _sound_items(doc, "depends_on"):
             if dep not in env.services:
                 msg = f"depends_on {dep!r}: no such service in {env.dir}/services/"
                 yield at(doc, ["depends_on", i], "unknown-dependency", msg)
-        target = data.get("replaces")
+        target = data.get("replaces") if doc.is_sound("replaces") else None
         if target is not None:
             other = env.services.get(target)
             if other is None:
                 msg = f"replaces {target!r}: no such service in {env.dir}/services/"
                 yield at(doc, ["replaces"], "replaces-unknown", msg)
-            elif other.schema_ok and other.data.get("kind", "container") != "container":
+            elif _is_process(other):
                 msg = f"replaces {target!r}: that service is a process; only a container is replaced"
                 yield at(doc, ["replaces"], "replaces-unknown", msg)
+
+
+def _is_process(doc: Document) -> bool:
+    return doc.is_sound("kind") and doc.data.get("kind", "container") != "container"
 
 
 def replacements(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]:
@@ -103,9 +118,9 @@ def replacements(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Prob
         nodes[(rep.environment, rep.service)].append(rep.node)
     for env in repo.environments.values():
         for name, doc in _valid(env.services):
-            target = doc.data.get("replaces")
+            target = doc.data.get("replaces") if doc.is_sound("replaces") else None
             other = env.services.get(target) if target is not None else None
-            if other is None or not other.schema_ok or other.data.get("kind", "container") != "container":
+            if target is None or other is None or not other.is_sound("kind") or _is_process(other):
                 continue  # no such container: replaces-unknown says so
             placed = nodes[(env.name, target)]
             theirs = {n for n in placed if n is not None}
@@ -122,7 +137,8 @@ def replacements(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Prob
 
 def cycles(env: Environment) -> Iterator[Problem]:
     graph = {
-        n: [d for d in doc.data.get("depends_on", []) if d in env.services] for n, doc in _valid(env.services)
+        n: [d for _, d in _sound_items(doc, "depends_on") if d in env.services]
+        for n, doc in _valid(env.services)
     }
     state: dict[str, int] = {}  # 1 on the stack, 2 done
     reported: set[frozenset[str]] = set()
@@ -169,7 +185,7 @@ def _published(doc: Document) -> tuple[list[Problem], list[tuple[int, PortMappin
     problems: list[Problem] = []
     published: list[tuple[int, PortMapping]] = []
     total = 0
-    for i, spec in enumerate(doc.data.get("ports", [])):
+    for i, spec in _sound_items(doc, "ports"):
         count = _port_count(spec)
         total += count
         if total > MAX_PORTS_PER_SERVICE:
@@ -226,14 +242,14 @@ def _clash(rep: Replica, i: int, mapping: PortMapping, owner: Replica) -> Proble
 def capacity(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]:
     used: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
     for rep in all_replicas:
-        res = rep.spec.get("resources", {})
+        res = rep.spec.get("resources", {}) if rep.doc.is_sound("resources") else {}
         if rep.node is not None and res:
             used[rep.node].append(
                 (float(res.get("cpus", 0)), memory_bytes(res.get("memory", "0")), rep.item_id)
             )
     for node, uses in sorted(used.items()):
         doc = repo.nodes[node]
-        cap = doc.data.get("capacity", {}) if doc.schema_ok else {}
+        cap = doc.data.get("capacity", {}) if doc.is_sound("capacity") else {}
         top = ", ".join(i for _, _, i in sorted(uses, reverse=True)[:3])
         cpus = sum(u[0] for u in uses)
         if "cpus" in cap and cpus > cap["cpus"] + 1e-9:
@@ -252,6 +268,6 @@ def semantic_problems(repo: ConfigRepo) -> list[Problem]:
     problems = [*names(repo), *environment_settings(repo)]
     for env in repo.environments.values():
         problems += [*references(repo, env), *cycles(env)]
-    all_replicas = replicas(repo)
+    all_replicas = replicas(repo, partial=True)
     problems += [*ports(repo, all_replicas), *replacements(repo, all_replicas), *capacity(repo, all_replicas)]
     return problems

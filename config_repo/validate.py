@@ -46,24 +46,39 @@ def _message(error: ValidationError) -> tuple[list[Any], str]:
     return path, error.message
 
 
+def _unsound(error: ValidationError) -> list[tuple[Any, ...]]:
+    """The parts of the document an error makes unreadable for the semantic rules: a
+    missing or unknown key is its own part, anything else the value the error is about."""
+    path = tuple(error.absolute_path)
+    instance = error.instance
+    if error.validator == "required" and isinstance(instance, dict):
+        return [(*path, k) for k in error.validator_value if k not in instance] or [path]
+    if error.validator == "additionalProperties" and isinstance(instance, dict):
+        allowed = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+        return [(*path, k) for k in instance if k not in allowed] or [path]
+    return [path]
+
+
 def schema_problems(kind: str, doc: Document, cache: ReadCache | None = None) -> list[Problem]:
     name = schema_name(kind, doc)
     key = ("schema", name, doc.file, doc.content_id)
     cached = cache.get(key) if cache is not None and doc.content_id else None
     if cached is not None:
-        doc.schema_ok = not cached
-        return list(cached)
+        problems, doc.unsound = cached
+        doc.schema_ok = not problems
+        return list(problems)
     validator = schemas.validator(name)
-    problems = []
+    found, unsound = [], set()
     for error in validator.iter_errors(doc.data):
         path, message = _message(error)
         is_key = error.validator in ("additionalProperties", "propertyNames")
         line, col = doc.position(path, key=is_key)
-        problems.append(Problem(doc.file, line, col, "schema", message, pointer(path)))
-    doc.schema_ok = not problems
+        found.append(Problem(doc.file, line, col, "schema", message, pointer(path)))
+        unsound.update(_unsound(error))
+    doc.schema_ok, doc.unsound = not found, frozenset(unsound)
     if cache is not None and doc.content_id:
-        cache.put(key, tuple(problems))
-    return problems
+        cache.put(key, (tuple(found), doc.unsound))
+    return found
 
 
 def validate(

@@ -1,6 +1,7 @@
 """Closing the loop after a publish: commit status ``phrame/deploy`` follows the agents.
 
-The sync pass calls :meth:`DeployWatcher.watch` with the nodes whose manifest changed;
+The sync pass calls :meth:`DeployWatcher.watch` with the nodes whose manifest changed
+(:meth:`DeployWatcher.unchanged` for a new commit that changed none);
 the watcher reads each node's retained ``actual/.../status`` (one subscription for all)
 and sets ``success`` once every node converged on that manifest generation or a later one,
 or ``failed`` with the node and its error after ``PHRAME_DEPLOY_TIMEOUT_S``. A newer deploy
@@ -166,6 +167,19 @@ class DeployWatcher:
             self._report(older.commit, "canceled", f"superseded by {commit[:12]}", ref)
         self._report(commit, "running", f"waiting for {', '.join(sorted(nodes))}", ref)
         self.check()
+
+    def unchanged(self, ref: str, commit: str) -> None:
+        """``commit`` of ``ref`` changed no node's desired state (no manifest published): it
+        is deployed as soon as what it builds on is, so at once, unless the ref's previous
+        deployment is still converging; then it takes that one over (same nodes)."""
+        with self._cond:
+            older = self.active.get(ref)
+        if older is not None and older.commit != commit:
+            self.watch(ref, commit, older.nodes)
+            return
+        text = "nothing to change: no node's desired state changed"
+        self.finished.append((commit, "success", text))
+        self._report(commit, "success", text, ref)
 
     def check(self) -> None:
         """Finish every deployment that converged or timed out (the thread calls this)."""

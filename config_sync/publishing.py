@@ -204,7 +204,9 @@ class Publisher:
             seconds=time.monotonic() - started,
             send_seconds=sent_s,
         )
-        log.info(
+        # a poll that changed nothing is not news: INFO only when something went out
+        log.log(
+            logging.INFO if messages else logging.DEBUG,
             "published %s at %s: %d messages (%d items, %d cleared, %d manifests), %d error(s)",
             ref,
             commit[:12],

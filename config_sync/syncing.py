@@ -143,9 +143,23 @@ class Syncer:
         self.last[ref] = outcome
         if self.on_outcome is not None:
             self.on_outcome(outcome)
-        if outcome.ok and outcome.generations and self.deployer is not None:
-            self.deployer.watch(ref, sha, outcome.generations)
+        if outcome.ok and self.deployer is not None:
+            if outcome.generations:
+                self.deployer.watch(ref, sha, outcome.generations)
+            elif self._is_new_commit(outcome):
+                self.deployer.unchanged(ref, sha)  # a README edit deserves its green tick too
         return outcome
+
+    def _is_new_commit(self, outcome: Outcome) -> bool:
+        """Whether ``outcome`` published an environment's ``sync`` topic: it moved to a new
+        commit (an idle poll, or a restart on the same head, publishes none)."""
+        for topic, payload in outcome.messages:
+            try:
+                if payload and self.topics.parse(topic).kind == "sync":
+                    return True
+            except ValueError:
+                continue
+        return False
 
     def _claim(self, ref: str, reading: Reading) -> dict[str, Any] | None:
         """What ``ref`` publishes from ``reading``: its environments, those it must leave

@@ -1,9 +1,10 @@
 """``phrame status [--json] [--timeout S]``: the fleet as the broker knows it.
 
-Reads the retained node ``status``/``heartbeat`` topics and each environment's ``sync``
-and ``placement`` topics (MQTT settings as every service: ``PHRAME_*``). Exits 0 when
-every node is online and converged and every environment synced and placed, 1 when
-something needs attention, 2 when the broker cannot be read.
+Reads the retained node ``status``/``heartbeat`` topics, each node's ``manifest`` and each
+environment's ``sync`` and ``placement`` topics (MQTT settings as every service:
+``PHRAME_*``). Exits 0 when every node is online and has applied its manifest and every
+environment synced and placed, 1 when something needs attention, 2 when the broker cannot
+be read.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ def run(args: argparse.Namespace) -> int:
     retained: dict[str, bytes] = {}
     try:
         planes = [("actual", [topics.node_status_filter(), topics.heartbeat_filter()])]
-        planes.append(("desired", [topics.environments_filter()]))
+        # each node's manifest: whether the node applied what was published for it
+        manifests = f"{topics.prefix}/desired/nodes/+/manifest"
+        planes.append(("desired", [topics.environments_filter(), manifests]))
         for plane, filters in planes:
             client = MqttClient(MqttSettings.from_env(plane=plane), f"phrame-status-{os.getpid()}-{plane}")
             client.start(timeout=args.timeout)

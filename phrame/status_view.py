@@ -2,6 +2,9 @@
 
 Pure: (topic → payload, now) → a summary and its verdict. Invalid payloads are shown as
 such, never trusted. The caller reads the broker; this module never does I/O.
+An environment shows the commit it runs (its ``sync`` topic); a node shows whether it
+applied its own manifest, not that manifest's commit: a node the last commits did not
+touch keeps an older manifest commit and is up to date all the same.
 """
 
 from __future__ import annotations
@@ -17,10 +20,21 @@ class NodeRow:
     node: str
     state: str = "unknown"
     converged: bool | None = None
-    generation: int | None = None
-    commit: str | None = None
+    generation: int | None = None  # applied, as the node's status says
+    commit: str | None = None  # of the manifest it applied (not the environment's commit)
     heartbeat_age_s: float | None = None
     errors: list[str] = field(default_factory=list)
+    desired_generation: int | None = None  # of the manifest published for it (None: unknown)
+    applied: bool | None = None  # converged at desired_generation; None: no manifest or status
+    environments: list[str] = field(default_factory=list)  # those with items on this node
+    is_reporting: bool = False  # a status or heartbeat was seen
+
+    @property
+    def needs_attention(self) -> bool:
+        if not self.is_reporting and not self.environments and not self.errors:
+            return False  # an inventory node with nothing to run and no agent yet
+        is_ok = self.state == "online" and self.converged and not self.errors
+        return not is_ok or self.applied is False
 
 
 @dataclass
@@ -33,6 +47,13 @@ class EnvironmentRow:
     errors: list[str] = field(default_factory=list)
     unassigned: list[str] = field(default_factory=list)
     gc_candidates: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)  # nodes with items of this environment
+    not_applied: list[str] = field(default_factory=list)  # of those, not converged on theirs
+
+    @property
+    def commit(self) -> str | None:
+        """The commit the environment runs: its last valid one."""
+        return self.last_applied
 
 
 @dataclass
@@ -42,12 +63,15 @@ class Summary:
 
     @property
     def is_healthy(self) -> bool:
-        nodes_ok = all(n.state == "online" and n.converged and not n.errors for n in self.nodes)
+        nodes_ok = not any(n.needs_attention for n in self.nodes)
         envs_ok = all(e.ok is not False and not e.unassigned for e in self.environments)
         return nodes_ok and envs_ok
 
     def to_dict(self) -> dict[str, Any]:
-        return {"healthy": self.is_healthy, **asdict(self)}
+        doc = asdict(self)
+        for env, row in zip(doc["environments"], self.environments, strict=True):
+            env["commit"] = row.commit
+        return {"healthy": self.is_healthy, **doc}
 
 
 def _doc(topic_schema: str, raw: bytes) -> dict[str, Any] | str:
@@ -76,13 +100,17 @@ def summarize(retained: dict[str, bytes], now: float, topics: Topics) -> Summary
             t = topics.parse(topic)
         except ValueError:
             continue
-        if t.kind not in ("status", "heartbeat", "sync", "placement"):
+        if t.kind not in ("status", "heartbeat", "manifest", "sync", "placement"):
             continue
         doc = _doc(t.schema_name, raw)
         if t.node is not None:
             row = nodes.setdefault(t.node, NodeRow(t.node))
+            row.is_reporting |= t.kind != "manifest"
             if isinstance(doc, str):
                 row.errors.append(f"{t.kind}: {doc}")
+            elif t.kind == "manifest":
+                row.desired_generation = doc["generation"]
+                row.environments = sorted({_environment_of(item) for item in doc["items"]})
             elif t.kind == "status":
                 row.state = doc["state"]
                 row.converged = doc.get("converged")
@@ -105,9 +133,25 @@ def summarize(retained: dict[str, bytes], now: float, topics: Topics) -> Summary
         else:
             env.unassigned = [f"{u['replica']}: {u['reason']}" for u in doc.get("unassigned", [])]
             env.gc_candidates = list(doc.get("gc_candidates", []))
+    for row in nodes.values():
+        if row.desired_generation is not None and row.converged is not None:  # both sides known
+            row.applied = row.converged is True and row.generation == row.desired_generation
+        for name in row.environments:
+            env = envs.setdefault(name, EnvironmentRow(name))
+            env.nodes.append(row.node)
+            if not row.applied:
+                env.not_applied.append(row.node)
+    for env in envs.values():
+        env.nodes.sort()
+        env.not_applied.sort()
     return Summary(
         sorted(nodes.values(), key=lambda n: n.node), sorted(envs.values(), key=lambda e: e.environment)
     )
+
+
+def _environment_of(item: str) -> str:
+    """``containers/<env>.<service>.<replica>`` (or a network, a process) → ``<env>``."""
+    return item.partition("/")[2].partition(".")[0]
 
 
 def _cell(value: Any) -> str:
@@ -118,21 +162,30 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _generation(n: NodeRow) -> str:
+    if n.desired_generation is None:
+        return _cell(n.generation)
+    return f"{_cell(n.generation)}/{n.desired_generation}"
+
+
 def render_text(summary: Summary) -> str:
-    lines = ["NODE            STATE    CONVERGED  GEN    COMMIT        HEARTBEAT"]
+    lines = ["NODE            STATE    CONVERGED  APPLIED  GEN      HEARTBEAT"]
     for n in summary.nodes:
         age = "-" if n.heartbeat_age_s is None else f"{n.heartbeat_age_s:g}s ago"
-        commit = (n.commit or "-")[:12]
-        lines.append(
-            f"{n.node:<15} {n.state:<8} {_cell(n.converged):<10} {_cell(n.generation):<6} {commit:<13} {age}"
-        )
+        converged, applied = _cell(n.converged), _cell(n.applied)
+        lines.append(f"{n.node:<15} {n.state:<8} {converged:<10} {applied:<8} {_generation(n):<8} {age}")
         lines += [f"    error: {e}" for e in n.errors]
     if not summary.nodes:
         lines.append("(no node has reported)")
-    lines += ["", "ENVIRONMENT     REF            SYNC  APPLIED       ATTEMPTED"]
+    lines += ["", "ENVIRONMENT     REF            SYNC  COMMIT        APPLIED ON"]
     for e in summary.environments:
-        applied, attempted = (e.last_applied or "-")[:12], (e.last_attempted or "-")[:12]
-        lines.append(f"{e.environment:<15} {_cell(e.ref):<14} {_cell(e.ok):<5} {applied:<13} {attempted}")
+        commit = (e.commit or "-")[:12]
+        applied_on = f"{len(e.nodes) - len(e.not_applied)} of {len(e.nodes)} nodes"
+        lines.append(f"{e.environment:<15} {_cell(e.ref):<14} {_cell(e.ok):<5} {commit:<13} {applied_on}")
+        if e.last_attempted and e.last_attempted != e.last_applied:
+            lines.append(f"    head {e.last_attempted[:12]} not deployed (see the errors)")
+        if e.not_applied:
+            lines.append(f"    not applied yet on: {', '.join(e.not_applied)}")
         lines += [f"    error: {x}" for x in e.errors]
         lines += [f"    unassigned: {u}" for u in e.unassigned]
         lines += [

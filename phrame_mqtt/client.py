@@ -19,6 +19,7 @@ import paho.mqtt.client as paho
 
 from phrame_mqtt import paho_setup
 from phrame_mqtt.acks import AckTracker
+from phrame_mqtt.disconnects import describe_disconnect
 from phrame_mqtt.errors import MqttError
 from phrame_mqtt.messages import Callback, Message, Will, check_filter
 from phrame_mqtt.oauth import TokenProvider
@@ -289,14 +290,17 @@ class MqttClient:
             except Exception:
                 log.exception("on_connect callback failed for %s", self._where)
 
-    def _on_disconnect(self, _c: paho.Client, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
+    def _on_disconnect(self, _c: paho.Client, _u: Any, flags: Any, reason: Any, _p: Any) -> None:
+        why = describe_disconnect(
+            int(reason.value), str(reason), from_broker=bool(flags.is_disconnect_packet_from_server)
+        )
         with self._state:
-            self._last_error = str(reason)
+            self._last_error = why
             self._state.notify_all()
         if self._cycling:
             log.info("disconnected from %s to switch tokens", self._where)
         elif self._running:
-            log.warning("disconnected from %s: %s; reconnecting", self._where, reason)
+            log.warning("disconnected from %s: %s; reconnecting", self._where, why)
 
     def _on_message(self, _c: paho.Client, _u: Any, msg: paho.MQTTMessage) -> None:
         try:

@@ -211,7 +211,8 @@ class PlacementLoop:
         self._publish_doc(result.environment, self.state_of(result))
 
     def _publish_doc(self, environment: str, doc: dict[str, Any]) -> None:
-        if self._published.get(environment) == doc:
+        last = self._published.get(environment)
+        if last is not None and steady(last) == steady(doc):
             return  # unchanged: no retained republish every pass
         payload = doc | {"ts": self.clock()}
         topic = self.topics.env_placement(environment)
@@ -223,6 +224,19 @@ class PlacementLoop:
             log.error("cannot publish the placement state of %s on %s: %s", environment, topic, e)
             return
         self._published[environment] = doc
+
+
+# Figures of a pending move that count time: they change every pass while nothing else
+# does, so they alone never cause a publication (they hold as of the payload's ``ts``).
+COUNTDOWN = ("offline_for_s", "moves_in_s")
+
+
+def steady(doc: dict[str, Any]) -> dict[str, Any]:
+    """The state without its countdowns: what decides whether it is published again."""
+    if not doc.get("pending"):
+        return doc
+    pending = [{k: v for k, v in p.items() if k not in COUNTDOWN} for p in doc["pending"]]
+    return doc | {"pending": pending}
 
 
 def build_loop(settings: PlacementSettings, *, clock: Callable[[], float] = time.time) -> PlacementLoop:

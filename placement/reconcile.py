@@ -30,10 +30,12 @@ from placement.errors import (
 from placement.git_repo import GitRepo
 from placement.liveness import Liveness, gc_candidates
 from placement.models import Decision
+from placement.problem_log import ProblemLog
 
 log = logging.getLogger(__name__)
 
 PUSH_ATTEMPTS = 5
+PASS = ""  # the ProblemLog key of the pass as a whole (environment names are never empty)
 
 
 class MergeRequestPort(Protocol):
@@ -83,6 +85,7 @@ class Reconciler:
         self.default_ref = default_ref  # PHRAME_TRACK_REF: lists the environments; track: default
         self.instance = instance
         self.merge_requests = merge_requests
+        self.problems = ProblemLog(log)  # a problem that lasts many passes is logged once
 
     def run_pass(self) -> list[EnvResult]:
         """Every environment of the default ref; one failing environment never stops the rest."""
@@ -90,11 +93,13 @@ class Reconciler:
             self.git.fetch()
             repo = self._load(self.git.head(self.default_ref))
         except PlacementError as e:
-            log.warning("placement pass skipped: %s", e)
+            self.problems.problem(PASS, f"placement pass skipped: {e}", level=logging.WARNING)
             return []
-        except Exception:  # e.g. ConfigError: the loop carries on and tries again next pass
-            log.exception("placement pass skipped: unexpected error reading %s", self.default_ref)
+        except Exception as e:  # e.g. ConfigError: the loop carries on and tries again next pass
+            text = f"placement pass skipped: unexpected error reading {self.default_ref}: {e!r}"
+            self.problems.problem(PASS, text, exc_info=True)
             return []
+        self.problems.clear(PASS, f"placement passes read {self.default_ref} again")
         return [self.sync_environment(name, fetch=False) for name in sorted(repo.environments)]
 
     def sync_environment(self, name: str, *, fetch: bool = True) -> EnvResult:
@@ -111,15 +116,20 @@ class Reconciler:
                     if fetch or attempt.retry_state.attempt_number > 1:
                         self.git.fetch()  # a retry starts from the branch's new head
                     try:
-                        return self._sync(name)
+                        result = self._sync(name)
                     except PushRejected:
                         log.info("environment %s: the branch moved meanwhile; deciding again", name)
                         raise
+                    self.problems.clear(name, f"environment {name}: placement works again")
+                    return result
         except PlacementError as e:
-            log.error("placement of environment %s failed: %s", name, e)
+            # an unreadable commit is the config's problem (config-sync reports it too), not ours
+            level = logging.WARNING if isinstance(e, InvalidInputs | NotOnTrackedRef) else logging.ERROR
+            self.problems.problem(name, f"placement of environment {name} failed: {e}", level=level)
             return EnvResult(name, error=str(e))
         except Exception as e:  # unexpected (a ConfigError, an SDK's own error): this env only
-            log.exception("placement of environment %s failed unexpectedly", name)
+            text = f"placement of environment {name} failed unexpectedly: {type(e).__name__}: {e}"
+            self.problems.problem(name, text, exc_info=True)
             return EnvResult(name, error=f"unexpected {type(e).__name__}: {e}")
         raise AssertionError("unreachable: tenacity either returned or raised")
 

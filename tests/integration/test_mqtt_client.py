@@ -6,6 +6,7 @@ covered in ``test_mqtt_security.py`` and ``test_broker_config.py``. Every wait i
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -264,3 +265,20 @@ def test_blocking_calls_from_a_callback_are_refused(broker: Mosquitto, clients: 
     c.publish_batch([("cb/in", b"go")], retain=False)
     assert done.wait(5)
     assert errors and "callback" in str(errors[0])
+
+
+@pytest.mark.parametrize("protocol", ["5", "3.1.1"])
+def test_a_broker_shutdown_is_logged_as_one_clear_sentence(
+    broker: Mosquitto, clients: list, protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 9 item 7d: a clean mosquitto shutdown read "Unspecified error" (paho's name for
+    a connection closed without a DISCONNECT packet)."""
+    c = connect(clients, settings(broker.url, protocol=protocol), "bystander")
+    with caplog.at_level(logging.INFO, logger="phrame_mqtt"):
+        broker.stop()  # SIGTERM: mosquitto 2 closes the socket without sending DISCONNECT
+        assert eventually(lambda: not c.is_connected, 5)
+        assert eventually(lambda: any("disconnected" in r.getMessage() for r in caplog.records), 5)
+    said = [r.getMessage() for r in caplog.records if "disconnected" in r.getMessage()]
+    assert len(said) == 1, said
+    assert "Unspecified error" not in said[0]
+    assert "the broker closed the connection" in said[0] and "reconnecting" in said[0]

@@ -5,6 +5,7 @@ branches. Liveness is fed directly with a fake clock; no broker here (see test_p
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import subprocess
 from pathlib import Path
@@ -425,3 +426,34 @@ def test_a_service_file_turned_into_a_symlink_decides_nothing(tmp_path: Path, re
     (result,) = rec.run_pass()
     assert result.commit is None and remote.head() == linked and remote.node_json() == placed
     assert result.error is not None and "mixer.yaml" in result.error
+
+
+def test_an_invalid_head_is_logged_once_and_its_recovery_once(
+    tmp_path: Path, remote: ConfigRemote, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 9 item 7b: a pass every 10 s must not repeat the same complaint every 10 s."""
+    clock = Clock()
+    rec = make(tmp_path, remote, clock)
+    rec.run_pass()
+    good = remote.show("environments/studio-a/services/mixer.yaml")
+    remote.change("environments/studio-a/services/mixer.yaml", good + "replica: 3\n", "typo")
+
+    def passes(count: int) -> list[logging.LogRecord]:
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="placement"):
+            for _ in range(count):
+                clock.now += 10
+                beat(rec.liveness, clock)
+                rec.run_pass()
+        return [r for r in caplog.records if r.name.startswith("placement")]
+
+    said = passes(3)
+    assert [r.levelno for r in said] == [logging.WARNING], [r.getMessage() for r in said]
+    assert "cannot read" in said[0].getMessage() and "mixer.yaml" in said[0].getMessage()
+    # another invalid commit: a new problem, said once more
+    remote.change("environments/studio-a/services/mixer.yaml", good + "replicaz: 3\n", "typo 2")
+    said = passes(2)
+    assert [r.levelno for r in said] == [logging.WARNING] and "replicaz" in said[0].getMessage()
+    remote.change("environments/studio-a/services/mixer.yaml", good, "fixed")
+    said = passes(3)
+    assert [(r.levelno, "placement works again" in r.getMessage()) for r in said] == [(logging.INFO, True)]

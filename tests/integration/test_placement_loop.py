@@ -168,3 +168,44 @@ def test_offline_status_from_a_will_counts_and_invalid_payloads_are_ignored(harn
     h.loop.run_pass()
     assert h.remote.node_json()["assignments"]["mixer"] == ["edge-02", "edge-01"]
     assert "edge-03 offline for 61 s: mixer.1 edge-03 → edge-01" in h.remote.message()
+
+
+def test_the_state_is_republished_only_when_it_changes(harness: Harness) -> None:
+    """Issue 9 item 7c: a pass that decides the same (a node offline and its move pending,
+    or nothing at all) publishes nothing, although its figures in seconds moved on."""
+    h = harness
+    topic = TOPICS.env_placement("studio-a")
+    sentinel = TOPICS.env_placement("studio-a") + "-test-sentinel"
+    seen: list[dict[str, Any]] = []
+    marks: list[bytes] = []
+
+    def record(msg: Any) -> None:
+        if msg.topic == topic and msg.payload:
+            seen.append(json.loads(msg.payload))
+        elif msg.topic == sentinel:
+            marks.append(msg.payload)
+
+    h.watcher.subscribe(topic, record)
+    h.watcher.subscribe(sentinel, record)
+
+    def publications_after(passes: int, nodes: tuple[str, ...], step_s: float) -> int:
+        before = len(seen)
+        for _ in range(passes):
+            h.clock.now += step_s
+            h.beat(nodes)
+            h.loop.run_pass()
+        # the loop's own client sends a mark after its passes: once it arrived, so did they
+        mark = f"after {len(seen)} at {h.clock.now}".encode()
+        h.desired.publish_batch([(sentinel, mark)], retain=False)
+        wait_until(lambda: mark in marks, "the sentinel after the passes")
+        return len(seen) - before
+
+    h.loop.connect()
+    assert publications_after(1, NODES, 1) == 1  # the first state, with the moves it committed
+    assert publications_after(1, NODES, 5) == 1  # a pass that moved nothing: moves is empty again
+    assert publications_after(3, NODES, 5) == 0  # steady: nothing to say
+    alive = ("core-01", "edge-01", "edge-03")
+    h.clock.now += 20  # edge-02 silent from here on
+    assert publications_after(1, alive, 5) == 1  # edge-02 offline: its replica's move is pending
+    assert seen[-1]["pending"][0]["node"] == "edge-02"
+    assert publications_after(3, alive, 5) == 0  # still pending: only the countdown moved

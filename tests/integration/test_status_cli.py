@@ -47,6 +47,40 @@ def test_status_reads_the_fleet_and_sets_the_exit_code(mosquitto: Mosquitto) -> 
         client.stop()
 
 
+def test_status_shows_the_environment_commit_and_which_nodes_applied_it(mosquitto: Mosquitto) -> None:
+    """Issue 9 item 8, over a real broker: manifests (desired plane) against statuses."""
+    old, new = "a" * 40, "b" * 40
+    digest = "sha256:" + "0" * 64
+
+    def manifest(generation: int, commit: str, item: str) -> bytes:
+        return canonical_json({"generation": generation, "commit": commit, "items": {item: digest}})
+
+    client = MqttClient(MqttSettings(url=mosquitto.url), "test-status-writer")
+    client.start(timeout=5)
+    try:
+        client.publish_batch([
+            (T.manifest("edge-01"), manifest(2, old, "containers/studio-a.tams.0")),  # untouched by new
+            (T.manifest("edge-02"), manifest(3, new, "containers/studio-a.mixer.0")),
+            (T.status("edge-01"), canonical_json({"state": "online", "converged": True, "generation": 2, "commit": old})),
+            (T.status("edge-02"), canonical_json({"state": "online", "converged": True, "generation": 2, "commit": old})),
+            (T.env_sync("studio-a"), canonical_json({"environment": "studio-a", "ref": "main", "ok": True,
+                                                     "last_applied": {"commit": new}})),
+        ])  # fmt: skip
+        behind = run_status(mosquitto.url)
+        assert behind.returncode == 1, behind.stderr
+        doc = json.loads(behind.stdout)
+        assert {n["node"]: n["applied"] for n in doc["nodes"]} == {"edge-01": True, "edge-02": False}
+        (env,) = doc["environments"]
+        assert (env["commit"], env["nodes"], env["not_applied"]) == (new, ["edge-01", "edge-02"], ["edge-02"])
+        status = canonical_json({"state": "online", "converged": True, "generation": 3, "commit": new})
+        client.publish_batch([(T.status("edge-02"), status)])
+        done = run_status(mosquitto.url)
+        assert done.returncode == 0, done.stdout
+        assert json.loads(done.stdout)["environments"][0]["not_applied"] == []
+    finally:
+        client.stop()
+
+
 def test_status_without_a_broker_exits_2() -> None:
     from tests.support.services import free_port
 

@@ -118,3 +118,41 @@ def test_generations_stay_above_what_agents_applied_after_broker_and_service_res
             assert two.syncer.sync_ref("main").messages == []
         finally:
             two.stop()
+
+
+def test_a_commit_that_changes_no_node_is_deployed_at_once(tmp_path: Path, mosquitto: Mosquitto) -> None:
+    """Issue 9 item 8: a commit that changes nothing (no manifest published) got no
+    phrame/deploy at all; it is a success at once, or, while the commit it builds on is
+    still converging, it takes that deployment over."""
+    remote = ConfigRemote(tmp_path)
+    first = remote.commit("sample", copy_from=SAMPLE)
+    settings = settings_for(remote, tmp_path / "state", mosquitto.url, poll_s=3600, debounce_s=0)
+    service = ConfigSync(settings, reporter=LocalReporter())
+    service.start()
+    try:
+        assert service.queue.wait_idle(30)
+        generations = service.syncer.last["main"].generations
+        with reader(mosquitto.url, "fake-agents") as agents:
+            agents.publish_batch(converged_on(first, generations))
+            assert eventually(lambda: deploy_states(service, first)[-1][0] == "success")
+            notes = remote.commit("notes", files={"NOTES.md": "who to call\n"})
+            outcome = service.syncer.sync_ref("main")
+            assert outcome.ok and outcome.generations == {}
+            assert deploy_states(service, notes) == [
+                ("success", "nothing to change: no node's desired state changed")
+            ]
+            service.syncer.sync_ref("main")  # an idle poll of the same head says nothing again
+            assert len(deploy_states(service, notes)) == 1
+
+            # a change that is still converging, then a commit that changes nothing on top
+            change = remote.commit("drop egress", files={"environments/studio-a/services/egress.yaml": None})
+            pending = service.syncer.sync_ref("main").generations
+            assert pending and deploy_states(service, change)[-1][0] == "running"
+            typo = remote.commit("notes typo", files={"NOTES.md": "whom to call\n"})
+            assert service.syncer.sync_ref("main").generations == {}
+            assert deploy_states(service, change)[-1] == ("canceled", f"superseded by {typo[:12]}")
+            assert deploy_states(service, typo)[-1][0] == "running"  # not deployed before its base is
+            agents.publish_batch(converged_on(change, pending))
+            assert eventually(lambda: deploy_states(service, typo)[-1][0] == "success")
+    finally:
+        service.stop()

@@ -20,6 +20,7 @@ import responses
 from config_sync.gitlab_api import GitLabReporter
 from config_sync.service import ConfigSync
 from tests.integration.test_sync_app import Running, serving
+from tests.integration.test_sync_deploy import converged_on
 from tests.integration.test_sync_publishing import carried, cli_render, without_sync
 from tests.integration.test_sync_support import (
     SAMPLE,
@@ -30,6 +31,7 @@ from tests.integration.test_sync_support import (
     settings_for,
 )
 from tests.support.mosquitto import Mosquitto
+from tests.support.services import eventually
 
 GITLAB = "http://gitlab.example.test"
 PROJECT = f"{GITLAB}/api/v4/projects/studio%2Fphrame-config"
@@ -102,6 +104,24 @@ def test_push_reports_validate_and_deploy_statuses(gitlab_running: tuple[Running
     assert [(s["name"], s["state"]) for s in failed] == [("phrame/validate", "failed")]
     assert failed[0]["description"].startswith("1 problem(s); first: nodes/core-01.yaml:2: ")
     assert failed[0]["ref"] == "main"
+
+
+def test_a_commit_that_changes_nothing_gets_deploy_success(
+    gitlab_running: tuple[Running, CannedGitLab], mosquitto: Mosquitto
+) -> None:
+    """Issue 9 item 8: no manifest published for any node, so nothing to wait for."""
+    running, gitlab = gitlab_running
+    first = running.remote.work.head.commit.hexsha
+    generations = running.service.syncer.last["main"].generations
+    with reader(mosquitto.url, "fake-agents") as agents:  # the sample's deploy converges first
+        agents.publish_batch(converged_on(first, generations))
+        deployed = (first, "phrame/deploy", "success")
+        assert eventually(lambda: deployed in [(s["sha"], s["name"], s["state"]) for s in gitlab.statuses])
+    noop = running.remote.commit("notes", files={"NOTES.md": "who to call\n"})
+    assert running.post("push.json", **{"Idempotency-Key": "gl-noop"}).status_code == 202
+    running.idle()
+    mine = [(s["name"], s["state"], s.get("ref")) for s in gitlab.statuses if s["sha"] == noop]
+    assert mine == [("phrame/validate", "success", "main"), ("phrame/deploy", "success", "main")]
 
 
 def test_merge_request_open_then_update_keeps_one_note(gitlab_running: tuple[Running, CannedGitLab]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import shutil
 import signal
 import tempfile
@@ -35,6 +36,8 @@ from tests.support.mosquitto import Mosquitto
 
 T = Topics()
 SYNC = T.env_sync("studio-a")
+TAMS = SAMPLE / "environments" / "studio-a" / "services" / "tams.yaml"
+TAMS_V2 = TAMS.read_text().replace("tams:1.0.3", "tams:1.0.4")
 
 
 def cli_render(path: Path, sha: str) -> dict[str, Any]:
@@ -255,3 +258,20 @@ def test_a_publish_refused_half_way_sends_no_manifest_and_the_next_pass_complete
         svc.stop()
         broker.stop()
         shutil.rmtree(acl_dir, ignore_errors=True)
+
+
+def test_an_idle_poll_logs_nothing_at_info_and_a_change_does(
+    remote: ConfigRemote, service: ConfigSync, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 9 item 7a: a poll that publishes nothing must not print a line every minute."""
+    with caplog.at_level(logging.DEBUG):
+        assert service.syncer.sync_ref("main").messages == []
+    said = [r for r in caplog.records if r.name.startswith("config_sync") and r.levelno >= logging.INFO]
+    assert said == [], [r.getMessage() for r in said]
+    assert any(r.getMessage().startswith("published main at ") for r in caplog.records)  # at DEBUG
+    caplog.clear()
+    remote.commit("bump", files={"environments/studio-a/services/tams.yaml": TAMS_V2})
+    with caplog.at_level(logging.DEBUG):
+        assert service.syncer.sync_ref("main").messages
+    info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert any(m.startswith("published main at ") for m in info), info

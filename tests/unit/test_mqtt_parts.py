@@ -9,6 +9,7 @@ import pytest
 
 from phrame_mqtt import Message, MqttError, PublishRefused, PublishTimeout, TokenError
 from phrame_mqtt.acks import AckTracker
+from phrame_mqtt.disconnects import describe_disconnect
 from phrame_mqtt.messages import check_filter
 from phrame_mqtt.oauth import Token, parse_token_response
 from phrame_mqtt.reading import RetainedCollector
@@ -99,3 +100,17 @@ def test_valid_filters(good: str) -> None:
 def test_invalid_filters(bad: str) -> None:
     with pytest.raises(ValueError, match="invalid topic filter"):
         check_filter(bad)
+
+
+def test_disconnect_reasons_read_as_sentences() -> None:
+    # paho's "Unspecified error" without a DISCONNECT packet: the socket just closed
+    closed = describe_disconnect(128, "Unspecified error", from_broker=False)
+    assert closed.startswith("the broker closed the connection") and "Unspecified" not in closed
+    assert describe_disconnect(139, "Server shutting down", from_broker=True) == (
+        "the broker closed the connection (server shutting down)"
+    )
+    assert "session taken over" in describe_disconnect(142, "Session taken over", from_broker=True)
+    assert "keepalive" in describe_disconnect(141, "Keep alive timeout", from_broker=False)
+    assert describe_disconnect(153, "Payload format invalid", from_broker=True).endswith(
+        "Payload format invalid"
+    )

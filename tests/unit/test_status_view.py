@@ -55,3 +55,51 @@ def test_invalid_payload_is_reported_not_trusted() -> None:
     (node,) = summarize(topics, NOW, T).nodes
     assert node.state == "unknown" and len(node.errors) == 2
     assert all("invalid payload" in e for e in node.errors)
+
+
+A, B = "a" * 40, "b" * 40
+
+
+def manifest(generation: int, commit: str, *items: str) -> bytes:
+    return raw(
+        {"generation": generation, "commit": commit, "items": {i: "sha256:" + "0" * 64 for i in items}}
+    )
+
+
+def two_nodes_one_commit() -> dict[str, bytes]:
+    """Commit B changed only edge-02: edge-01's manifest still names A, and is up to date."""
+    status = {"state": "online", "converged": True}
+    return {
+        T.manifest("edge-01"): manifest(3, A, "containers/studio-a.tams.0", "networks/studio-a.media"),
+        T.manifest("edge-02"): manifest(5, B, "containers/studio-a.mixer.0"),
+        T.manifest("edge-03"): manifest(1, A),  # in the inventory, nothing to run, no agent yet
+        T.status("edge-01"): raw({**status, "generation": 3, "commit": A}),
+        T.status("edge-02"): raw({**status, "generation": 4, "commit": A}),
+        T.env_sync("studio-a"): raw({"environment": "studio-a", "ref": "main", "ok": True,
+                                      "last_applied": {"commit": B}, "last_attempted": {"commit": B}}),
+    }  # fmt: skip
+
+
+def test_the_environment_shows_its_commit_and_each_node_whether_it_applied_it() -> None:
+    """Issue 9 item 8: a node whose items a commit did not touch keeps an older manifest
+    commit but is up to date; one converged on an older generation has not applied it."""
+    s = summarize(two_nodes_one_commit(), NOW, T)
+    rows = {n.node: n for n in s.nodes}
+    assert (rows["edge-01"].applied, rows["edge-02"].applied, rows["edge-03"].applied) == (True, False, None)
+    assert (rows["edge-02"].generation, rows["edge-02"].desired_generation) == (4, 5)
+    (env,) = s.environments
+    assert (env.commit, env.nodes, env.not_applied) == (B, ["edge-01", "edge-02"], ["edge-02"])
+    assert not s.is_healthy  # edge-02 is behind
+    text = render_text(s)
+    assert A[:12] not in text  # no node row names the commit that last changed it
+    lines = text.splitlines()
+    assert any(line.startswith("studio-a") and B[:12] in line and "1 of 2 nodes" in line for line in lines)
+    assert "    not applied yet on: edge-02" in lines
+    edge_02 = next(line for line in lines if line.startswith("edge-02")).split()
+    assert edge_02[:5] == ["edge-02", "online", "yes", "no", "4/5"]
+
+    done = two_nodes_one_commit()
+    done[T.status("edge-02")] = raw({"state": "online", "converged": True, "generation": 5, "commit": B})
+    s = summarize(done, NOW, T)
+    assert s.is_healthy and s.environments[0].not_applied == []  # edge-03 has nothing to run
+    assert "2 of 2 nodes" in render_text(s)

@@ -171,3 +171,21 @@ def test_a_status_from_before_a_restart_that_lost_the_manifests_is_not_success()
     watcher.on_status(status("edge-01", commit=SHA, generation=1, converged=True))
     watcher.check()
     assert not watcher.active and deploys(reporter)[-1][:2] == ("a", "success")
+
+
+def test_a_commit_that_changed_no_node_succeeds_at_once_or_takes_over_a_running_deploy() -> None:
+    reporter, clock = LocalReporter(), Clock()
+    watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
+    watcher.unchanged("main", SHA)
+    assert deploys(reporter) == [("a", "success", "nothing to change: no node's desired state changed")]
+    assert not watcher.active
+    later = "c" * 40
+    watcher.watch("main", OLD, {"edge-01": 4})
+    watcher.unchanged("main", later)  # built on OLD, which edge-01 has not applied yet
+    assert deploys(reporter)[-2:] == [
+        ("b", "canceled", f"superseded by {later[:12]}"),
+        ("c", "running", "waiting for edge-01"),
+    ]
+    watcher.on_status(status("edge-01", commit=OLD, generation=4, converged=True))
+    watcher.check()
+    assert deploys(reporter)[-1] == ("c", "success", f"1 node(s) converged on {later[:12]}")
