@@ -31,13 +31,13 @@ def banner(settings: DevSettings, took_s: float, *, has_docker: bool) -> list[st
     lines += [
         "",
         "Three things to try (in another terminal):",
-        f"  1. git clone {s.repo} phrame-config && cd phrame-config",
-        f"     edit PAGE_TEXT in {web}, then",
-        "     git commit -am 'new page text' && git push",
+        f"  git clone {s.repo} phrame-config && cd phrame-config",
+        f"  1. change PAGE_TEXT in {web}, then",
+        "     git commit -qam 'New page text' && git pull -q --rebase && git push",
         f"     curl {s.web_url}",
-        f"  2. break a file (e.g. 'replicas: two' in {web}), commit and push:",
+        f"  2. break a file (e.g. add 'replicas: two' to {web}), commit and push:",
         "     the errors are printed here (file:line:col: rule: message); nothing changes",
-        "  3. git revert --no-edit HEAD && git push   (back to the previous deployment)",
+        "  3. git revert --no-edit HEAD HEAD~1 && git push   (back to the first page)",
         "",
         "phrame status shows the nodes; Ctrl-C stops the stack (containers keep running); "
         "make down removes them.",

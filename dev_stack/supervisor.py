@@ -84,6 +84,9 @@ class DevStack:
 
     # -- running
     def start_children(self) -> None:
+        logs = self.settings.logs
+        # from the logs' current ends: this start's events, not the last run's
+        self.followers = [LogFollower(logs / "config-sync.log"), LogFollower(logs / "placement.log")]
         which, self.children = build_children(self.settings)
         for child in self.children:
             child.start()
@@ -91,11 +94,6 @@ class DevStack:
             self.say(f"started {child.name} (pid {child.pid}{', ' + what if what else ''})")
             if child.name == "broker":
                 self._wait_broker(child)
-        logs = self.settings.logs
-        self.followers = [LogFollower(logs / "config-sync.log"), LogFollower(logs / "placement.log")]
-        # events logged while the children started are shown too
-        for f in self.followers:
-            f.offset = 0
 
     def _wait_broker(self, child: Child) -> None:
         from dev_stack.readiness import broker_answers
