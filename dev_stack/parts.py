@@ -66,6 +66,8 @@ def build_children(
     repo = {"PHRAME_GIT_HOST": "local", "PHRAME_REPO_URL": str(settings.repo)}
     state = {"PHRAME_STATE_DIR": str(settings.state_dir)}
     which, broker_argv = broker_command(settings)
+    if which == "amqtt":
+        env["PHRAME_MQTT_PROTOCOL"] = "3.1.1"  # amqtt speaks MQTT 3.1.1 only
 
     def child(name: str, argv: list[str], extra: dict[str, str]) -> Child:
         return Child(name, argv, env | extra, settings.logs, settings.run_dir)

@@ -52,7 +52,9 @@ class Readiness:
     def _watch(self) -> bool:
         if self.client is not None:
             return True
-        mqtt = MqttSettings.from_env("desired", {"PHRAME_DESIRED_MQTT_URL": self.settings.broker_url})
+        mqtt = MqttSettings.from_env(
+            "desired", {"PHRAME_DESIRED_MQTT_URL": self.settings.broker_url, "PHRAME_MQTT_PROTOCOL": "3.1.1"}
+        )  # 3.1.1 reads statuses from either broker (amqtt has no MQTT 5)
         client = MqttClient(mqtt, f"phrame-dev-readiness-{os.getpid()}")
         try:
             client.start(timeout=2)

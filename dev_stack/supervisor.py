@@ -88,6 +88,8 @@ class DevStack:
         # from the logs' current ends: this start's events, not the last run's
         self.followers = [LogFollower(logs / "config-sync.log"), LogFollower(logs / "placement.log")]
         which, self.children = build_children(self.settings)
+        if which == "amqtt" and self.settings.broker == "auto":
+            self.say("mosquitto is not installed: using the amqtt broker instead (MQTT 3.1.1)")
         for child in self.children:
             child.start()
             what = f"{which} on 127.0.0.1:{self.settings.broker_port}" if child.name == "broker" else ""
