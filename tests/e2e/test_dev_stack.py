@@ -18,7 +18,7 @@ from tests.support.dev_stack import DevStackProcess
 from tests.support.docker import docker_client
 from tests.support.services import require_binary
 
-pytestmark = [pytest.mark.docker, pytest.mark.mqtt]
+pytestmark = [pytest.mark.docker, pytest.mark.mqtt, pytest.mark.slow]
 TIMES: dict[str, float] = {}
 
 
