@@ -39,7 +39,12 @@ def _process(pid_file: Path, create_time: float | None = None) -> psutil.Process
 def running_pid(settings: DevSettings) -> int | None:
     """The pid of a ``phrame dev`` running on this state folder, if any."""
     proc = _process(settings.pid_file)
-    return proc.pid if proc is not None and proc.pid != os.getpid() else None
+    if proc is None or proc.pid == os.getpid():
+        return None
+    with contextlib.suppress(psutil.Error):
+        if "dev" in proc.cmdline():  # a reused pid of another phrame command is not a stack
+            return proc.pid
+    return None
 
 
 def _terminate(proc: psutil.Process, timeout: float) -> None:
