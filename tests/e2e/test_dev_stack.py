@@ -230,3 +230,20 @@ def test_6_a_broker_restart_without_persistence_removes_nothing(client, stack: D
     names |= {c.id: c.name for c in containers(client, stack.nodes)}
     changed = {names[i] for i in set(before.items()) ^ set(after.items()) for i in [i[0]]}
     assert after == before, f"removed, recreated or restarted: {changed}\n{stack.log_tails()}"
+
+
+def test_7_a_second_start_reuses_the_state_and_converges_at_once(client, stack: DevStackProcess):
+    settle(stack)
+    before = {c.id: c.attrs["State"]["StartedAt"] for c in containers(client, stack.nodes)}
+    head = stack.remote_head()
+    stack.stop()  # Ctrl-C's path: containers keep running
+    assert {c.id for c in containers(client, stack.nodes) if c.status == "running"} == set(before)
+    stack.start()
+    ready = stack.wait_ready()
+    assert "reusing" in stack.console()[stack.console_from :]
+    took = stack.wait(lambda: all(stack.is_converged(n, None) for n in stack.nodes), "converged again", 60)
+    TIMES["7 second start → ready"] = ready
+    print(f"7 second start: ready {ready:.2f} s, converged {took:.2f} s later")
+    assert stack.remote_head() == head  # nothing new to place
+    after = {c.id: c.attrs["State"]["StartedAt"] for c in containers(client, stack.nodes)}
+    assert after == before  # nothing recreated or restarted
