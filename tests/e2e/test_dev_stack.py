@@ -163,9 +163,7 @@ def test_3_an_invalid_commit_changes_nothing_and_the_next_valid_one_deploys(clie
 def test_4_reverting_the_page_commit_rolls_the_host_back(client, stack: DevStackProcess):
     page_commit = stack.git("log", "--format=%H", "--grep=e2e: new page text").split()[0]
     stack.git("revert", "--no-edit", page_commit)
-    stack.git("pull", "--quiet", "--rebase", "origin", "main")
-    at = time.monotonic()
-    stack.git("push", "--quiet", "origin", "HEAD:main")
+    at = stack.push()
     sha = stack.head()
     deployed(stack, sha, "4 git revert", at, [stack.nodes[0]])
     assert stack.page().startswith(f"Hello from Phrame (commit {sha[:12]}")

@@ -190,10 +190,20 @@ class DevStackProcess:
         self.git("add", "--all")
         if self.git("status", "--porcelain").strip():  # else already committed (a revert)
             self.git("commit", "--quiet", "-m", message)
-        self.git("pull", "--quiet", "--rebase", "origin", "main")
-        at = time.monotonic()
-        self.git("push", "--quiet", "origin", "HEAD:main")
-        return self.head(), at
+        return self.head(), self.push()
+
+    def push(self, attempts: int = 5) -> float:
+        """Rebase on placement's commits and push; the time of the accepted push."""
+        for attempt in range(attempts):
+            self.git("pull", "--quiet", "--rebase", "origin", "main")
+            at = time.monotonic()
+            try:
+                self.git("push", "--quiet", "origin", "HEAD:main")
+                return at
+            except subprocess.CalledProcessError:  # placement pushed in between: as a person would, again
+                if attempt == attempts - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     def head(self, ref: str = "HEAD") -> str:
         return self.git("rev-parse", ref).strip()
