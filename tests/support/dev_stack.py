@@ -190,7 +190,8 @@ class DevStackProcess:
         self.git("add", "--all")
         if self.git("status", "--porcelain").strip():  # else already committed (a revert)
             self.git("commit", "--quiet", "-m", message)
-        return self.head(), self.push()
+        at = self.push()  # may rebase: the sha is read after it
+        return self.head(), at
 
     def push(self, attempts: int = 5) -> float:
         """Rebase on placement's commits and push; the time of the accepted push."""
