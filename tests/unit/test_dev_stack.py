@@ -11,6 +11,7 @@ import pytest
 from config_repo import load_directory, render, validate
 from dev_stack import sample
 from dev_stack.banner import banner
+from dev_stack.children import Child
 from dev_stack.console import LogFollower, event_line
 from dev_stack.errors import DevError
 from dev_stack.parts import build_children
@@ -153,3 +154,29 @@ def test_banner_names_the_clone_line_the_urls_and_three_things_to_try(tmp_path: 
     assert "PHRAME_LISTEN" not in text  # default ports: every phrame command finds the stack
     other = "\n".join(banner(DevSettings(tmp_path, broker_port=2883), 1, has_docker=False))
     assert "PHRAME_DESIRED_MQTT_URL=mqtt://127.0.0.1:2883" in other and "(needs Docker)" in other
+
+
+class ExitedProcess:
+    """Stands in for a Popen whose child has already exited with ``code``."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+    def poll(self) -> int:
+        return self.code
+
+
+def test_a_crashing_child_is_restarted_with_doubling_backoff_unless_held(tmp_path: Path):
+    now = [100.0]
+    child = Child("placement", ["true"], {}, tmp_path, tmp_path, clock=lambda: now[0])
+    delays = []
+    for _ in range(7):
+        child.proc, child.restart_at = ExitedProcess(1), None  # type: ignore[assignment]
+        assert child.poll() == 1
+        delays.append(child.backoff)
+        assert not child.due_for_restart()
+        now[0] += child.backoff
+        assert child.due_for_restart()
+    assert delays == [1, 2, 4, 8, 16, 30, 30]
+    child.hold_file.touch()
+    assert not child.due_for_restart()  # a held child stays down (a lost node, on purpose)
