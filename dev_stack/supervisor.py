@@ -73,9 +73,15 @@ class DevStack:
 
     def prepare(self) -> None:
         s = self.settings
+        saved = DevSettings.load(s.state_dir)
         for path in (s.state_dir, s.logs, s.run_dir, *(s.workdir(n) for n in s.nodes)):
             path.mkdir(parents=True, exist_ok=True)
         s.save()
+        if saved is not None and saved.web_port != s.web_port and (s.repo / "HEAD").exists():
+            self.say(
+                f"note: the config repo was made with --web-port {saved.web_port}; the page stays "
+                "on that port until you change it in web.yaml"
+            )
         created = git_host.prepare(s, sample.files(s))
         if created:
             self.say(f"created {s.repo} from the quickstart sample (commit {created[:12]})")
