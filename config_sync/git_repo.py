@@ -2,8 +2,10 @@
 
 The sync and review passes call :meth:`GitRepo.fetch` then :meth:`GitRepo.head` and read
 trees through ``config_repo.sources.GitSource`` at a sha, never checking anything out.
-A GitLab token goes to git through the environment (never argv, never the URL on disk),
-as does a private CA (PHRAME_GIT_CA_FILE, as GIT_SSL_CAINFO).
+A GitLab token, or credentials pasted into PHRAME_REPO_URL, go to git through the
+environment (never argv, never the URL on disk, never a message: see
+``phrame_settings.git_remote``), as does a private CA (PHRAME_GIT_CA_FILE). The cache's
+``origin`` follows the URL setting before every fetch, so a changed URL takes effect.
 A fetch that outlasts ``timeout_s`` (PHRAME_GIT_TIMEOUT_S) is killed: a transient GitError.
 """
 
@@ -20,7 +22,8 @@ from gitdb.exc import BadName, BadObject
 from config_repo import ConfigRepo, Problem, ReadCache, load
 from config_repo.sources import GitSource
 from config_sync.errors import GitError
-from phrame_settings.git_remote import hint, remote_env
+from phrame_settings.git_remote import GitRemote, follow_origin, hint
+from phrame_settings.state import private_dir
 
 log = logging.getLogger(__name__)
 
@@ -43,22 +46,26 @@ class GitRepo:
         ca_file: str | Path | None = None,
         timeout_s: float = 120.0,
     ) -> None:
-        self.url = url
+        self.remote = GitRemote.parse(url, token=token, ca_file=ca_file)
+        self.url = self.remote.url  # without credentials: safe to show
         self.timeout_s = timeout_s
         self.path = Path(state_dir) / "config-sync" / "config-repo.git"
-        self._token = token
-        self._ca_file = ca_file
         self._lock = threading.Lock()
         self.fetched_at: float | None = None
         self.fetches = 0
 
     def _open(self) -> git.Repo:
+        private_dir(self.path.parent)  # <state>/config-sync: 0700, tightened once if looser
         if (self.path / "HEAD").is_file():
-            return git.Repo(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        repo = git.Repo.init(self.path, bare=True)
-        repo.create_remote("origin", self.url)
-        log.info("created the clone cache %s for %s", self.path, self.url)
+            repo = git.Repo(self.path)
+        else:
+            repo = git.Repo.init(self.path, bare=True)
+            log.info("created the clone cache %s for %s", self.path, self.url)
+        # cheap (one `git config`), and a URL changed since the cache was made takes effect;
+        # the "+" refspecs and --prune then replace every ref of the old remote
+        old = follow_origin(self.path, self.remote)
+        if old is not None:
+            log.info("repository URL changed from %s to %s", old, self.url)
         return repo
 
     def fetch(self) -> None:
@@ -66,7 +73,7 @@ class GitRepo:
         with self._lock:
             try:
                 repo = self._open()
-                with repo.git.custom_environment(**remote_env(self._token, self._ca_file)):
+                with repo.git.custom_environment(**self.remote.env()):
                     repo.git.fetch(
                         "--prune", "--quiet", "origin", *REFSPECS, kill_after_timeout=self.timeout_s
                     )
@@ -76,9 +83,8 @@ class GitRepo:
                         f"fetching {self.url} timed out after {self.timeout_s:g} s (PHRAME_GIT_TIMEOUT_S);"
                         " git was stopped, the next pass tries again"
                     ) from e
-                raise GitError(
-                    f"cannot fetch {self.url} into {self.path}: {_short(e)}{hint(str(e), 'read_repository')}"
-                ) from e
+                why = f"{self._why(e)}{hint(str(e), 'read_repository')}"
+                raise GitError(f"cannot fetch {self.url} into {self.path}: {why}") from e
             self.fetched_at = time.time()
             self.fetches += 1
 
@@ -89,7 +95,7 @@ class GitRepo:
         try:
             return str(git.Repo(self.path).commit(f"refs/remotes/origin/{branch}").hexsha)
         except (git.GitError, BadName, BadObject, ValueError, OSError) as e:
-            raise GitError(f"branch {branch!r} not found in {self.url}: {_short(e)}") from e
+            raise GitError(f"branch {branch!r} not found in {self.url}: {self._why(e)}") from e
 
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of two fetched commits; ``None`` for unrelated histories."""
@@ -98,9 +104,9 @@ class GitRepo:
         except git.GitCommandError as e:
             if e.status == 1:  # git's answer for "no common ancestor"
                 return None
-            raise GitError(f"cannot find the merge base of {a[:12]} and {b[:12]}: {_short(e)}") from e
+            raise GitError(f"cannot find the merge base of {a[:12]} and {b[:12]}: {self._why(e)}") from e
         except (git.GitError, OSError) as e:
-            raise GitError(f"cannot find the merge base of {a[:12]} and {b[:12]}: {_short(e)}") from e
+            raise GitError(f"cannot find the merge base of {a[:12]} and {b[:12]}: {self._why(e)}") from e
         return str(out).strip() or None
 
     def has_branch(self, branch: str) -> bool:
@@ -109,6 +115,10 @@ class GitRepo:
         except GitError:
             return False
         return True
+
+    def _why(self, e: BaseException) -> str:
+        """The end of git's message, without credentials (the one path of every git error)."""
+        return self.remote.redact(_short(e))
 
     def load(self, sha: str, *, cache: ReadCache | None = None) -> tuple[ConfigRepo, list[Problem]]:
         """The repository's tree at ``sha`` (read from objects, no checkout)."""

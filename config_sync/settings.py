@@ -23,7 +23,7 @@ MAX_BODY_BYTES = 1024 * 1024  # GitLab push payloads are capped at 20 commits; 1
 
 @dataclass(frozen=True)
 class SyncSettings:
-    repo_url: str
+    repo_url: str = field(repr=False)  # as set: may hold credentials, split off by git_repo
     state_dir: str
     git_host: str = "local"
     gitlab_url: str | None = None

@@ -71,11 +71,19 @@ class Agent:
         self._processes: dict[str, ObservedProcess] = {}
         self._counts: dict[str, int] = {}
         self._check_soon = False  # the last pass waits on something another agent finishes
+        # One connection per broker: the generated broker config makes the user name the
+        # client id, so two connections of node-<node> to one broker would take each other over.
         base = f"phrame-agent-{self.node}"
+        same = desired_mqtt == actual_mqtt
         self.actual_client = MqttClient(
-            actual_mqtt, base + "-actual", will=self._will(), on_connect=self._on_actual_connect
+            actual_mqtt,
+            base if same else base + "-actual",
+            will=self._will(),
+            on_connect=self._on_actual_connect,
         )
-        self.desired_client = MqttClient(desired_mqtt, base + "-desired", on_connect=self.wake)
+        self.desired_client = (
+            self.actual_client if same else MqttClient(desired_mqtt, base + "-desired", on_connect=self.wake)
+        )
         self.reporter = Reporter(
             self.actual_client,
             self.topics,
@@ -160,7 +168,7 @@ class Agent:
         """Connect both planes, however long the broker takes (a host may boot before it);
         False when stopped first. A refused login raises: waiting would not fix it."""
         try:
-            for client in (self.actual_client, self.desired_client):
+            for client in {id(c): c for c in (self.actual_client, self.desired_client)}.values():
                 if self.stop_event.is_set():  # a SIGTERM between the two: stop() found nothing to stop
                     raise MqttError("stopped before connecting")
                 client.start(timeout=None)

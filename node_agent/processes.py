@@ -25,6 +25,7 @@ import psutil
 from node_agent.container_config import resolve_env
 from node_agent.errors import ProcessError, SpecError
 from node_agent.models import ObservedProcess, Spec
+from phrame_settings.state import inherited_umask, private_dir
 
 log = logging.getLogger(__name__)
 INHERITED = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -67,6 +68,8 @@ class Supervisor:
         self.max_backoff = max_backoff
         self.stop_timeout = stop_timeout
         self._entries: dict[str, _Entry] = {}
+        if self.root.is_dir():  # a dry run creates nothing; _spawn makes it private
+            private_dir(self.root)  # process logs: 0700, tightened once if looser
         self._adopt()
 
     # -- records on disk
@@ -110,8 +113,7 @@ class Supervisor:
         self._spawn(item_id, e)
 
     def _spawn(self, item_id: str, e: _Entry) -> None:
-        directory = self._dir(item_id)
-        directory.mkdir(parents=True, exist_ok=True)
+        directory = private_dir(self._dir(item_id))  # 0700, like processes/ above it
         env = {k: os.environ[k] for k in INHERITED if k in os.environ}
         try:
             env |= resolve_env(e.spec.get("env"), item_id)
@@ -125,6 +127,7 @@ class Supervisor:
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # survives the agent; signalled as a group
+                    umask=inherited_umask(),  # the agent's private umask is not the process's
                 )
         except (KeyError, OSError, ValueError, SpecError, subprocess.SubprocessError) as err:
             # KeyError: Popen's look-up of an unknown user

@@ -27,6 +27,7 @@ from node_agent.reconcile import PassResult, Reconciler
 from node_agent.settings import AgentSettings
 from phrame_mqtt import MqttClient, MqttError, MqttSettings
 from phrame_settings import setup_logging
+from phrame_settings.state import use_private_umask
 from schemas import Topics
 
 
@@ -44,6 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     setup_logging()
+    use_private_umask()  # process logs and records: 0600/0700; supervised processes keep theirs
     try:
         settings = AgentSettings.from_env()
     except AgentError as e:

@@ -16,6 +16,7 @@ import sys
 
 from phrame_mqtt import MqttError
 from phrame_settings import setup_logging
+from phrame_settings.state import use_private_umask
 from placement.errors import PlacementError
 from placement.loop import build_loop
 from placement.settings import PlacementSettings
@@ -27,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     setup_logging()
+    use_private_umask()  # the clone cache under PHRAME_STATE_DIR: 0600/0700 (git's files too)
     try:
         settings = PlacementSettings.from_env()
         loop = build_loop(settings)

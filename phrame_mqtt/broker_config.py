@@ -32,7 +32,18 @@ SERVICE_ACCOUNTS: dict[str, tuple[tuple[str, str], ...]] = {
     "mirror-actual": (("read", "{p}/actual/#"),),
     # topic-api serves both planes and sends the one imperative verb (restart).
     "topic-api": (("read", "{p}/desired/#"), ("read", "{p}/actual/#"), ("write", "{p}/cmd/#")),
+    # people and `phrame status`: read-only, so they need no service's account (a second
+    # connection with a service's account would take that service's place, see below).
+    "observer": (("read", "{p}/desired/#"), ("read", "{p}/actual/#")),
 }
+
+# Every listener replaces the client id by the user name: a client id is then bound to
+# its account, so a stolen node password cannot take over (disconnect, and publish the
+# will of) another node's agent or a service. mosquitto 2.0's ACL patterns (%c, %u) check
+# topics only and clientid_prefixes is one global prefix; this is the option that ties
+# ids to users. Its price: one connection per account per broker (services open one per
+# broker; a second connection with the same account replaces the first).
+CLIENT_ID_IS_USER = "use_username_as_clientid true"
 
 
 @dataclass(frozen=True)
@@ -80,7 +91,8 @@ def acl_text(nodes: list[str], prefix: str = "phrame") -> str:
 
 
 def mosquitto_conf(options: BrokerOptions) -> str:
-    """mosquitto.conf: TLS listeners for MQTT and WebSocket, passwords and the ACL."""
+    """mosquitto.conf: TLS listeners for MQTT and WebSocket, passwords and the ACL; on
+    every listener the client id is the user name (:data:`CLIENT_ID_IS_USER`)."""
     o = options
     tls = [
         f"cafile {o.tls_dir}/ca.crt",
@@ -101,12 +113,13 @@ def mosquitto_conf(options: BrokerOptions) -> str:
     ]
     if o.persistence_dir:
         lines += ["persistence true", f"persistence_location {o.persistence_dir}"]
-    lines += ["", "# MQTT over TLS", f"listener {o.mqtt_port}{bind}", "protocol mqtt", *tls]
+    lines += ["", "# MQTT over TLS", f"listener {o.mqtt_port}{bind}", "protocol mqtt",
+              *tls, CLIENT_ID_IS_USER]  # fmt: skip
     lines += ["", "# MQTT over WebSocket over TLS", f"listener {o.ws_port}{bind}",
-              "protocol websockets", *tls]  # fmt: skip
+              "protocol websockets", *tls, CLIENT_ID_IS_USER]  # fmt: skip
     if o.plain_port:
         lines += ["", "# plain MQTT for tools on the broker host only",
-                  f"listener {o.plain_port} 127.0.0.1", "protocol mqtt"]  # fmt: skip
+                  f"listener {o.plain_port} 127.0.0.1", "protocol mqtt", CLIENT_ID_IS_USER]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

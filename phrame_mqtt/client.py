@@ -19,7 +19,7 @@ import paho.mqtt.client as paho
 
 from phrame_mqtt import paho_setup
 from phrame_mqtt.acks import AckTracker
-from phrame_mqtt.disconnects import describe_disconnect
+from phrame_mqtt.disconnects import ShortConnections, describe_disconnect
 from phrame_mqtt.errors import MqttError
 from phrame_mqtt.messages import Callback, Message, Will, check_filter
 from phrame_mqtt.oauth import TokenProvider
@@ -43,10 +43,10 @@ class MqttClient:
         on_connect: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
-        self.client_id = client_id
-        self._where = f"{settings.broker.redacted()} as {client_id}"
+        self.client_id = settings.client_id(client_id)  # ``client_id`` only without a user name
+        self._where = f"{settings.broker.redacted()} as {self.client_id}"
         self._user_on_connect = on_connect
-        self._paho = paho_setup.build_paho(settings, client_id, will)
+        self._paho = paho_setup.build_paho(settings, self.client_id, will)
         self._paho.on_pre_connect = self._on_pre_connect
         self._paho.on_connect = self._on_connect
         self._paho.on_disconnect = self._on_disconnect
@@ -66,6 +66,8 @@ class MqttClient:
         self._tokens: TokenProvider | None = None
         self._network_thread: threading.Thread | None = None
         self.connect_count = 0
+        self._connected_at: float | None = None
+        self._short = ShortConnections()
         self.session_resumed = False  # the last connect found our session (see _on_connect)
 
     # -- lifecycle
@@ -275,6 +277,7 @@ class MqttClient:
         # were queued for us and nothing was missed (3.1.1 with a clean session: never).
         self.session_resumed = bool(flags.session_present)
         self.connect_count += 1
+        self._connected_at = time.monotonic()
         log.info(
             "connected to %s (session present: %s, %d subscriptions renewed)",
             self._where,
@@ -301,6 +304,15 @@ class MqttClient:
             log.info("disconnected from %s to switch tokens", self._where)
         elif self._running:
             log.warning("disconnected from %s: %s; reconnecting", self._where, why)
+            at = self._connected_at
+            if at is not None and self._short.ended(time.monotonic() - at) and self.settings.mqtt_username:
+                log.warning(
+                    "the broker keeps ending our connection soon after login (%s): is another process "
+                    "logged in as %s? The broker makes the user name the client id, so it allows "
+                    "one connection per account: give each process its own account",
+                    self._where,
+                    self.settings.mqtt_username,
+                )
 
     def _on_message(self, _c: paho.Client, _u: Any, msg: paho.MQTTMessage) -> None:
         try:

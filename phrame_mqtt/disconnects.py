@@ -37,3 +37,26 @@ def describe_disconnect(value: int, name: str, *, from_broker: bool) -> str:
     if value == KEEPALIVE:
         return "no answer from the broker within the keepalive (the broker or the network is down)"
     return f"the connection ended: {name}"
+
+
+SHORT_S = 5.0  # a connection the broker ends sooner than this after login counts as short
+HINT_AFTER = 3  # short connections in a row before the hint is given
+
+
+class ShortConnections:
+    """Counts connections ended soon after login, the sign of another login with our
+    account: the generated broker config makes the user name the client id, so two
+    processes with one account take each other's place over and over. Pure; the client
+    logs when :meth:`ended` says so (once per client)."""
+
+    def __init__(self) -> None:
+        self.in_a_row = 0
+        self.said = False
+
+    def ended(self, lasted_s: float) -> bool:
+        """Record a connection that lasted ``lasted_s``; True when it is time for the hint."""
+        self.in_a_row = self.in_a_row + 1 if lasted_s < SHORT_S else 0
+        if self.in_a_row >= HINT_AFTER and not self.said:
+            self.said = True
+            return True
+        return False

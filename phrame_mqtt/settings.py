@@ -72,6 +72,16 @@ class MqttSettings:
         """The CONNECT user name: the setting, else the URL's, else the OAuth2 client id."""
         return self.username or self.broker.username or (self.oauth2_client_id if self.uses_oauth2 else None)
 
+    def client_id(self, fallback: str) -> str:
+        """The client id to connect with: the user name when there is one, else ``fallback``.
+
+        The generated broker config (``use_username_as_clientid``) replaces every client id
+        by the user name, so one account can never take over another's connection; using
+        it here too keeps logs and sessions in agreement. Each service therefore opens one
+        connection per broker. Without a user name (a local anonymous broker) ``fallback``.
+        """
+        return self.mqtt_username or fallback
+
     @property
     def static_password(self) -> str | None:
         return self.password if self.password is not None else self.broker.password

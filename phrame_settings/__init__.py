@@ -1,7 +1,8 @@
-"""Reading ``PHRAME_*`` settings and setting up logs, the same way in every service.
+"""Reading ``PHRAME_*`` settings, setting up logs and private state, the same way in every service.
 
 Each service's ``settings.py`` builds its one settings object with :class:`EnvReader`;
-its ``__main__``/sub-command calls :func:`setup_logging`. Library code: it never reads
+its ``__main__``/sub-command calls :func:`setup_logging` (and, with state on disk,
+:func:`use_private_umask`; :func:`private_dir` where it creates its folder). Library code: it never reads
 the environment on import and never logs.
 """
 
@@ -9,5 +10,6 @@ from __future__ import annotations
 
 from phrame_settings.env import EnvReader
 from phrame_settings.logs import setup_logging
+from phrame_settings.state import private_dir, use_private_umask
 
-__all__ = ["EnvReader", "setup_logging"]
+__all__ = ["EnvReader", "private_dir", "setup_logging", "use_private_umask"]

@@ -4,16 +4,16 @@ Commits are built with plumbing on top of an explicit parent sha (no work tree, 
 checkout), and pushed without force: the push only fast-forwards, so it is a
 compare-and-swap on the branch and a rejection means someone committed meanwhile. It
 never writes to ``refs/tags/*``. Fetch and push are killed after ``timeout_s``
-(PHRAME_GIT_TIMEOUT_S). A GitLab token and a private CA reach git through its
-environment, never argv or the URL on disk. The only module of the package that
-imports gitpython.
+(PHRAME_GIT_TIMEOUT_S). A GitLab token, credentials pasted into PHRAME_REPO_URL and a
+private CA reach git through its environment, never argv, the URL on disk or a message
+(``phrame_settings.git_remote``); the cache's ``origin`` follows the URL setting before
+every fetch. The only module of the package that imports gitpython.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 import tempfile
 from io import BytesIO
 from pathlib import Path
@@ -21,7 +21,8 @@ from pathlib import Path
 import git
 from gitdb import IStream
 
-from phrame_settings.git_remote import hint, remote_env
+from phrame_settings.git_remote import GitRemote, follow_origin, hint
+from phrame_settings.state import private_dir
 from placement.errors import GitError, PushRejected, TagTargetError
 
 log = logging.getLogger(__name__)
@@ -54,50 +55,59 @@ class GitRepo:
         ca_file: str | Path | None = None,
         timeout_s: float = 120.0,
     ) -> None:
-        self.url = url
+        self.remote = GitRemote.parse(url, token=token, ca_file=ca_file)
+        self.url = self.remote.url  # without credentials: safe to show
         self.cache = cache
         self.author = author
         self.timeout_s = timeout_s
-        self._token = token
-        self._ca_file = ca_file
         self._repo: git.Repo | None = None
-
-    def _remote_env(self) -> dict[str, str]:
-        return remote_env(self._token, self._ca_file)
 
     @property
     def repo(self) -> git.Repo:
         if self._repo is None:
             try:
+                private_dir(self.cache.parent)  # <state>/placement: 0700, tightened once if looser
                 if (self.cache / "HEAD").exists():
                     self._repo = git.Repo(self.cache)
                 else:
                     self.cache.mkdir(parents=True, exist_ok=True)
                     self._repo = git.Repo.init(self.cache, bare=True)
-                if "origin" not in [r.name for r in self._repo.remotes]:
-                    self._repo.create_remote("origin", self.url)
-                else:
-                    self._repo.remote("origin").set_url(self.url)
+                self._follow_origin()
             except (git.exc.GitError, OSError) as e:
-                raise GitError(f"cannot open the clone cache {self.cache}: {e}") from e
+                self._repo = None
+                raise GitError(
+                    f"cannot open the clone cache {self.cache}: {self.remote.redact(str(e))}"
+                ) from e
         return self._repo
+
+    def _follow_origin(self) -> None:
+        # cheap (one `git config`): a URL changed since the cache was made takes effect, and
+        # the "+" refspecs with --prune then replace every ref of the old remote
+        old = follow_origin(self.cache, self.remote)
+        if old is not None:
+            log.info("repository URL changed from %s to %s", old, self.url)
 
     @property
     def path(self) -> Path:
         return self.cache
 
     def fetch(self) -> None:
+        repo = self.repo
         try:
-            self.repo.git.fetch(
+            self._follow_origin()
+        except OSError as e:
+            raise GitError(f"cannot open the clone cache {self.cache}: {self.remote.redact(str(e))}") from e
+        try:
+            repo.git.fetch(
                 "--prune",
                 "origin",  # "+" updates our remote-tracking refs only; nothing is ever force-pushed
                 "+refs/heads/*:refs/remotes/origin/*",
                 "+refs/tags/*:refs/tags/*",
-                env=self._remote_env(),
+                env=self.remote.env(),
                 kill_after_timeout=self.timeout_s,
             )
         except git.exc.GitCommandError as e:
-            raise GitError(f"cannot fetch {self._where()}: {self._why(e)}") from e
+            raise GitError(f"cannot fetch {self.url}: {self._why(e)}") from e
 
     def is_tag(self, ref: str) -> bool:
         """Whether ``ref`` names a tag (``refs/tags/x``, or a short name with no such branch)."""
@@ -122,7 +132,7 @@ class GitRepo:
             sha = self._resolve(name)
             if sha is not None:
                 return sha
-        raise GitError(f"{self._where()} has no branch or tag {ref!r}")
+        raise GitError(f"{self.url} has no branch or tag {ref!r}")
 
     def branch_head(self, branch: str) -> str | None:
         """Sha of remote branch ``branch`` as last fetched, or ``None`` if it does not exist."""
@@ -134,7 +144,7 @@ class GitRepo:
         except KeyError:
             return None
         except (git.exc.GitError, ValueError) as e:
-            raise GitError(f"cannot read {path} at {sha[:12]}: {e}") from e
+            raise GitError(f"cannot read {path} at {sha[:12]}: {self.remote.redact(str(e))}") from e
         data: bytes = blob.data_stream.read()
         return data
 
@@ -166,7 +176,7 @@ class GitRepo:
                 tree = g.write_tree(env=env)
                 sha: str = g.commit_tree(tree, "-p", parent, "-m", message, env=env)
             except (git.exc.GitError, ValueError) as e:
-                raise GitError(f"cannot commit {path} on {parent[:12]}: {e}") from e
+                raise GitError(f"cannot commit {path} on {parent[:12]}: {self.remote.redact(str(e))}") from e
         return sha.strip()
 
     def push(self, sha: str, branch: str) -> None:
@@ -180,14 +190,14 @@ class GitRepo:
                 "--porcelain",
                 "origin",
                 f"{sha}:{target}",
-                env=self._remote_env(),
+                env=self.remote.env(),
                 kill_after_timeout=self.timeout_s,
             )
         except git.exc.GitCommandError as e:
             text = f"{e.stdout or ''}\n{e.stderr or ''}"
             if "[rejected]" in text or "non-fast-forward" in text or "fetch first" in text:
                 raise PushRejected(f"push of {sha[:12]} to {target} rejected: the branch moved") from e
-            raise GitError(f"cannot push {sha[:12]} to {target} on {self._where()}: {self._why(e)}") from e
+            raise GitError(f"cannot push {sha[:12]} to {target} on {self.url}: {self._why(e)}") from e
         log.info("pushed %s to %s", sha[:12], target)
 
     def _resolve(self, name: str) -> str | None:
@@ -199,14 +209,9 @@ class GitRepo:
     def _why(self, e: git.exc.GitCommandError) -> str:
         if "did not complete in" in str(e.stderr):  # gitpython killed it (kill_after_timeout)
             return f"timed out after {self.timeout_s:g} s (PHRAME_GIT_TIMEOUT_S); git was stopped"
-        text = _stderr(e)
+        text = self.remote.redact(_stderr(e))  # the one path of every git error: no credentials
         return text + hint(text, "write_repository")
-
-    def _where(self) -> str:
-        # Never print a URL with credentials in it.
-        return re.sub(r"://[^/@\s]+@", "://", self.url)
 
 
 def _stderr(e: git.exc.GitCommandError) -> str:
-    text = str(e.stderr or e).strip().replace("stderr: ", "").strip("'\n ")
-    return re.sub(r"://[^/@\s]+@", "://***@", text)[:500]  # no token in logs
+    return str(e.stderr or e).strip().replace("stderr: ", "").strip("'\n ")[:500]

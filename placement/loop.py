@@ -6,8 +6,9 @@ messages only update liveness (they never trigger a decision by themselves); eve
 decides nothing while it does not hear the actual plane, and resumes liveness after a
 (re)connect that may have missed heartbeats (not a token switch that kept the session), so
 its own broker outage never reads as every node going offline. With
-``PHRAME_LOCK_FILE`` set it decides only while holding the lock; a standby stays
-connected, so it takes over within a second. The loop logs and continues; it never dies.
+``PHRAME_LOCK_FILE`` set it decides only while holding the lock; a standby waits for the
+lock before it connects (one broker connection per account) and takes over within seconds.
+The loop logs and continues; it never dies.
 """
 
 from __future__ import annotations
@@ -116,6 +117,12 @@ class PlacementLoop:
 
     # -- the loop
     def run(self) -> int:
+        # The lock before the broker: a standby holds no connection, because the broker makes
+        # the user name the client id and a second `placement` login would take the active
+        # instance's place (it resumes liveness on connect like any fresh start).
+        if self.lock is not None and not self.lock.acquire(self._stop):
+            self.close()
+            return 0
         try:
             self.connect(patient=True)
         except MqttError as e:
@@ -126,8 +133,6 @@ class PlacementLoop:
             log.error("cannot start placement: %s", e)
             return 1
         try:
-            if self.lock is not None and not self.lock.acquire(self._stop):
-                return 0
             log.info(
                 "placement %s is active (lock %s)", self.instance, self.lock.path if self.lock else "none"
             )

@@ -20,7 +20,7 @@ DEFAULT_STATE_DIR = "/var/lib/phrame"
 
 @dataclass(frozen=True)
 class PlacementSettings:
-    repo_url: str
+    repo_url: str = field(repr=False)  # as set: may hold credentials, split off by git_repo
     git_host: str = "local"
     node_timeout_s: float = 20.0  # 3 heartbeats of 5 s + 5 s
     reschedule_after_s: float = 60.0

@@ -80,9 +80,12 @@ def stack(
 
 
 def node_status(stack: ComposeStack, url: str) -> dict[str, Any]:
-    """The node's retained status, read through a published 127.0.0.1 TLS port as the node's user."""
+    """The node's retained status, read through a published 127.0.0.1 TLS port.
+
+    As ``observer``, not as the node's user: the broker makes the user name the client id,
+    so a second login as ``node-<node>`` would take the running agent's place."""
     assert stack.pki is not None
-    user = f"node-{stack.node}"
+    user = "observer"
     settings = MqttSettings(url=url, username=user, password=stack.passwords[user], tls_ca=str(stack.pki.ca))
     client = MqttClient(settings, f"compose-test-{stack.node}")
     client.start(timeout=10)

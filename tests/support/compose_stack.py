@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "compose" / "docker-compose.yml"
 IMAGE_UID = 10001  # the `phrame` user of the Dockerfile
 REPO_IN_CONTAINER = "/srv/phrame-config.git"
-USERS = ("config-sync", "placement")
+USERS = ("config-sync", "placement", "observer")  # observer: the test's own reads
 
 
 def run(argv: list[str], *, timeout: float, **kwargs: Any) -> subprocess.CompletedProcess[str]:

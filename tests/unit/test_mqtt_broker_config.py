@@ -89,3 +89,17 @@ def test_sample_example_in_compose_is_current() -> None:
 
     expected = acl_text(inventory_nodes(root / "fixtures" / "phrame-config"))
     assert (root / "compose" / "mosquitto" / "acl").read_text() == expected
+
+
+def test_every_listener_ties_the_client_id_to_the_user_name() -> None:
+    """Issue 10 item 6: a node's password must not take over another account's client id."""
+    conf = mosquitto_conf(BrokerOptions(plain_port=1883))
+    listeners = conf.split("\nlistener ")[1:]
+    assert len(listeners) == 3
+    for listener in listeners:
+        assert "\nuse_username_as_clientid true\n" in listener + "\n", listener
+
+
+def test_observer_reads_both_planes_and_writes_nothing() -> None:
+    acl = blocks(acl_text([]))
+    assert acl["observer"] == ["topic read phrame/desired/#", "topic read phrame/actual/#"]

@@ -9,7 +9,7 @@ import pytest
 
 from phrame_mqtt import Message, MqttError, PublishRefused, PublishTimeout, TokenError
 from phrame_mqtt.acks import AckTracker
-from phrame_mqtt.disconnects import describe_disconnect
+from phrame_mqtt.disconnects import ShortConnections, describe_disconnect
 from phrame_mqtt.messages import check_filter
 from phrame_mqtt.oauth import Token, parse_token_response
 from phrame_mqtt.reading import RetainedCollector
@@ -114,3 +114,10 @@ def test_disconnect_reasons_read_as_sentences() -> None:
     assert describe_disconnect(153, "Payload format invalid", from_broker=True).endswith(
         "Payload format invalid"
     )
+
+
+def test_short_connections_hint_once_after_three_in_a_row() -> None:
+    short = ShortConnections()
+    assert [short.ended(s) for s in (1.0, 1.0, 60.0, 1.0, 1.0)] == [False] * 5  # a long one resets
+    assert short.ended(0.5) is True
+    assert short.ended(0.5) is False  # said once

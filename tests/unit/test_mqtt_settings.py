@@ -127,3 +127,10 @@ def test_tuning_settings_are_read() -> None:
     assert (s.protocol, s.tls_verify_hostname, s.keepalive_s) == ("3.1.1", False, 15)
     assert (s.session_expiry_s, s.will_delay_s, s.reconnect_max_s) == (60, 7, 5)
     assert s.oauth2_retry_max_s == 2.5
+
+
+def test_the_client_id_is_the_user_name_when_there_is_one() -> None:
+    """The generated broker replaces client ids by user names; services use them too."""
+    assert MqttSettings(username="node-a", password="x").client_id("phrame-agent-a") == "node-a"
+    assert MqttSettings(url="mqtt://node-b:pw@127.0.0.1:1883").client_id("fallback") == "node-b"
+    assert MqttSettings().client_id("phrame-agent-a") == "phrame-agent-a"
