@@ -11,26 +11,28 @@ PYTEST_ARGS ?=
 PHRAME_REQUIRE_SERVICES ?=
 export PHRAME_REQUIRE_SERVICES
 
-.PHONY: help deps up test lint validate bench clean replay plan
+.PHONY: help deps up down status test lint validate bench clean replay plan
 
 help: ## list the targets
 	@echo "Phrame GitOps - make targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 	  awk 'BEGIN {FS = ":.*## "}; {printf "  make %-9s %s\n", $$1, $$2}'
-	@echo "Variables: REPO=path (validate), PYTEST_ARGS='...' and PHRAME_REQUIRE_SERVICES=1 (test)."
+	@echo "Variables: DEV_ARGS='--listen ... --broker-port ...' (up, down), PURGE=1 (down),"
+	@echo "  REPO=path (validate), PYTEST_ARGS='...' and PHRAME_REQUIRE_SERVICES=1 (test)."
 
 deps: ## install Debian packages and the .venv where missing
 	@scripts/install-deps
 
-up: deps ## bring up the local stack (for now: validate and render the sample repo)
-	@mkdir -p out
-	$(VENV)/phrame validate fixtures/phrame-config
-	$(VENV)/phrame render fixtures/phrame-config --format topics > out/desired-topics.json.tmp
-	@mv out/desired-topics.json.tmp out/desired-topics.json
-	@echo
-	@echo "NOTE: for now 'make up' only validates and renders the sample repo"
-	@echo "      (fixtures/phrame-config -> out/desired-topics.json); the local stack"
-	@echo "      (broker, config-sync, agents) arrives with the local-stack issue."
+up: deps ## run the whole loop here: broker, config-sync, placement, 2 agents (phrame dev; DEV_ARGS=...)
+	@echo "make up: making sure a Docker daemon answers (scripts/ensure-dockerd)"
+	@scripts/ensure-dockerd || echo "make up: no Docker daemon; phrame dev runs the process services only"
+	$(VENV)/phrame dev $(DEV_ARGS)
+
+down: deps ## stop the dev stack and remove its containers and networks (PURGE=1: its state too)
+	$(VENV)/phrame dev --down $(if $(PURGE),--purge) $(DEV_ARGS)
+
+status: deps ## nodes and environments as the dev stack's broker reports them
+	$(VENV)/phrame status
 
 test: deps ## run the tests (PYTEST_ARGS=..., PHRAME_REQUIRE_SERVICES=1 to fail, not skip)
 	@scripts/ensure-dockerd

@@ -51,6 +51,21 @@ def managed_labels(spec: Spec, node: str) -> dict[str, str]:
     return labels
 
 
+def runtime_env(spec: Spec, node: str) -> dict[str, str]:
+    """What a container learns about itself (as Nomad's ``NOMAD_*``); they win over ``env``.
+
+    ``PHRAME_COMMIT`` is the item's commit (the one that last changed it), so it never
+    makes an unchanged container differ and nothing is recreated for it.
+    """
+    return {
+        "PHRAME_NODE": node,
+        "PHRAME_ENVIRONMENT": str(spec["environment"]),
+        "PHRAME_SERVICE": str(spec.get("service", "")),
+        "PHRAME_REPLICA": str(spec.get("replica", "")),
+        "PHRAME_COMMIT": str(spec["commit"]),
+    }
+
+
 def resolve_env(
     env: Mapping[str, Any] | None, item: str, secrets_dir: Path = DEFAULT_SECRETS_DIR
 ) -> dict[str, str]:
@@ -130,7 +145,7 @@ def create_params(
         image=spec["image"],
         command=spec.get("command"),
         entrypoint=spec.get("entrypoint"),
-        environment=resolve_env(spec.get("env"), name, secrets_dir),
+        environment=resolve_env(spec.get("env"), name, secrets_dir) | runtime_env(spec, node),
         labels=managed_labels(spec, node),
         exposed=exposed,
         bindings=bindings,

@@ -31,6 +31,7 @@ from node_agent.secret_files import DEFAULT_SECRETS_DIR
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 EVENTS = ("die", "destroy", "oom", "health_status")
+FALLBACK_API_VERSION = "1.41"  # used only when no daemon answered at start-up (Docker 20.10+)
 _PERMANENT_500 = ("port is already allocated", "address already in use", "no such image")
 
 
@@ -65,7 +66,17 @@ class DockerPort(NetworkCalls):
     ) -> None:
         self.node = node
         self.secrets_dir = secrets_dir  # where ``env: {X: {file: name}}`` values are read
-        self.client = client or docker.from_env(timeout=120)
+        # Why Docker cannot be used (no daemon at start-up), else None. The agent keeps
+        # running its host processes and reports each container as an error meanwhile.
+        self.unavailable: str | None = None
+        if client is None:
+            try:
+                client = docker.from_env(timeout=120)
+            except docker.errors.DockerException as e:
+                self.unavailable = f"no Docker daemon answers ({e})"
+                log.warning("node %s: %s; running host processes only", node, self.unavailable)
+                client = docker.from_env(timeout=120, version=FALLBACK_API_VERSION)  # no connection yet
+        self.client = client
         self.api = self.client.api
         self.registry_auth = registry_auth  # sent only for images from ``registry``
         self.registry = registry
@@ -88,7 +99,20 @@ class DockerPort(NetworkCalls):
         """The agent is stopping: waits (``wait_ready``, retry backoff) end early."""
         self._cancelled.set()
 
+    def _check_available(self, what: str) -> None:
+        """Raise a permanent error while there is no daemon; notice one that appeared."""
+        if self.unavailable is None:
+            return
+        try:
+            self.api.ping()
+        except Exception:
+            raise DockerError(f"{what}: {self.unavailable}", transient=False) from None
+        log.info("node %s: the Docker daemon answers now", self.node)
+        self.unavailable = None
+
     def _call(self, what: str, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+        self._check_available(what)
+
         def once() -> T:
             with self._lock:
                 self.calls[fn.__name__] += 1
@@ -274,6 +298,7 @@ class DockerPort(NetworkCalls):
             "event": list(EVENTS),
             "label": [f"{MANAGED}=true", f"{NODE}={self.node}"],
         }
+        self._check_available("watch events")
         stream: Iterator[dict[str, Any]] = self.api.events(decode=True, filters=filters)
         return stream
 

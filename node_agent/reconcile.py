@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from node_agent.docker_port import DockerPort
+from node_agent.errors import DockerError
 from node_agent.executor import Executor
 from node_agent.handover import wanted
 from node_agent.models import ActualState, DesiredState, ObservedProcess, Outcome, Plan, Spec
@@ -72,8 +73,15 @@ class Reconciler:
 
     def observe(self) -> ActualState:
         """Two Docker list calls (containers, networks) and a local process check."""
-        containers = {c.name: c for c in self.docker.list_containers()}
-        networks, duplicates = split_duplicates(self.docker.list_networks())
+        try:
+            containers = {c.name: c for c in self.docker.list_containers()}
+            networks, duplicates = split_duplicates(self.docker.list_networks())
+        except DockerError:
+            if self.docker.unavailable is None:
+                raise
+            # No daemon on this host: nothing of ours can run there, so the plan only
+            # creates (each container then fails and is reported) and never removes.
+            containers, networks, duplicates = {}, {}, ()
         processes = self.supervisor.check() if self.supervisor else {}
         return ActualState(containers, networks, processes, duplicates)
 

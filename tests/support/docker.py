@@ -7,13 +7,9 @@ without the label value it is given (other sessions may share the one daemon).
 
 from __future__ import annotations
 
-import io
 import os
 import socket
 import struct
-import subprocess
-import tarfile
-import time
 import uuid
 from typing import Any
 
@@ -21,6 +17,7 @@ import docker
 import docker.errors
 import requests
 
+from dev_stack.docker_host import busybox_tar  # the image phrame dev builds is the same
 from tests.support.services import require
 
 TEST_LABEL = "io.phrame.test"
@@ -90,32 +87,6 @@ def is_static_elf(path: str) -> bool:
         table = f.read(phentsize * phnum)
     types = (struct.unpack_from(endian + "I", table, i * phentsize)[0] for i in range(phnum))
     return 3 not in types  # 3 = PT_INTERP
-
-
-def busybox_tar(busybox: str = BUSYBOX) -> bytes:
-    """A root filesystem: /bin/busybox, a /bin symlink per applet, /etc/passwd, /tmp, /www."""
-    applets = subprocess.run([busybox, "--list"], capture_output=True, text=True, check=True)
-    buf = io.BytesIO()
-    now = int(time.time())
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-
-        def add(name: str, *, kind: bytes, mode: int, data: bytes = b"", link: str = "") -> None:
-            info = tarfile.TarInfo(name)
-            info.type, info.mode, info.mtime, info.linkname = kind, mode, now, link
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data) if data else None)
-
-        for directory in ("bin", "etc", "www"):
-            add(directory, kind=tarfile.DIRTYPE, mode=0o755)
-        add("tmp", kind=tarfile.DIRTYPE, mode=0o1777)
-        with open(busybox, "rb") as f:
-            add("bin/busybox", kind=tarfile.REGTYPE, mode=0o755, data=f.read())
-        for applet in sorted(set(applets.stdout.split()) - {"busybox"}):
-            add(f"bin/{applet}", kind=tarfile.SYMTYPE, mode=0o777, link="busybox")
-        passwd = b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"
-        add("etc/passwd", kind=tarfile.REGTYPE, mode=0o644, data=passwd)
-        add("etc/group", kind=tarfile.REGTYPE, mode=0o644, data=b"root:x:0:\nnogroup:x:65534:\n")
-    return buf.getvalue()
 
 
 def busybox_image(client: docker.DockerClient, tag: str = BUSYBOX_TAG) -> str:

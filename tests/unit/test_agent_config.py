@@ -36,7 +36,10 @@ def test_create_params_carry_labels_ports_volumes_resources_and_health(tmp_path:
     )
     p = create_params(web, "node-a", secrets_dir=tmp_path)
     assert p.name == "prod.web.2" and p.command == ["run"]
-    assert p.environment == {"A": "1", "PW": "s3cret"}
+    assert {k: v for k, v in p.environment.items() if not k.startswith("PHRAME_")} == {
+        "A": "1",
+        "PW": "s3cret",
+    }
     assert p.labels[MANAGED] == "true" and p.labels[NODE] == "node-a"
     assert p.labels[DIGEST] == web["digest"] and p.labels[REPLICA] == "2"
     assert p.labels["team"] == "a"
@@ -49,6 +52,23 @@ def test_create_params_carry_labels_ports_volumes_resources_and_health(tmp_path:
         "test": ["CMD-SHELL", "wget -q localhost"],
         "interval": 90 * 10**9,
         "retries": 3,
+    }
+
+
+def test_containers_learn_their_node_environment_service_replica_and_commit():
+    # Nomad-like: the quickstart page prints the commit it runs. The item's commit changes
+    # only when the item does, so this never recreates an unchanged container.
+    web = spec.container(
+        "prod", "web", 2, env={"A": "1", "PHRAME_NODE": "spoofed"}, commit="c0ffee" * 6 + "beef"
+    )
+    env = create_params(web, "node-a").environment
+    assert env["A"] == "1"
+    assert {k: v for k, v in env.items() if k.startswith("PHRAME_")} == {
+        "PHRAME_NODE": "node-a",
+        "PHRAME_ENVIRONMENT": "prod",
+        "PHRAME_SERVICE": "web",
+        "PHRAME_REPLICA": "2",
+        "PHRAME_COMMIT": "c0ffee" * 6 + "beef",
     }
 
 
@@ -86,7 +106,8 @@ def test_a_secret_is_read_by_name_or_by_absolute_path_inside_the_dir(tmp_path: P
     env = {"A": {"file": "d/k"}, "B": {"file": str(tmp_path / "d" / "k")}, "C": {"file": "link"}}
     web = spec.container("e", "web", env={**env, "D": {"file": "max"}})
     p = create_params(web, "n", secrets_dir=tmp_path)
-    assert p.environment == {"A": "v\n", "B": "v\n", "C": "v\n", "D": "y" * 64 * 1024}
+    mine = {k: v for k, v in p.environment.items() if not k.startswith("PHRAME_")}
+    assert mine == {"A": "v\n", "B": "v\n", "C": "v\n", "D": "y" * 64 * 1024}
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,45 @@
+"""The lines ``phrame dev`` prints once, when the stack is ready: where things are, what to try.
+
+Pure: :func:`banner` returns text for the supervisor to print; the README's Quickstart
+shows the same commands, so change both together.
+"""
+
+from __future__ import annotations
+
+from dev_stack.settings import DEFAULT_BROKER_PORT, DEFAULT_LISTEN, DevSettings
+
+
+def banner(settings: DevSettings, took_s: float, *, has_docker: bool) -> list[str]:
+    s = settings
+    env = s.environment
+    web = f"environments/{env}/services/web.yaml"
+    lines = [
+        f"ready in {took_s:.1f} s: broker, config-sync, placement and {len(s.nodes)} agents "
+        f"({', '.join(s.nodes)})",
+        "",
+        f"  config repo:  git clone {s.repo} phrame-config",
+        f"  config-sync:  {s.config_sync_url}/status",
+        f"  broker:       {s.broker_url}",
+        f"  the page:     {s.web_url}" + ("" if has_docker else " (needs Docker)"),
+        f"  logs:         {s.logs}/",
+    ]
+    if (s.broker_port, s.listen) != (DEFAULT_BROKER_PORT, DEFAULT_LISTEN):
+        lines.append(
+            f"  other ports than the defaults: give commands PHRAME_DESIRED_MQTT_URL={s.broker_url} "
+            f"PHRAME_LISTEN={s.listen}"
+        )
+    lines += [
+        "",
+        "Three things to try (in another terminal):",
+        f"  git clone {s.repo} phrame-config && cd phrame-config",
+        f"  1. change PAGE_TEXT in {web}, then",
+        "     git commit -qam 'New page text' && git pull -q --rebase && git push",
+        f"     curl {s.web_url}",
+        f"  2. break a file (e.g. add 'replicas: two' to {web}), commit and push:",
+        "     the errors are printed here (file:line:col: rule: message); nothing changes",
+        "  3. git revert --no-edit HEAD HEAD~1 && git push   (back to the first page)",
+        "",
+        "phrame status shows the nodes; Ctrl-C stops the stack (containers keep running); "
+        "make down removes them.",
+    ]
+    return lines

@@ -1,0 +1,125 @@
+"""One supervised child process: started by pid, its output in a log file, restarted with backoff.
+
+:mod:`dev_stack.supervisor` owns one :class:`Child` per part and calls :meth:`Child.poll`
+on every tick. Each child runs in its own session, so a Ctrl-C in the terminal reaches only
+the supervisor, which then stops the children in order. It signals only its own pids.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MIN_BACKOFF_S, MAX_BACKOFF_S = 1.0, 30.0
+STABLE_AFTER_S = 60.0  # running this long resets the backoff
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    logs: Path
+    run_dir: Path
+    clock: Callable[[], float] = time.monotonic
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    restart_at: float | None = None
+    failures: int = 0
+    restarts: int = 0
+    history: deque[int] = field(default_factory=lambda: deque(maxlen=5))
+
+    @property
+    def log_file(self) -> Path:
+        return self.logs / f"{self.name}.log"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.run_dir / f"{self.name}.pid"
+
+    @property
+    def hold_file(self) -> Path:
+        """While this file exists a crashed child is not restarted (to simulate a lost node)."""
+        return self.run_dir / f"{self.name}.hold"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
+
+    def start(self) -> None:
+        with open(self.log_file, "ab") as out:
+            out.write(f"--- phrame dev: starting {self.name} at {time.strftime('%H:%M:%S')}\n".encode())
+            out.flush()
+            self.proc = subprocess.Popen(
+                self.argv,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # Ctrl-C reaches the supervisor only; it stops us in order
+            )
+        self.started_at = self.clock()
+        self.restart_at = None
+        self.pid_file.write_text(f"{self.proc.pid}\n")
+
+    def poll(self) -> int | None:
+        """The exit code when the child has just died (a restart is then scheduled), else None."""
+        if self.proc is None or self.restart_at is not None:
+            return None
+        code = self.proc.poll()
+        if code is None:
+            if self.failures and self.clock() - self.started_at > STABLE_AFTER_S:
+                self.failures = 0
+            return None
+        self.history.append(code)
+        self.pid_file.unlink(missing_ok=True)
+        delay = min(MAX_BACKOFF_S, MIN_BACKOFF_S * 2**self.failures)
+        self.failures += 1
+        self.restart_at = self.clock() + delay
+        return code
+
+    @property
+    def backoff(self) -> float:
+        return max(0.0, (self.restart_at or self.clock()) - self.clock())
+
+    def due_for_restart(self) -> bool:
+        return self.restart_at is not None and self.clock() >= self.restart_at and not self.hold_file.exists()
+
+    def restart(self) -> None:
+        self.restarts += 1
+        self.start()
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM, then SIGKILL after ``timeout``; the exit code (None if never started)."""
+        proc, self.proc = self.proc, None
+        self.restart_at = None
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+        self.pid_file.unlink(missing_ok=True)
+        return proc.returncode
+
+    def tail(self, lines: int = 15) -> list[str]:
+        """The last lines of the child's log (to show with a crash)."""
+        try:
+            with open(self.log_file, "rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - 16384))
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return []
+        return text.splitlines()[-lines:]

@@ -1,0 +1,99 @@
+"""The ``local`` git host (DESIGN §7): a bare repository with a post-receive hook.
+
+The supervisor calls :func:`prepare` before starting anything: on first start it creates
+``config.git`` with one commit of the quickstart sample on ``main``; on every start it
+(re)writes the hook and its configuration, since ports may have changed. It never rewrites
+the repository's history and never touches a repository that already exists beyond its hook.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from dev_stack.errors import DevError
+from dev_stack.settings import DevSettings
+
+HOOK = """#!{python}
+# Installed by `phrame dev` (rewritten at every start): posts a GitLab-shaped Push Hook
+# to config-sync for every updated branch; never fails or holds a push.
+import sys
+sys.path.insert(0, {root!r})
+from dev_stack.hook import main
+sys.exit(main())
+"""
+AUTHOR = {
+    "GIT_AUTHOR_NAME": "phrame dev",
+    "GIT_AUTHOR_EMAIL": "dev@phrame.invalid",
+    "GIT_COMMITTER_NAME": "phrame dev",
+    "GIT_COMMITTER_EMAIL": "dev@phrame.invalid",
+}
+
+
+def _git(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    except FileNotFoundError:
+        raise DevError("git is not installed (Debian package git)") from None
+    except subprocess.CalledProcessError as e:
+        raise DevError(f"git {' '.join(args)} failed: {e.stderr.strip()}") from None
+    return done.stdout
+
+
+def webhook_secret(settings: DevSettings) -> str:
+    """The secret config-sync expects, generated once (mode 0600)."""
+    path = settings.secret_file
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(32) + "\n")
+    return path.read_text().strip()
+
+
+def create_repo(settings: DevSettings, files: dict[str, str]) -> str:
+    """A new bare repository holding ``files`` in one commit on ``main``; returns the sha."""
+    repo = settings.repo
+    _git("init", "--quiet", "--bare", "--initial-branch=main", str(repo))
+    with tempfile.TemporaryDirectory(prefix="phrame-dev-sample-") as tmp:
+        work = Path(tmp)
+        for rel, text in files.items():
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            (work / rel).write_text(text)
+        env = {**os.environ, **AUTHOR, "GIT_DIR": str(repo), "GIT_WORK_TREE": str(work)}
+        env["GIT_INDEX_FILE"] = str(work.parent / f"{work.name}.index")
+        try:
+            _git("add", "--all", env=env)
+            _git("commit", "--quiet", "-m", "Quickstart sample (phrame dev)", env=env)
+        finally:
+            Path(env["GIT_INDEX_FILE"]).unlink(missing_ok=True)
+    return _git("rev-parse", "main", env={**os.environ, "GIT_DIR": str(repo)}).strip()
+
+
+def install_hook(settings: DevSettings) -> None:
+    """(Re)write ``hooks/post-receive`` and the configuration it reads."""
+    config = {
+        "url": f"{settings.config_sync_url}/webhooks/gitlab",
+        "secret_file": str(settings.secret_file),
+        "project": "phrame-config",
+    }
+    (settings.repo / "phrame-hook.json").write_text(json.dumps(config, indent=2) + "\n")
+    root = str(Path(__file__).resolve().parent.parent)
+    hook = settings.repo / "hooks" / "post-receive"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(HOOK.format(python=sys.executable, root=root))
+    hook.chmod(0o755)
+
+
+def prepare(settings: DevSettings, sample: dict[str, str]) -> str | None:
+    """Create the repository on first start (returns the new commit), then install the hook."""
+    webhook_secret(settings)
+    created = None
+    if not (settings.repo / "HEAD").exists():
+        created = create_repo(settings, sample)
+    install_hook(settings)
+    return created

@@ -1,0 +1,131 @@
+"""The local git host's ``post-receive`` hook: a GitLab-shaped Push Hook per updated branch.
+
+git runs it (installed by :mod:`dev_stack.git_host`) after every push to the dev stack's bare
+repository, placement's own pushes included. It reads its URL and secret from
+``phrame-hook.json`` beside the hooks, posts each delivery with a fresh ``Idempotency-Key``
+and a short timeout, and must never fail or hold a push: config-sync being down only means
+the push is deployed at its next poll. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+ZERO = "0" * 40
+MAX_COMMITS = 20  # as GitLab: a push hook carries the newest 20 commits
+TIMEOUT_S = 2.0
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout
+
+
+def _commit(sha: str) -> dict[str, Any]:
+    fields = _git("show", "-s", "--format=%H%x00%s%x00%B%x00%aI%x00%an%x00%ae", sha).split("\0")
+    changes: dict[str, list[str]] = {"added": [], "modified": [], "removed": []}
+    kinds = {"A": "added", "M": "modified", "D": "removed"}
+    for line in _git("diff-tree", "--root", "--no-commit-id", "--name-status", "-r", sha).splitlines():
+        status, _, path = line.partition("\t")
+        changes[kinds.get(status[:1], "modified")].append(path.split("\t")[-1])
+    return {
+        "id": fields[0],
+        "title": fields[1],
+        "message": fields[2],
+        "timestamp": fields[3],
+        "author": {"name": fields[4], "email": fields[5].strip()},
+        **changes,
+    }
+
+
+def push_event(old: str, new: str, ref: str, *, project: str) -> dict[str, Any]:
+    """The body GitLab would send for this ref update (the fields config-sync reads, and more)."""
+    deleted = new == ZERO
+    commits: list[dict[str, Any]] = []
+    if not deleted:
+        span = new if old == ZERO else f"{old}..{new}"
+        shas = _git("rev-list", f"--max-count={MAX_COMMITS}", span).split()
+        commits = [_commit(sha) for sha in reversed(shas)]
+    author = commits[-1]["author"] if commits else {"name": "", "email": ""}
+    url = f"file://{Path(os.environ.get('GIT_DIR', '.')).resolve()}"
+    return {
+        "object_kind": "push",
+        "event_name": "push",
+        "before": old,
+        "after": new,
+        "ref": ref,
+        "ref_protected": False,
+        "checkout_sha": None if deleted else new,
+        "message": None,
+        "user_id": os.getuid(),
+        "user_name": author["name"],
+        "user_username": os.environ.get("USER", ""),
+        "user_email": author["email"],
+        "user_avatar": None,
+        "project_id": 1,
+        "project": {
+            "id": 1,
+            "name": project,
+            "path_with_namespace": f"local/{project}",
+            "default_branch": "main",
+            "git_http_url": url,
+        },
+        "commits": commits,
+        "total_commits_count": len(commits),
+        "push_options": {},
+        "repository": {"name": project, "url": url, "git_http_url": url, "homepage": url},
+    }
+
+
+def deliver(url: str, secret: str, body: dict[str, Any]) -> str:
+    """POST one delivery; the outcome as a line for the pusher (never raises)."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "X-Gitlab-Event": "Push Hook",
+            "X-Gitlab-Token": secret,
+            "Idempotency-Key": str(uuid.uuid4()),
+            "User-Agent": "phrame-dev-hook",
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            return f"config-sync notified ({response.status}): deploying {body['ref']}"
+    except urllib.error.HTTPError as e:
+        return f"config-sync answered {e.code} for {body['ref']}: {e.read()[:200].decode(errors='replace')}"
+    except (OSError, ValueError) as e:
+        return f"config-sync at {url} did not answer ({e}); it picks the push up at its next poll"
+
+
+def main() -> int:
+    try:
+        config = json.loads((Path(os.environ.get("GIT_DIR", ".")) / "phrame-hook.json").read_text())
+        secret = Path(config["secret_file"]).read_text().strip()
+    except (OSError, ValueError, KeyError) as e:
+        print(f"phrame: hook not configured ({e}); config-sync will poll", file=sys.stderr)
+        return 0
+    for line in sys.stdin:
+        parts = line.split()
+        if len(parts) != 3 or not parts[2].startswith("refs/heads/"):
+            continue  # tags are never deployed
+        try:
+            body = push_event(*parts, project=config.get("project", "phrame-config"))
+        except (OSError, subprocess.CalledProcessError) as e:
+            print(f"phrame: cannot describe the push of {parts[2]} ({e})", file=sys.stderr)
+            continue
+        print(f"phrame: {deliver(config['url'], secret, body)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

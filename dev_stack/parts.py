@@ -1,0 +1,96 @@
+"""The children of the dev stack, in start order, each with its command line and settings.
+
+The supervisor calls :func:`build_children` once. Every child gets the dev stack's broker,
+repository and ports whatever the caller's environment says (settings that would point a
+child elsewhere are dropped), while tuning settings (timeouts, intervals) pass through, so
+``PHRAME_NODE_TIMEOUT_S=5 phrame dev`` shortens placement's grace period.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+
+from dev_stack.broker import broker_command
+from dev_stack.children import Child
+from dev_stack.settings import DevSettings
+
+# settings that choose *where* things are: the dev stack decides them for its children
+SCRUBBED_PREFIXES = (
+    "PHRAME_DESIRED_MQTT_URL",
+    "PHRAME_ACTUAL_MQTT_URL",
+    "PHRAME_MQTT_USERNAME",
+    "PHRAME_MQTT_PASSWORD",
+    "PHRAME_OAUTH2_",
+    "PHRAME_TLS_",
+    "PHRAME_GITLAB_",
+    "PHRAME_GIT_HOST",
+    "PHRAME_REPO_URL",
+    "PHRAME_WEBHOOK_SECRET",
+    "PHRAME_STATE_DIR",
+    "PHRAME_NODE_NAME",
+    "PHRAME_LISTEN",
+    "PHRAME_TOPIC_PREFIX",
+    "PHRAME_TRACK_REF",
+    "PHRAME_LOCK_FILE",
+)
+# defaults for a stack on one machine, unless the caller set them
+DEV_DEFAULTS = {
+    "PHRAME_PLACEMENT_INTERVAL_S": "2",  # a new label-placed service is placed within ~2 s
+    # one push is one hook here (GitLab's bursts are what config-sync's 0.5 s merges)
+    "PHRAME_DEBOUNCE_S": "0.1",
+    "PHRAME_LOG_FORMAT": "text",  # the console follows config-sync's text log
+}
+
+
+def base_env(settings: DevSettings, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    environ = os.environ if environ is None else environ
+    env = {k: v for k, v in environ.items() if not k.startswith(SCRUBBED_PREFIXES)}
+    env = DEV_DEFAULTS | env
+    env["PHRAME_LOG_FORMAT"] = "text"
+    env["PHRAME_DESIRED_MQTT_URL"] = settings.broker_url
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _phrame(*args: str) -> list[str]:
+    return [sys.executable, "-m", "phrame", *args]
+
+
+def build_children(
+    settings: DevSettings, environ: Mapping[str, str] | None = None
+) -> tuple[str, list[Child]]:
+    """(which broker, the children in start order: broker, config-sync, placement, agents)."""
+    env = base_env(settings, environ)
+    repo = {"PHRAME_GIT_HOST": "local", "PHRAME_REPO_URL": str(settings.repo)}
+    state = {"PHRAME_STATE_DIR": str(settings.state_dir)}
+    which, broker_argv = broker_command(settings)
+    if which == "amqtt":
+        env["PHRAME_MQTT_PROTOCOL"] = "3.1.1"  # amqtt speaks MQTT 3.1.1 only
+
+    def child(name: str, argv: list[str], extra: dict[str, str]) -> Child:
+        return Child(name, argv, env | extra, settings.logs, settings.run_dir)
+
+    children = [
+        child("broker", broker_argv, {}),
+        child(
+            "config-sync",
+            _phrame("config-sync"),
+            repo
+            | state
+            | {"PHRAME_LISTEN": settings.listen, "PHRAME_WEBHOOK_SECRET_FILE": str(settings.secret_file)},
+        ),
+        child("placement", _phrame("placement"), repo | state),
+    ]
+    # Slot for the mirrors (`phrame mirror --plane desired|actual`) and the topic API / web UI
+    # (`phrame topic-api`, 127.0.0.1:8090): they start here, after config-sync and before the
+    # agents, once those commands exist (the next issue).
+    for node in settings.nodes:
+        agent = {
+            "PHRAME_NODE_NAME": node,
+            "PHRAME_STATE_DIR": str(settings.agent_state(node)),
+            "PHRAME_SHARED_DAEMON": "true",  # several agents on one daemon: names carry the node
+        }
+        children.append(child(f"agent-{node}", _phrame("node-agent"), agent))
+    return which, children

@@ -1,0 +1,86 @@
+"""Is the dev stack ready: the broker answers, config-sync is ready, every agent is online.
+
+The supervisor polls :class:`Readiness` until :meth:`Readiness.missing` is empty, then
+prints its banner once. Node statuses come from one MQTT subscription; it only reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import urllib.error
+import urllib.request
+
+from dev_stack.settings import DevSettings
+from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings
+from schemas import Topics
+
+
+def broker_answers(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def config_sync_ready(base_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base_url}/readyz", timeout=1) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.HTTPError):
+        return False
+
+
+class Readiness:
+    def __init__(self, settings: DevSettings) -> None:
+        self.settings = settings
+        self.topics = Topics("phrame")
+        self.states: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self.client: MqttClient | None = None
+
+    def _on_status(self, msg: Message) -> None:
+        node = msg.topic.split("/")[-2]
+        try:
+            state = str(json.loads(msg.payload or b"{}").get("state", "?"))
+        except ValueError:
+            state = "?"
+        with self._lock:
+            self.states[node] = state
+
+    def _watch(self) -> bool:
+        if self.client is not None:
+            return True
+        mqtt = MqttSettings.from_env(
+            "desired", {"PHRAME_DESIRED_MQTT_URL": self.settings.broker_url, "PHRAME_MQTT_PROTOCOL": "3.1.1"}
+        )  # 3.1.1 reads statuses from either broker (amqtt has no MQTT 5)
+        client = MqttClient(mqtt, f"phrame-dev-readiness-{os.getpid()}")
+        try:
+            client.start(timeout=2)
+            client.subscribe(f"{self.topics.prefix}/actual/nodes/+/status", self._on_status)
+        except MqttError:
+            client.stop()
+            return False
+        self.client = client
+        return True
+
+    def missing(self) -> list[str]:
+        """What is not ready yet, each as a few words (empty: ready)."""
+        if not broker_answers(self.settings.broker_port):
+            return [f"the broker on 127.0.0.1:{self.settings.broker_port}"]
+        out = []
+        if not config_sync_ready(self.settings.config_sync_url):
+            out.append(f"config-sync ({self.settings.config_sync_url}/readyz)")
+        if not self._watch():
+            return [*out, "a connection to the broker"]
+        with self._lock:
+            offline = [n for n in self.settings.nodes if self.states.get(n) != "online"]
+        if offline:
+            out.append("agents " + ", ".join(offline) + " to report online")
+        return out
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.stop()
+            self.client = None

@@ -1,0 +1,247 @@
+"""The whole loop through ``phrame dev``: real mosquitto, config-sync, placement, two agents
+on the one Docker daemon, git pushes to the local git host. One stack for the module; the
+scenarios run in order and each prints its push → converged time."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+
+from tests.support.dev_stack import DevStackProcess
+from tests.support.docker import docker_client
+from tests.support.services import require_binary
+
+pytestmark = [pytest.mark.docker, pytest.mark.mqtt, pytest.mark.slow]
+TIMES: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[docker.DockerClient]:
+    c = docker_client()
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def stack(client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStackProcess]:
+    require_binary("mosquitto", "mosquitto")
+    s = DevStackProcess(tmp_path_factory.mktemp("e2e"))
+    try:
+        ready = s.wait_ready()
+        print(f"\nphrame dev ready after {ready:.1f} s")
+        s.wait(lambda: all(s.is_converged(n) for n in s.nodes), "both nodes converged on the sample", 120)
+        yield s
+    finally:
+        down = s.close()
+        left = containers(client, s.nodes) + [n.name for n in networks(client, s.nodes)]
+        for name, seconds in TIMES.items():
+            print(f"{name}: {seconds:.2f} s")
+        assert not left, f"phrame dev --down --purge left {left}:\n{down}"
+        assert not s.state.exists()
+
+
+def containers(client: docker.DockerClient, nodes: list[str], service: str | None = None) -> list[Any]:
+    found = client.containers.list(all=True, filters={"label": "io.phrame.managed=true"}, ignore_removed=True)
+    return [
+        c
+        for c in found
+        if c.labels.get("io.phrame.node") in nodes and service in (None, c.labels.get("io.phrame.service"))
+    ]
+
+
+def networks(client: docker.DockerClient, nodes: list[str]) -> list[Any]:
+    found = client.networks.list(filters={"label": "io.phrame.managed=true"})
+    return [n for n in found if (n.attrs.get("Labels") or {}).get("io.phrame.node") in nodes]
+
+
+def running(client: docker.DockerClient, stack: DevStackProcess, service: str) -> dict[str, str]:
+    """node -> container id of ``service``'s running containers."""
+    return {
+        c.labels["io.phrame.node"]: c.id
+        for c in containers(client, stack.nodes, service)
+        if c.status == "running"
+    }
+
+
+def deployed(stack: DevStackProcess, sha: str, name: str, at: float, nodes: list[str] | None = None) -> float:
+    """Wait for ``phrame/deploy`` success of ``sha`` and the nodes converged; records the time."""
+    stack.wait(lambda: stack.commit_status(sha) == "success", f"phrame/deploy success of {sha[:12]}", 90)
+    stack.wait(
+        lambda: all(stack.is_converged(n) for n in (nodes or stack.nodes)),
+        "the nodes to report converged",
+        30,
+    )
+    TIMES[name] = time.monotonic() - at
+    print(f"{name}: push → converged {TIMES[name]:.2f} s")
+    return TIMES[name]
+
+
+def settle(stack: DevStackProcess) -> None:
+    """Wait until the head of main is deployed everywhere (placement may still be committing)."""
+    stack.wait(
+        lambda: (
+            stack.commit_status(stack.remote_head()) == "success"
+            and all(stack.is_converged(n) for n in stack.nodes)
+        ),
+        "the head of main deployed and every node converged",
+        90,
+    )
+
+
+def test_1_a_page_change_recreates_the_container_and_serves_the_new_page(client, stack: DevStackProcess):
+    web_node = stack.nodes[0]
+    before = running(client, stack, "web")
+    assert "Hello from Phrame" in stack.page()
+    web = stack.env_file("services/web.yaml")
+    web.write_text(web.read_text().replace("PAGE_TEXT: Hello from Phrame", "PAGE_TEXT: Hello from e2e"))
+    sha, at = stack.commit_and_push("e2e: new page text")
+    deployed(stack, sha, "1 page change", at, [web_node])
+    assert stack.page().startswith(f"Hello from e2e (commit {sha[:12]} on node {web_node})")
+    assert stack.node_status(web_node)["commit"] == sha
+    after = running(client, stack, "web")
+    assert after.keys() == {web_node} and after[web_node] != before[web_node]  # recreated
+
+
+def test_2_placement_commits_a_new_service_and_a_delete_removes_it(client, stack: DevStackProcess):
+    extra = stack.env_file("services/extra.yaml")
+    extra.write_text(
+        "name: extra\nimage: phrame-quickstart/busybox:1\n"
+        "command: [sh, -c, \"trap 'exit 0' TERM; while true; do sleep 3600 & wait; done\"]\n"
+        "placement:\n  labels:\n    pool: dev\n"
+    )
+    sha, at = stack.commit_and_push("e2e: add extra")
+    stack.wait(lambda: stack.remote_head() != sha, "placement's node.json commit on main", 30)
+    placed, placed_at = stack.remote_head(), time.monotonic()
+    message = stack.git("--git-dir", str(stack.state / "config.git"), "log", "-1", "--format=%s", placed)
+    assert "extra" in message
+    deployed(stack, placed, "2 add a label-placed service", at)
+    # config-sync polls every 600 s here: placement's own push reached it through the hook
+    assert time.monotonic() - placed_at < 30
+    stack.wait(lambda: len(running(client, stack, "extra")) == 1, "extra running on one node", 30)
+    stack.git("pull", "--quiet", "--rebase", "origin", "main")
+    extra.unlink()
+    sha, at = stack.commit_and_push("e2e: remove extra")
+    stack.wait(lambda: not containers(client, stack.nodes, "extra"), "extra removed", 60)
+    head = stack.remote_head()
+    deployed(stack, head, "2 delete it", at)
+
+
+def test_3_an_invalid_commit_changes_nothing_and_the_next_valid_one_deploys(client, stack: DevStackProcess):
+    before = {c.id for c in containers(client, stack.nodes)}
+    web = stack.env_file("services/web.yaml")
+    good = web.read_text()
+    web.write_text(good.replace("networks:", "replicas: two\nnetworks:", 1))
+    worker = stack.env_file("services/worker.yaml")
+    worker.write_text(worker.read_text() + "depends_on:\n  - nosuch\n")
+    bad, _at = stack.commit_and_push("e2e: two mistakes")
+
+    def errors() -> list[dict[str, Any]]:
+        last = stack.sync_status()["last_sync"].get("main") or {}
+        return list(last.get("errors") or []) if last.get("commit") == bad else []
+
+    stack.wait(errors, "config-sync to report the invalid commit", 30)
+    where = {(e["file"], e["rule"]) for e in errors()}
+    env = f"environments/{stack.environment}/services"
+    assert (f"{env}/web.yaml", "schema") in where and (f"{env}/worker.yaml", "unknown-dependency") in where
+    assert all(isinstance(e["line"], int) and e["line"] > 0 for e in errors())
+    assert stack.commit_status(bad, "phrame/validate") == "failed"
+    assert {c.id for c in containers(client, stack.nodes)} == before  # nothing changed on the host
+    stack.git("revert", "--no-edit", "HEAD")
+    worker.write_text(worker.read_text() + "env:\n  ROUND: '3'\n")  # a change, so there is a deploy
+    sha, at = stack.commit_and_push("e2e: fixed, and the worker changed")
+    stack.wait(lambda: stack.commit_status(sha, "phrame/validate") == "success", "the fix to validate", 30)
+    deployed(stack, sha, "3 the valid push after an invalid one", at)
+
+
+def test_4_reverting_the_page_commit_rolls_the_host_back(client, stack: DevStackProcess):
+    page_commit = stack.git("log", "--format=%H", "--grep=e2e: new page text").split()[0]
+    stack.git("revert", "--no-edit", page_commit)
+    at = stack.push()
+    sha = stack.head()
+    deployed(stack, sha, "4 git revert", at, [stack.nodes[0]])
+    assert stack.page().startswith(f"Hello from Phrame (commit {sha[:12]}")
+
+
+def test_5_a_killed_agent_loses_its_replicas_to_the_other_node(client, stack: DevStackProcess):
+    mover = stack.env_file("services/mover.yaml")
+    mover.write_text(
+        "name: mover\nimage: phrame-quickstart/busybox:1\n"
+        "command: [sh, -c, \"trap 'exit 0' TERM; while true; do sleep 3600 & wait; done\"]\n"
+        "placement:\n  labels:\n    pool: dev\n"
+    )
+    stack.commit_and_push("e2e: add mover")
+    stack.wait(lambda: len(running(client, stack, "mover")) == 1, "mover running", 60)
+    (lost,) = running(client, stack, "mover")
+    (other,) = [n for n in stack.nodes if n != lost]
+    stack.hold(f"agent-{lost}")  # the supervisor must not bring it back during the test
+    at = time.monotonic()
+    os.kill(stack.pid_of(f"agent-{lost}"), signal.SIGKILL)
+    stack.wait(lambda: other in running(client, stack, "mover"), f"mover to start on {other}", 60)
+    TIMES["5 agent killed → replica moved"] = time.monotonic() - at
+    print(f"5 agent killed → replica moved: {TIMES['5 agent killed → replica moved']:.2f} s")
+    unassigned = stack.placement.get("unassigned") or []
+    assert any(u["replica"].startswith("worker.") and "spread" in u["reason"] for u in unassigned), unassigned
+    stack.hold(f"agent-{lost}", held=False)  # the supervisor restarts it
+    stack.wait(lambda: stack.is_converged(lost), f"{lost} back and converged", 60)
+    stack.wait(
+        lambda: [c.labels["io.phrame.node"] for c in containers(client, stack.nodes, "mover")] == [other],
+        f"{lost}'s old mover removed",
+        60,
+    )
+    stack.wait(lambda: not stack.placement.get("unassigned"), "every worker replica placed again", 60)
+    settle(stack)
+
+
+def test_6_a_broker_restart_without_persistence_removes_nothing(client, stack: DevStackProcess):
+    settle(stack)
+    before = {c.id: c.attrs["State"]["StartedAt"] for c in containers(client, stack.nodes)}
+    names = {c.id: c.name for c in containers(client, stack.nodes)}
+    stack.hold("broker")
+    pid = stack.pid_of("broker")
+    os.kill(pid, signal.SIGTERM)
+    stack.wait(lambda: not Path(f"/proc/{pid}").exists(), "the broker to stop", 30)
+    for f in (stack.state / "broker").glob("*.db"):
+        f.unlink()  # restarted without its retained messages
+    with stack._lock:
+        stack.statuses.clear()
+    at = time.monotonic()
+    stack.hold("broker", held=False)
+
+    def manifests() -> set[str]:
+        if stack.mqtt is None or not stack.mqtt.is_connected:
+            return set()
+        held = stack.mqtt.collect_retained("phrame/desired/nodes/+/manifest", timeout=5)
+        return {t.split("/")[3] for t in held}
+
+    stack.wait(lambda: manifests() == set(stack.nodes), "config-sync to republish every manifest", 90)
+    stack.wait(lambda: all(stack.is_converged(n) for n in stack.nodes), "nodes converged again", 90)
+    TIMES["6 broker restart → converged"] = time.monotonic() - at
+    print(f"6 broker restart → converged: {TIMES['6 broker restart → converged']:.2f} s")
+    after = {c.id: c.attrs["State"]["StartedAt"] for c in containers(client, stack.nodes)}
+    names |= {c.id: c.name for c in containers(client, stack.nodes)}
+    changed = {names[i] for i in set(before.items()) ^ set(after.items()) for i in [i[0]]}
+    assert after == before, f"removed, recreated or restarted: {changed}\n{stack.log_tails()}"
+
+
+def test_7_a_second_start_reuses_the_state_and_converges_at_once(client, stack: DevStackProcess):
+    settle(stack)
+    before = {c.id: c.attrs["State"]["StartedAt"] for c in containers(client, stack.nodes)}
+    head = stack.remote_head()
+    stack.stop()  # Ctrl-C's path: containers keep running
+    assert {c.id for c in containers(client, stack.nodes) if c.status == "running"} == set(before)
+    stack.start()
+    ready = stack.wait_ready()
+    assert "reusing" in stack.console()[stack.console_from :]
+    took = stack.wait(lambda: all(stack.is_converged(n, None) for n in stack.nodes), "converged again", 60)
+    TIMES["7 second start → ready"] = ready
+    print(f"7 second start: ready {ready:.2f} s, converged {took:.2f} s later")
+    assert stack.remote_head() == head  # nothing new to place
+    after = {c.id: c.attrs["State"]["StartedAt"] for c in containers(client, stack.nodes)}
+    assert after == before  # nothing recreated or restarted

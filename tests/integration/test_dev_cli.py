@@ -1,0 +1,92 @@
+"""``phrame dev`` as a user runs it, where no Docker is needed: a taken port refused before
+anything starts; a stack on a host without a Docker daemon (processes only); a crashed part
+restarted with its log lines shown; SIGTERM stopping the parts in order. Real mosquitto, git,
+config-sync, placement and agents; the daemon is made unreachable with DOCKER_HOST."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.support.services import free_port, require_binary
+
+
+def dev_argv(state: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "phrame", "dev", "--state-dir", str(state), *extra]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PHRAME_")}
+    return env | {"PHRAME_HEARTBEAT_S": "0.5"} | extra
+
+
+def wait_for(condition, what: str, output: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}:\n{output.read_text()}"
+        time.sleep(0.05)
+
+
+def test_a_taken_port_is_a_clear_error_before_anything_starts(tmp_path: Path):
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        done = subprocess.run(
+            dev_argv(tmp_path / "state", "--broker-port", str(port), "--listen", f"127.0.0.1:{free_port()}"),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=clean_env(DOCKER_HOST=f"unix://{tmp_path}/none.sock"),
+        )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"port {port} on 127.0.0.1 is already in use: --broker-port (the broker)" in done.stderr
+    assert not (tmp_path / "state" / "config.git").exists()  # nothing was started or created
+
+
+def test_without_docker_the_stack_runs_processes_restarts_a_crash_and_stops_in_order(tmp_path: Path):
+    require_binary("mosquitto", "mosquitto")
+    state, out = tmp_path / "state", tmp_path / "dev.out"
+    argv = dev_argv(
+        state,
+        *("--node-prefix", f"nd{os.getpid()}", "--broker-port", str(free_port())),
+        *("--listen", f"127.0.0.1:{free_port()}", "--web-port", str(free_port())),
+    )
+    with open(out, "wb") as sink:
+        proc = subprocess.Popen(
+            argv,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=clean_env(DOCKER_HOST=f"unix://{tmp_path}/none.sock"),
+        )
+    try:
+        wait_for(lambda: "ready in" in out.read_text(), "the ready banner", out)
+        text = out.read_text()
+        assert "no Docker daemon answers" in text and "kind: process services only" in text
+        ticker = state / "work" / f"nd{os.getpid()}-1" / "ticker.txt"
+        wait_for(ticker.exists, "the host process to write its file", out)
+        # a crashed part: its last log lines are shown and it is restarted
+        placement_pid = int((state / "run" / "placement.pid").read_text())
+        os.kill(placement_pid, signal.SIGKILL)
+        wait_for(lambda: "restarted placement" in out.read_text(), "placement restarted", out)
+        assert "placement exited with code -9; restarting in 1 s" in out.read_text()
+        assert int((state / "run" / "placement.pid").read_text()) != placement_pid
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        subprocess.run(
+            dev_argv(state, "--down", "--purge"), capture_output=True, timeout=120, env=clean_env()
+        )
+    lines = [ln for ln in out.read_text().splitlines() if ln.startswith("phrame dev: stopped ")]
+    order = [
+        ln.split()[3] for ln in lines if len(ln.split()) > 3 and not ln.startswith("phrame dev: stopped;")
+    ]
+    prefix = f"nd{os.getpid()}"
+    assert order == [f"agent-{prefix}-2", f"agent-{prefix}-1", "placement", "config-sync", "broker"], lines

@@ -1,0 +1,94 @@
+"""The dev stack's local git host: a real bare repository whose post-receive hook posts a
+GitLab-shaped Push Hook to an HTTP server (uvicorn on 127.0.0.1), and never blocks a push."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from config_sync.webhooks import is_token_valid, route
+from dev_stack import git_host, sample
+from dev_stack.settings import DevSettings
+from tests.support.services import free_port
+
+RECORDED = json.loads(Path("fixtures/webhooks/push.json").read_text())
+
+
+@contextmanager
+def recording_server(port: int) -> Iterator[list[tuple[dict[str, str], dict[str, Any]]]]:
+    seen: list[tuple[dict[str, str], dict[str, Any]]] = []
+
+    async def hook(request: Request) -> JSONResponse:
+        seen.append((dict(request.headers), json.loads(await request.body())))
+        return JSONResponse({"queued": True}, status_code=202)
+
+    app = Starlette(routes=[Route("/webhooks/gitlab", hook, methods=["POST"])])
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield seen
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env_args = ["-c", "user.name=Ada", "-c", "user.email=ada@example.test"]
+    return subprocess.run(["git", *env_args, *args], cwd=cwd, capture_output=True, text=True, check=True)
+
+
+def test_each_push_posts_a_gitlab_push_hook_and_a_dead_config_sync_never_fails_it(tmp_path: Path):
+    port = free_port()
+    settings = DevSettings(tmp_path / "state", listen=f"127.0.0.1:{port}")
+    settings.state_dir.mkdir()
+    first = git_host.prepare(settings, sample.files(settings))
+    assert first and git_host.prepare(settings, sample.files(settings)) is None  # reused, not remade
+    secret = settings.secret_file.read_text().strip()
+    assert settings.secret_file.stat().st_mode & 0o777 == 0o600
+    work = tmp_path / "clone"
+    git("clone", "--quiet", str(settings.repo), str(work), cwd=tmp_path)
+    web = work / "environments/quickstart/services/web.yaml"
+
+    with recording_server(port) as seen:
+        for text in ("Hello again", "Hello thrice"):
+            web.write_text(web.read_text().replace("Hello", text, 1))
+            git("commit", "--quiet", "-am", f"page: {text}", cwd=work)
+            pushed = git("push", "--quiet", "origin", "main", cwd=work)
+            assert "config-sync notified (202)" in pushed.stderr
+    assert len(seen) == 2
+    headers, body = seen[1]
+    head = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    assert headers["x-gitlab-event"] == RECORDED["headers"]["X-Gitlab-Event"] == "Push Hook"
+    assert is_token_valid(secret, headers["x-gitlab-token"])
+    assert seen[0][0]["idempotency-key"] != headers["idempotency-key"]
+    assert set(RECORDED["body"]) <= set(body)  # every top-level field GitLab sends
+    assert (body["after"], body["checkout_sha"], body["ref"]) == (head, head, "refs/heads/main")
+    assert body["commits"][-1]["id"] == head and body["commits"][-1]["title"] == "page: Hello thrice"
+    assert body["commits"][-1]["modified"] == ["environments/quickstart/services/web.yaml"]
+    assert body["user_name"] == "Ada" and body["total_commits_count"] == 1
+    assert route("Push Hook", body, {"main"}).action == "sync"
+
+    # nobody listens now: the push still succeeds, quickly, and says what happens next
+    web.write_text(web.read_text().replace("thrice", "at last"))
+    git("commit", "--quiet", "-am", "page: nobody listening", cwd=work)
+    start = time.monotonic()
+    pushed = git("push", "--quiet", "origin", "main", cwd=work)
+    assert time.monotonic() - start < 5
+    assert "did not answer" in pushed.stderr and "next poll" in pushed.stderr

@@ -1,0 +1,182 @@
+"""The dev stack's pure parts: the quickstart sample, settings and ports, children's
+settings, the console's lines and the banner."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from config_repo import load_directory, render, validate
+from dev_stack import sample
+from dev_stack.banner import banner
+from dev_stack.children import Child
+from dev_stack.console import LogFollower, event_line
+from dev_stack.errors import DevError
+from dev_stack.parts import build_children
+from dev_stack.settings import DevSettings, taken_ports
+from schemas import Topics
+
+T = Topics()
+
+
+def write(files: dict[str, str], root: Path) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_the_quickstart_sample_is_valid_and_renders_what_the_readme_promises(tmp_path: Path):
+    settings = DevSettings(tmp_path / "state", nodes=("dev-1", "dev-2"), web_port=18081)
+    repo, problems = load_directory(write(sample.files(settings), tmp_path / "repo"))
+    assert [p.format() for p in validate(repo, problems)] == []
+    topics = render(repo, commit="c" * 40).topics()
+    web = topics[T.desired_item("dev-1", "containers", "quickstart.web.0")]
+    assert web["image"] == "phrame-quickstart/busybox:1"
+    assert web["ports"] == [
+        {"host_ip": "127.0.0.1", "host_port": 18081, "container_port": 8080, "protocol": "tcp"}
+    ]
+    assert web["env"]["PAGE_TEXT"] == "Hello from Phrame"
+    assert "$PHRAME_COMMIT" in " ".join(web["command"])
+    assert web["depends_on"] == ["quickstart.cache.0"]
+    cache = topics[T.desired_item("dev-1", "containers", "quickstart.cache.0")]
+    assert cache["healthcheck"]["test"] == ["CMD", "test", "-f", "/tmp/ready"]
+    assert T.desired_item("dev-1", "networks", "quickstart.backend") in topics
+    ticker = topics[T.desired_item("dev-1", "processes", "quickstart.ticker.0")]
+    assert ticker["workdir"] == str(settings.workdir("dev-1"))
+    declared = topics[T.env_service("quickstart", "worker")]["declared"]
+    assert declared["replicas"] == 2 and declared["placement"] == {"labels": {"pool": "dev"}, "spread": True}
+    # worker has no node.json yet: placement decides, so nothing of it is rendered to a node
+    assert not any(".worker." in t for t in topics if "/nodes/" in t)
+
+
+def test_sample_uses_the_chosen_node_names_and_environment(tmp_path: Path):
+    settings = DevSettings(tmp_path, nodes=("e2e-1", "e2e-2", "e2e-3"), environment="e2e-x")
+    files = sample.files(settings)
+    assert sorted(f for f in files if f.startswith("nodes/")) == [
+        "nodes/e2e-1.yaml",
+        "nodes/e2e-2.yaml",
+        "nodes/e2e-3.yaml",
+    ]
+    assert "node: e2e-1" in files["environments/e2e-x/services/web.yaml"]
+    assert "name: e2e-x" in files["environments/e2e-x/environment.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"nodes": ("Dev_1",)}, "not a valid name"),
+        ({"nodes": ()}, "at least 1"),
+        ({"listen": "8080"}, "host:port"),
+    ],
+)
+def test_bad_options_are_refused_before_anything_starts(tmp_path: Path, kw, message):
+    with pytest.raises(DevError, match=message):
+        DevSettings(tmp_path, **kw)
+
+
+def test_a_taken_port_is_named_with_its_option(tmp_path: Path):
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        settings = DevSettings(tmp_path, listen=f"127.0.0.1:{port}", broker_port=1, web_port=2)
+        problems = taken_ports(settings, skip=(1, 2))
+    assert problems == [f"port {port} on 127.0.0.1 is already in use: --listen (config-sync)"]
+
+
+def test_settings_are_saved_for_down(tmp_path: Path):
+    settings = DevSettings(tmp_path, nodes=("a-1", "a-2"), broker_port=2000)
+    settings.save()
+    assert DevSettings.load(tmp_path) == settings
+    assert DevSettings.load(tmp_path / "nothing") is None
+
+
+def test_children_get_the_stack_settings_whatever_the_callers_environment(tmp_path: Path):
+    settings = DevSettings(tmp_path, nodes=("dev-1", "dev-2"), broker_port=2883, listen="127.0.0.1:9080")
+    caller = {
+        "PATH": "/bin",
+        "PHRAME_DESIRED_MQTT_URL": "mqtts://prod:8883",
+        "PHRAME_MQTT_PASSWORD_FILE": "/etc/prod",
+        "PHRAME_GIT_HOST": "gitlab",
+        "PHRAME_NODE_TIMEOUT_S": "3",
+    }
+    _which, children = build_children(settings, caller)
+    names = [c.name for c in children]
+    assert names == ["broker", "config-sync", "placement", "agent-dev-1", "agent-dev-2"]
+    by_name = {c.name: c for c in children}
+    sync = by_name["config-sync"].env
+    assert sync["PHRAME_DESIRED_MQTT_URL"] == "mqtt://127.0.0.1:2883"
+    assert "PHRAME_MQTT_PASSWORD_FILE" not in sync
+    assert (sync["PHRAME_GIT_HOST"], sync["PHRAME_REPO_URL"]) == ("local", str(settings.repo))
+    assert sync["PHRAME_LISTEN"] == "127.0.0.1:9080"
+    assert sync["PHRAME_WEBHOOK_SECRET_FILE"] == str(settings.secret_file)
+    assert by_name["placement"].env["PHRAME_NODE_TIMEOUT_S"] == "3"  # tuning passes through
+    assert by_name["placement"].env["PHRAME_PLACEMENT_INTERVAL_S"] == "2"
+    agent = by_name["agent-dev-2"].env
+    assert agent["PHRAME_NODE_NAME"] == "dev-2" and agent["PHRAME_SHARED_DAEMON"] == "true"
+    assert agent["PHRAME_STATE_DIR"] == str(settings.agent_state("dev-2"))
+
+
+def test_console_lines_for_statuses_and_placements():
+    sha = "0123456789abcdef" * 2 + "01234567"
+    status = f"2026-12-01 14:00:00,000 INFO config_sync.gitlab_api: status phrame/deploy of {sha}: success (converged on dev-1)"
+    assert event_line(status) == "phrame/deploy 0123456789ab: success (converged on dev-1)"
+    placed = f"x INFO placement.reconcile: environment quickstart: committed {sha} onto main: placement quickstart: 2 replica moves"
+    assert (
+        event_line(placed)
+        == "placement 0123456789ab on main (quickstart): placement quickstart: 2 replica moves"
+    )
+    assert event_line("INFO uvicorn: GET /readyz 200") is None
+
+
+def test_log_follower_returns_only_new_complete_lines(tmp_path: Path):
+    log = tmp_path / "x.log"
+    log.write_text("old\n")
+    follower = LogFollower(log)
+    with open(log, "a") as f:
+        f.write("one\ntw")
+    assert follower.lines() == ["one"]
+    with open(log, "a") as f:
+        f.write("o\n")
+    assert follower.lines() == ["two"]
+    assert follower.lines() == []
+
+
+def test_banner_names_the_clone_line_the_urls_and_three_things_to_try(tmp_path: Path):
+    settings = DevSettings(tmp_path, web_port=8081)
+    text = "\n".join(banner(settings, 3.2, has_docker=True))
+    assert f"git clone {tmp_path / 'config.git'} phrame-config" in text
+    assert "http://127.0.0.1:8080/status" in text and "curl http://127.0.0.1:8081/" in text
+    assert "git revert --no-edit HEAD HEAD~1 && git push" in text
+    assert "PHRAME_LISTEN" not in text  # default ports: every phrame command finds the stack
+    other = "\n".join(banner(DevSettings(tmp_path, broker_port=2883), 1, has_docker=False))
+    assert "PHRAME_DESIRED_MQTT_URL=mqtt://127.0.0.1:2883" in other and "(needs Docker)" in other
+
+
+class ExitedProcess:
+    """Stands in for a Popen whose child has already exited with ``code``."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+    def poll(self) -> int:
+        return self.code
+
+
+def test_a_crashing_child_is_restarted_with_doubling_backoff_unless_held(tmp_path: Path):
+    now = [100.0]
+    child = Child("placement", ["true"], {}, tmp_path, tmp_path, clock=lambda: now[0])
+    delays = []
+    for _ in range(7):
+        child.proc, child.restart_at = ExitedProcess(1), None  # type: ignore[assignment]
+        assert child.poll() == 1
+        delays.append(child.backoff)
+        assert not child.due_for_restart()
+        now[0] += child.backoff
+        assert child.due_for_restart()
+    assert delays == [1, 2, 4, 8, 16, 30, 30]
+    child.hold_file.touch()
+    assert not child.due_for_restart()  # a held child stays down (a lost node, on purpose)
