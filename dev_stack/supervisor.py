@@ -184,3 +184,4 @@ class DevStack:
 
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGHUP, on_signal)  # the terminal closed: stop as for Ctrl-C

@@ -9,7 +9,9 @@ stop, 2 for a usage problem (a taken port, a stack already running, bad options)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -47,8 +49,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--purge", action="store_true", help="with --down: remove the state folder too")
 
 
+_console = {"open": True}
+
+
 def say(line: str) -> None:
-    print(f"phrame dev: {line}" if line and not line.startswith(" ") else line, flush=True)
+    """One console line; a console that went away (``make up | tee`` and Ctrl-C, a closed
+    terminal) silences the rest, so stopping goes on instead of dying with the parts running."""
+    if not _console["open"]:
+        return
+    try:
+        print(f"phrame dev: {line}" if line and not line.startswith(" ") else line, flush=True)
+    except OSError:  # EPIPE, EIO
+        _console["open"] = False
+        with contextlib.suppress(OSError):
+            # stdout's buffer still holds the line: point fd 1 at /dev/null so flushing at exit
+            # cannot fail again
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
 
 
 def run(args: argparse.Namespace) -> int:

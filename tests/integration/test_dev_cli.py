@@ -90,3 +90,50 @@ def test_without_docker_the_stack_runs_processes_restarts_a_crash_and_stops_in_o
     ]
     prefix = f"nd{os.getpid()}"
     assert order == [f"agent-{prefix}-2", f"agent-{prefix}-1", "placement", "config-sync", "broker"], lines
+
+
+def test_a_closed_console_still_stops_every_part(tmp_path: Path):
+    # `make up | tee log` and Ctrl-C: tee dies first, so the supervisor's next line meets a
+    # closed pipe. It must go on stopping its parts rather than die and leave them running.
+    require_binary("mosquitto", "mosquitto")
+    state = tmp_path / "state"
+    argv = dev_argv(
+        state,
+        *("--node-prefix", f"nc{os.getpid()}", "--nodes", "1", "--broker-port", str(free_port())),
+        *("--listen", f"127.0.0.1:{free_port()}", "--web-port", str(free_port())),
+    )
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=clean_env(DOCKER_HOST=f"unix://{tmp_path}/none.sock"),
+    )
+    pids: dict[str, int] = {}
+    try:
+        assert proc.stdout is not None
+        seen = b""
+        deadline = time.monotonic() + 60
+        while b"ready in" not in seen:
+            assert time.monotonic() < deadline, seen.decode(errors="replace")
+            seen += proc.stdout.readline()
+        pids = {p.stem: int(p.read_text()) for p in (state / "run").glob("*.pid") if p.stem != "dev"}
+        assert {"broker", "config-sync", "placement"} <= set(pids), pids
+        proc.stdout.close()  # the console goes away
+        proc.send_signal(signal.SIGINT)
+        proc.wait(60)
+        alive = {name: pid for name, pid in pids.items() if _is_running(pid)}
+        assert not alive, f"left running after the console closed: {alive}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        subprocess.run(
+            dev_argv(state, "--down", "--purge"), capture_output=True, timeout=120, env=clean_env()
+        )
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
