@@ -1,8 +1,9 @@
 """Reading ``PHRAME_*`` settings and setting up logs, the same way in every service.
 
 Each service's ``settings.py`` builds its one settings object with :class:`EnvReader`;
-its ``__main__``/sub-command calls :func:`setup_logging`. Library code: it never reads
-the environment on import and never logs.
+its ``__main__``/sub-command calls :func:`setup_logging`, and an HTTP service serves
+through ``http_serving`` (limits) and reads bodies with ``http_body``. Library code: it
+never reads the environment on import; only the server it runs logs (once per condition).
 """
 
 from __future__ import annotations
