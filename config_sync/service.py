@@ -26,6 +26,7 @@ from phrame_mqtt import MqttClient, MqttError
 from schemas import Topics
 
 log = logging.getLogger(__name__)
+MAX_PENDING_REVIEWS = 100  # merge requests waiting for a review; each costs a fetch and a plan
 
 
 def make_reporter(settings: SyncSettings) -> Reporter:
@@ -78,7 +79,8 @@ class ConfigSync:
         self._stopping = False
         self.start_wait_s = 10.0
         self._start_error: MqttError | None = None
-        self._deferred_reviews: list[Route] = []
+        self.max_pending_reviews = MAX_PENDING_REVIEWS
+        self._deferred_reviews: dict[int, Route] = {}  # by iid: the latest event wins
 
     # -- lifecycle
     def start(self) -> None:
@@ -128,8 +130,8 @@ class ConfigSync:
         self.started_at = time.time()
         self.trigger_sync(self.settings.default_ref)
         with self._lock:
-            deferred, self._deferred_reviews = self._deferred_reviews, []
-        for route in deferred:
+            deferred, self._deferred_reviews = self._deferred_reviews, {}
+        for route in deferred.values():
             self.trigger_review(route)
 
     def stop(self) -> None:
@@ -154,14 +156,20 @@ class ConfigSync:
             self._ref_worker(ref).trigger(ref, lambda: self._sync(ref))
             return True
 
-    def trigger_review(self, route: Route) -> None:
+    def trigger_review(self, route: Route) -> bool:
+        """Queue a review of the merge request (its latest event wins); False when
+        ``max_pending_reviews`` other merge requests already wait (nothing queued)."""
         assert route.mr_iid is not None and route.source_branch and route.ref
         iid, source, target = route.mr_iid, route.source_branch, route.ref
         with self._lock:
             if self.started_at is None:  # its plan compares with what is published: not read yet
-                self._deferred_reviews.append(route)
-                return
-        self.queue.worker("reviews").trigger(f"mr:{iid}", lambda: self._review(iid, source, target))
+                deferred = self._deferred_reviews
+                if iid not in deferred and len(deferred) >= self.max_pending_reviews:
+                    return False
+                deferred[iid] = route
+                return True
+        job = lambda: self._review(iid, source, target)  # noqa: E731
+        return self.queue.worker("reviews").trigger(f"mr:{iid}", job, max_pending=self.max_pending_reviews)
 
     def _ref_worker(self, ref: str) -> Any:
         return self.queue.worker(f"ref:{ref}", poll=lambda: self._sync(ref))
@@ -230,6 +238,19 @@ class ConfigSync:
         ready = self.mqtt.is_connected and self.git.fetched_at is not None
         self.metrics.ready.set(1 if ready else 0)
         return ready
+
+    def public_status(self) -> dict[str, Any]:
+        """What anyone may see: per environment ok or failing and the commit (short)."""
+        environments = {}
+        for envs in self.syncer.envs_by_ref.values():
+            for env in envs:
+                state = self.publisher.sync_state(env) or {}
+                commit = state.get("commit")
+                environments[env] = {
+                    "ok": state.get("ok") if isinstance(state.get("ok"), bool) else None,
+                    "commit": commit[:12] if isinstance(commit, str) else None,
+                }
+        return {"environments": dict(sorted(environments.items())), "ready": self.is_ready()}
 
     def status(self) -> dict[str, Any]:
         environments = {}
