@@ -15,6 +15,7 @@ from pathlib import Path
 from config_repo.cache import ReadCache
 from config_repo.model import ConfigRepo, Document, Environment
 from config_repo.problems import Problem
+from config_repo.scalar_checks import printable_path
 from config_repo.sources import MAX_FILE_BYTES, DirectorySource, GitSource, NotAFile, Source
 from config_repo.yaml_reading import parse_json, parse_yaml
 
@@ -101,6 +102,11 @@ class _Reader:
         parts = path.split("/")
         if parts[-1] in DOC_FILES or parts[0] not in ("nodes", "environments"):
             return  # root-level files (CI config, docs) are not part of the layout
+        shown = printable_path(path)
+        if shown is not None:  # never a name, and printed or published as it is it would harm
+            msg = "file name is not UTF-8 text or holds a control character; rename it"
+            self.problem(shown, "unknown-file", msg)
+            return
         if parts[0] == "nodes":
             if len(parts) != 2:
                 self.problem(path, "unknown-file", "nodes/ holds only <node>.yaml files, no folders")

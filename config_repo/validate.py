@@ -36,6 +36,8 @@ def _message(error: ValidationError) -> tuple[list[Any], str]:
         if extra:
             known = ", ".join(sorted(allowed))
             return [*path, extra[0]], f"unknown key {extra[0]!r} (allowed: {known})"
+    if keyword == "format" and error.cause is not None:  # schemas.formats says why
+        return path, f"{error.instance!r} is not valid: {error.cause}"
     if keyword in ("oneOf", "anyOf", "pattern") and "description" in schema:
         return path, f"{error.instance!r} is not valid: {schema['description']}"
     if keyword == "propertyNames":

@@ -1,8 +1,10 @@
 """Parsing one YAML (or JSON) file into a Document, refusing the hazards first.
 
 Hazards are refused with a Problem, never a traceback: non-UTF-8 bytes, tab indentation,
-syntax errors, duplicate keys, nesting deeper than MAX_DEPTH, and alias/anchor expansion
-bombs (detected on the event stream, before anything is expanded).
+syntax errors, duplicate keys, nesting deeper than MAX_DEPTH, alias/anchor expansion
+bombs (detected on the event stream, before anything is expanded), and what
+``scalar_checks`` refuses (integers too long to convert, non-text keys, unencodable or
+control characters).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 import threading
 from typing import Any
 
@@ -27,6 +30,7 @@ from ruamel.yaml.reader import ReaderError
 
 from config_repo.model import Document
 from config_repo.problems import Problem
+from config_repo.scalar_checks import MAX_INT_DIGITS, CheckedConstructor, json_int, value_problems
 
 # An anchor may be reused, but the expanded document may not grow past this many nodes
 # more than it has written out: a few KiB of "billion laughs" would otherwise expand to GiB.
@@ -35,11 +39,13 @@ ALIAS_SLACK_NODES = 1000
 # Lists and mappings nest at most this deep (config files need < 10): the composer, the
 # constructor and plain() recurse, and a few hundred brackets would exhaust Python's stack.
 MAX_DEPTH = 64
+_BIG_ESCAPE = re.compile(r"\\U([0-9A-Fa-f]{8})")
 TOO_DEEP = f"nested too deeply: more than {MAX_DEPTH} levels of lists and mappings"
 
 
 def _yaml() -> YAML:
     y = YAML(typ="rt")
+    y.Constructor = CheckedConstructor
     y.allow_duplicate_keys = False
     y.max_depth = MAX_DEPTH  # checked by the composer, before anything is constructed
     return y
@@ -172,7 +178,16 @@ def _unreadable(file: str, text: str, e: ReaderError) -> Problem:
     line = text.count("\n", 0, pos) + 1
     col = pos - (text.rfind("\n", 0, pos) + 1) + 1
     msg = f"character U+{ord(text[pos]) if pos < len(text) else 0:04X} is not allowed in YAML"
-    return Problem(file, line, col, "yaml-syntax", f"{msg}; remove it or write it as an escape")
+    return Problem(file, line, col, "yaml-syntax", f"{msg} (nor as an escape); remove it")
+
+
+def _unmarked(file: str, text: str, e: Exception) -> Problem:
+    """An error the scanner raised with no place: an escape past U+10FFFF is the one known
+    (ruamel calls ``chr()`` on it), so point at the first such escape."""
+    beyond = next((m for m in _BIG_ESCAPE.finditer(text) if int(m.group(1), 16) > 0x10FFFF), None)
+    pos = beyond.start() if beyond else 0
+    line, col = text.count("\n", 0, pos) + 1, pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return Problem(file, line, col, "yaml-syntax", f"cannot read: {e}; no character is above U+10FFFF")
 
 
 def parse_yaml(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
@@ -188,7 +203,8 @@ def parse_yaml(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
             if bomb:
                 return None, [bomb]
         tree = _load(text)
-        return Document(file, plain(tree), tree), []
+        doc = Document(file, plain(tree), tree)
+        return doc, value_problems(doc, tree, syntax_rule="yaml-syntax")
     except MaxDepthExceededError as e:
         return None, [_too_deep(file, e, "yaml-syntax")]
     except MarkedYAMLError as e:
@@ -200,6 +216,8 @@ def parse_yaml(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
         return None, [Problem(file, 1, 1, "yaml-syntax", str(e).replace("\n", " "))]
     except RecursionError:  # a nesting the checks above missed: still no traceback
         return None, [_too_deep(file, None, "yaml-syntax")]
+    except (ValueError, LookupError, TypeError, OverflowError) as e:  # the scanner's, unmarked
+        return None, [_unmarked(file, text, e)]
 
 
 def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
@@ -209,9 +227,11 @@ def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     too_deep = False
     data = None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=json_int)
     except json.JSONDecodeError as e:
         return None, [Problem(file, e.lineno, e.colno, "json-syntax", e.msg)]
+    except ValueError as e:  # an integer too long: the YAML reading below knows where it is
+        return None, [_placed(file, text, str(e))]
     except RecursionError:
         too_deep = True
     too_deep = too_deep or _deeper_than(data, MAX_DEPTH)
@@ -223,11 +243,25 @@ def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     except MarkedYAMLError as e:
         if "duplicate key" in str(e.problem) and not too_deep:
             return None, [_marked(file, e, "yaml-duplicate-key")]
-    except (YAMLError, RecursionError):
-        tree = None
+    except (YAMLError, RecursionError, ValueError, LookupError, TypeError, OverflowError):
+        tree = None  # json.loads read it: positions are lost, nothing else
     if too_deep:  # and YAML gave no position for it
         return None, [_too_deep(file, None, "json-syntax")]
-    return Document(file, data, tree), []
+    doc = Document(file, data, tree)
+    return doc, value_problems(doc, data, syntax_rule="json-syntax")
+
+
+def _placed(file: str, text: str, message: str) -> Problem:
+    """``message`` at the place the YAML reader stops (it refuses the same integer)."""
+    try:
+        _load(text.replace("\t", " "))
+    except MarkedYAMLError as e:
+        mark = e.problem_mark
+        if mark is not None and f"at most {MAX_INT_DIGITS} digits" in str(e.problem):
+            return Problem(file, mark.line + 1, mark.column + 1, "json-syntax", message)
+    except (YAMLError, RecursionError):
+        pass
+    return Problem(file, 1, 1, "json-syntax", message)
 
 
 def _deeper_than(data: Any, limit: int) -> bool:

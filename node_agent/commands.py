@@ -58,8 +58,11 @@ class RestartCommands:
         return errors
 
     def _restart(self, item_id: str) -> None:
-        c = {c.name: c for c in self.docker.list_containers()}.get(item_id)
-        if c is None or c.labels.get(NODE) != self.node:
+        # by labels, not by name: with PHRAME_SHARED_DAEMON the name also carries the node
+        mine = [c for c in self.docker.list_containers() if c.labels.get(NODE) == self.node]
+        found = sorted((c for c in mine if c.item_id == item_id), key=lambda c: c.state != "running")
+        c = found[0] if found else None
+        if c is None:
             log.warning("refused restart of %s: not a managed container of %s", item_id, self.node)
             return
         if is_own_container(c, self.own_container_id):

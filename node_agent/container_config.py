@@ -105,8 +105,9 @@ class CreateParams:
     healthcheck: dict[str, Any] | None
 
 
-def create_params(spec: Spec, node: str) -> CreateParams:
-    name = spec["name"]
+def create_params(spec: Spec, node: str, *, name: str | None = None) -> CreateParams:
+    """``name`` is the Docker name (``naming.container_name``), by default the item id."""
+    name = name or spec["name"]
     exposed: list[tuple[int, str]] = []
     bindings: dict[str, list[tuple[str, int | None]]] = {}
     for p in spec.get("ports") or ():

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,13 +19,13 @@ import docker
 import docker.errors
 import requests
 import tenacity
-from docker.types import IPAMConfig, IPAMPool
 from docker.utils import parse_repository_tag
 
-from node_agent.container_config import create_params, managed_labels
+from node_agent.container_config import create_params
+from node_agent.docker_networks import NetworkCalls
 from node_agent.docker_refs import auth_for, detect_own_container_id, observed_container, root_upperdir
 from node_agent.errors import DockerError, NameConflict, NotFound
-from node_agent.models import MANAGED, NETWORK, NODE, ObservedContainer, ObservedNetwork, Spec
+from node_agent.models import MANAGED, NODE, ObservedContainer, Spec
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,7 +48,7 @@ def _convert(what: str, e: Exception) -> DockerError:
     return DockerError(f"{what}: {e}")
 
 
-class DockerPort:
+class DockerPort(NetworkCalls):
     """Docker for one node. ``calls`` counts API calls by name (used by the benchmarks)."""
 
     def __init__(
@@ -104,14 +104,36 @@ class DockerPort:
         )
         return [observed_container(r) for r in rows]
 
-    def list_networks(self) -> list[ObservedNetwork]:
-        """Every managed network on this daemon (any node: names may be shared): one API call."""
-        rows = self._call("list networks", self.api.networks, filters={"label": [f"{MANAGED}=true"]})
-        return [ObservedNetwork(r["Id"], r["Name"], r.get("Labels") or {}) for r in rows]
-
     def inspect_container(self, name: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call(f"inspect {name}", self.api.inspect_container, name)
         return result
+
+    def settle(self, ids: Iterable[str], *, timeout: float = 2.0, poll: float = 0.02) -> None:
+        """Wait until the container list agrees that these containers stopped.
+
+        Docker sends ``die`` (and ``destroy``) before its list, which every pass reads,
+        stops saying ``running`` (tens of ms; inspect is right at once). A pass run in
+        between would find nothing to do and report a dead container running until the
+        next resync. A container inspect calls running again (Docker restarted it by its
+        restart policy) or gone is settled too. Bounded: a pass runs after ``timeout``.
+        """
+        pending = set(ids)
+        deadline = time.monotonic() + timeout
+        while pending:
+            rows = self._call("list containers", self.api.containers, all=True, filters={"id": list(pending)})
+            listed = {r["Id"]: r.get("State") for r in rows}
+            for cid in list(pending):
+                if listed.get(cid, "gone") != "running" or self._really_running(cid):
+                    pending.discard(cid)
+            if not pending or time.monotonic() > deadline or self._cancelled.wait(poll):
+                return
+
+    def _really_running(self, cid: str) -> bool:
+        try:
+            state = self.inspect_container(cid).get("State") or {}
+        except NotFound:
+            return False
+        return bool(state.get("Running")) and not state.get("Restarting")
 
     def find_own_container(self, proc: Path = Path("/proc/self")) -> str | None:
         """The managed container this process runs in, if any (called once, at start-up).
@@ -155,9 +177,10 @@ class DockerPort:
         self._call(f"pull {image}", pull)
 
     # -- containers
-    def create_container(self, spec: Spec) -> str:
-        """Create and start the container of ``spec``; its name must be free."""
-        p = create_params(spec, self.node)
+    def create_container(self, spec: Spec, *, name: str | None = None) -> str:
+        """Create and start the container of ``spec`` as ``name`` (default: the item id),
+        which must be free."""
+        p = create_params(spec, self.node, name=name)
         api = self.api
         net_config = None
         if p.networks:
@@ -239,30 +262,6 @@ class DockerPort:
                 raise DockerError(f"{name} not ready after {timeout:.0f}s (health {health})")
             if self._cancelled.wait(poll):
                 raise DockerError(f"{name}: not waiting for it to be ready, the agent is stopping")
-
-    # -- networks
-    def create_network(self, spec: Spec) -> None:
-        labels = managed_labels(spec, self.node)
-        labels[NETWORK] = spec["network"]
-        ipam = None
-        if spec.get("subnet"):
-            ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=spec["subnet"])])
-        self._call(
-            f"create network {spec['name']}",
-            self.api.create_network,
-            spec["name"],
-            driver=spec.get("driver") or "bridge",
-            internal=bool(spec.get("internal")),
-            labels=labels,
-            ipam=ipam,
-            check_duplicate=True,
-        )
-
-    def remove_network(self, ref: str) -> None:
-        try:
-            self._call(f"remove network {ref}", self.api.remove_network, ref)
-        except NotFound:
-            return
 
     # -- events
     def events(self) -> Iterator[dict[str, Any]]:

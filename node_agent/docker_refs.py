@@ -117,4 +117,8 @@ def observed_container(row: dict[str, Any]) -> ObservedContainer:
         image_id=row.get("ImageID"),
         health=health.group(1).replace("health: ", "") if health else None,
         exit_code=int(exited.group(1)) if exited else None,
+        networks={
+            str(name): str((endpoint or {}).get("NetworkID") or "")
+            for name, endpoint in ((row.get("NetworkSettings") or {}).get("Networks") or {}).items()
+        },
     )

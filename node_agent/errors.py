@@ -32,6 +32,10 @@ class NameConflict(DockerError):
     """The name is taken by an object the agent does not manage; it is never touched."""
 
 
+class NetworkInUse(DockerError):
+    """Docker refused to remove a network that still has endpoints: it is left for later."""
+
+
 class SpecError(AgentError):
     """A desired spec cannot be turned into a Docker object (e.g. unreadable env file)."""
 

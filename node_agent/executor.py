@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
-from node_agent.errors import AgentError
+from node_agent.errors import AgentError, NetworkInUse
 from node_agent.models import Action, Op, Outcome, Plan, Spec
 from node_agent.plan import dependency_levels
 
@@ -25,7 +25,7 @@ _ITEM_OPS = (*_CONTAINER_OPS, Op.START_PROCESS, Op.RESTART_PROCESS)
 
 class ContainerRuntime(Protocol):
     def ensure_image(self, image: str, *, always: bool = False) -> None: ...
-    def create_container(self, spec: Spec) -> str: ...
+    def create_container(self, spec: Spec, *, name: str | None = None) -> str: ...
     def start(self, ref: str, *, name: str | None = None) -> None: ...
     def remove_container(self, ref: str) -> None: ...
     def wait_ready(self, name: str, *, timeout: float = 120.0, poll: float = 0.2) -> None: ...
@@ -68,19 +68,26 @@ class Executor:
                     results[outcome.action] = outcome
 
             run(by_op[Op.CREATE_NETWORK], lambda a: self.docker.create_network(_spec(a)))
+            run(by_op[Op.REMOVE_DUPLICATE_NETWORK], self._remove_network)
             run(by_op[Op.PULL_IMAGE], lambda a: self.docker.ensure_image(a.target, always=a.always))
             failed_images = {a.target: results[a].error for a in by_op[Op.PULL_IMAGE] if results[a].error}
             items = [a for a in plan.actions if a.op in _ITEM_OPS]
             for level in dependency_levels(items):
-                run(level, lambda a: self._item(a, results, failed_images, containers))
-            run(by_op[Op.REMOVE], lambda a: self.docker.remove_container(a.target))
+                run(level, lambda a: self._item(a, results, failed_images, containers, plan.names))
+            run(by_op[Op.REMOVE], lambda a: self.docker.remove_container(a.ref or a.target))
             run(by_op[Op.STOP_PROCESS], lambda a: self._process_runtime().stop(a.target))
-            run(by_op[Op.REMOVE_NETWORK], lambda a: self.docker.remove_network(a.target))
+            run(by_op[Op.REMOVE_NETWORK], self._remove_network)
         outcomes = [results[a] for a in plan.actions]
         for o in outcomes:
             if o.error:
                 log.warning("%s failed: %s", o.action.describe(), o.error)
         return outcomes
+
+    def _remove_network(self, action: Action) -> None:
+        try:
+            self.docker.remove_network(action.ref or action.target)
+        except NetworkInUse as e:  # a container joined since the list: not ours to break
+            log.info("network %s left for now: %s", action.target, e)
 
     def _process_runtime(self) -> ProcessRuntime:
         if self.processes is None:
@@ -93,6 +100,7 @@ class Executor:
         results: dict[Action, Outcome],
         failed_images: dict[str, str | None],
         containers: Collection[str],
+        names: Mapping[str, str],
     ) -> None:
         spec = _spec(action)
         done = {a.target: o for a, o in results.items() if a.op in _ITEM_OPS}
@@ -104,18 +112,18 @@ class Executor:
             # may be starting or unhealthy. One inspect when it is ready.
             if dep in containers or (outcome is not None and outcome.action.op in _CONTAINER_OPS):
                 try:
-                    self.docker.wait_ready(dep, timeout=self.ready_timeout)
+                    self.docker.wait_ready(names.get(dep, dep), timeout=self.ready_timeout)
                 except AgentError as e:
                     raise AgentError(f"dependency {dep} is not ready: {e}") from e
         if action.op in (Op.CREATE, Op.RECREATE) and spec["image"] in failed_images:
             raise AgentError(f"image {spec['image']}: {failed_images[spec['image']]}")
         if action.op is Op.CREATE:
-            self.docker.create_container(spec)
+            self.docker.create_container(spec, name=action.name)
         elif action.op is Op.RECREATE:
-            self.docker.remove_container(action.target)
-            self.docker.create_container(spec)
+            self.docker.remove_container(action.ref or action.target)
+            self.docker.create_container(spec, name=action.name)
         elif action.op is Op.START:
-            self.docker.start(action.target)
+            self.docker.start(action.ref or action.target, name=action.target)
         elif action.op is Op.START_PROCESS:
             self._process_runtime().start(spec)
         elif action.op is Op.RESTART_PROCESS:

@@ -18,9 +18,9 @@ from typing import Any
 from node_agent.commands import RestartCommands
 from node_agent.desired import DesiredStore
 from node_agent.docker_port import DockerPort
-from node_agent.errors import AgentError
-from node_agent.models import NODE, ObservedProcess
-from node_agent.plan import wanted
+from node_agent.errors import AgentError, DockerError
+from node_agent.handover import wanted
+from node_agent.models import NODE, ObservedProcess, Op
 from node_agent.processes import Supervisor
 from node_agent.reconcile import Reconciler
 from node_agent.reporting import Reporter
@@ -53,6 +53,7 @@ class Agent:
             supervisor=supervisor,
             parallelism=settings.parallelism,
             own_container_id=own_container_id,
+            shared_daemon=settings.shared_daemon,
         )
         self.supervisor = supervisor
         self.stop_event = threading.Event()
@@ -62,11 +63,14 @@ class Agent:
         self._connected = False
         self.commands = RestartCommands(self.topics, self.node, docker, own_container_id)
         self._events: Any = None
+        self._stopped: set[str] = set()  # containers a die/destroy event named, for the next pass
+        self._stopped_lock = threading.Lock()
         self._heartbeats: threading.Thread | None = None
         self.applied: tuple[int, str] | None = None
         self.passes = 0
         self._processes: dict[str, ObservedProcess] = {}
         self._counts: dict[str, int] = {}
+        self._check_soon = False  # the last pass waits on something another agent finishes
         base = f"phrame-agent-{self.node}"
         self.actual_client = MqttClient(
             actual_mqtt, base + "-actual", will=self._will(), on_connect=self._on_actual_connect
@@ -106,7 +110,10 @@ class Agent:
         while not self.stop_event.is_set():
             try:
                 self._events = self.docker.events()
-                for _event in self._events:
+                for event in self._events:
+                    if event.get("Action") in ("die", "destroy") and event.get("id"):
+                        with self._stopped_lock:
+                            self._stopped.add(str(event["id"]))
                     self._trigger.set()
                 backoff = 1.0
             except Exception as e:  # the daemon restarted or the stream broke
@@ -176,6 +183,8 @@ class Agent:
             at = min(at, max(retry, now + 0.1))
         if any(p.state == "running" and not p.is_stable for p in self._processes.values()):
             at = min(at, now + 1.0)  # a handover counts consecutive checks: check soon
+        if self._check_soon:  # e.g. another node's duplicate network: no event says it is gone
+            at = min(at, now + 1.0)
         return at
 
     def run_pass(self) -> None:
@@ -204,8 +213,20 @@ class Agent:
             except MqttError as e:
                 log.warning("node %s: cannot read back its reports (%s); republishing all", self.node, e)
         restart_errors = self.commands.run()
+        with self._stopped_lock:
+            stopped, self._stopped = self._stopped, set()
+        if stopped:  # the list lags the event: read it once it agrees (a killed one is restarted now)
+            try:
+                self.docker.settle(stopped)
+            except DockerError as e:  # the pass below meets the same outage and reports it
+                log.debug("node %s: cannot wait for stopped containers: %s", self.node, e)
         desired = self.store.snapshot()
         result = self.reconciler.run_pass(desired)
+        # a pending change, or a network just created (a rival one may appear after it), is
+        # looked at again soon: no Docker event would bring the pass that finishes it
+        self._check_soon = bool(result.plan.pending) or any(
+            o.action.op is Op.CREATE_NETWORK for o in result.outcomes
+        )
         actual = self.reconciler.observe() if result.outcomes else result.actual
         self._processes = dict(actual.processes)
         mine = [c for c in actual.containers.values() if c.labels.get(NODE) == self.node]
@@ -220,6 +241,7 @@ class Agent:
         if converged and desired.manifest is not None:
             self.applied = (desired.manifest.generation, desired.manifest.commit)
         item_errors = {o.action.target: o.error for o in result.outcomes if o.error}
+        self.reporter.refresh([*stopped, *(o.action.ref for o in result.outcomes if o.action.ref)])
         try:
             # a container handed over to its process is no item to report as missing
             self.reporter.report_items(wanted(desired, actual), actual, item_errors)

@@ -86,6 +86,8 @@ class ObservedContainer:
     image_id: str | None = None
     health: str | None = None  # starting | healthy | unhealthy | None (no healthcheck)
     exit_code: int | None = None
+    # network name -> id it is attached to ("" until the container first started)
+    networks: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def digest(self) -> str | None:
@@ -95,12 +97,20 @@ class ObservedContainer:
     def is_managed(self) -> bool:
         return self.labels.get(MANAGED) == "true"
 
+    @property
+    def item_id(self) -> str | None:
+        """``<env>.<service>.<replica>`` from its labels (never from its name, which may
+        carry the node: ``PHRAME_SHARED_DAEMON``); None when a label is missing."""
+        parts = [self.labels.get(k) for k in (ENVIRONMENT, SERVICE, REPLICA)]
+        return ".".join(p for p in parts if p) if all(parts) else None
+
 
 @dataclass(frozen=True)
 class ObservedNetwork:
     id: str
     name: str
     labels: Mapping[str, str] = field(default_factory=dict)
+    created: str = ""  # Docker's RFC 3339 time: orders same-named networks (``networks.py``)
 
     @property
     def digest(self) -> str | None:
@@ -123,12 +133,15 @@ class ObservedProcess:
 @dataclass(frozen=True)
 class ActualState:
     containers: Mapping[str, ObservedContainer] = field(default_factory=dict)  # by name
-    networks: Mapping[str, ObservedNetwork] = field(default_factory=dict)
+    networks: Mapping[str, ObservedNetwork] = field(default_factory=dict)  # by name: the winner
     processes: Mapping[str, ObservedProcess] = field(default_factory=dict)
+    # same-named managed networks that lost to the one in ``networks`` (a creation race)
+    duplicate_networks: tuple[ObservedNetwork, ...] = ()
 
 
 class Op(StrEnum):
     CREATE_NETWORK = "create_network"
+    REMOVE_DUPLICATE_NETWORK = "remove_duplicate_network"  # before containers start on the name
     PULL_IMAGE = "pull_image"
     CREATE = "create"  # create + start
     START = "start"
@@ -148,6 +161,8 @@ class Action:
     spec: Spec | None = field(default=None, compare=False, repr=False)
     depends_on: tuple[str, ...] = ()
     always: bool = False  # PULL_IMAGE: pull even when present
+    ref: str | None = None  # the Docker object acted on (container or network id), if it exists
+    name: str | None = field(default=None, compare=False)  # CREATE, RECREATE: the container's name
 
     def describe(self) -> str:
         return f"{self.op.value} {self.target}" + (f" ({self.reason})" if self.reason else "")
@@ -160,6 +175,10 @@ class Plan:
     # changes deliberately left for a later pass (a replaced container kept until its
     # process is stable): the node is not converged while any is pending
     pending: tuple[str, ...] = ()
+    # things deliberately left alone that do not stop convergence (said once, at info)
+    notes: tuple[str, ...] = ()
+    # item id -> Docker name of this node's desired containers (dependency waits)
+    names: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:

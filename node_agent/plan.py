@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+from node_agent.handover import replaced_by, wanted
 from node_agent.models import (
-    ENVIRONMENT,
     NODE,
-    SERVICE,
     Action,
     ActualState,
     DesiredState,
@@ -23,6 +22,8 @@ from node_agent.models import (
     Plan,
     Spec,
 )
+from node_agent.naming import container_name, is_phrame_name, name_held
+from node_agent.networks import network_actions
 from schemas import Topics
 
 _NEEDS_START = ("created", "exited")
@@ -35,68 +36,95 @@ def compute_plan(
     *,
     node: str,
     own_container_id: str | None = None,
+    shared_daemon: bool = False,
 ) -> Plan:
-    """Return the actions that close the gap between ``desired`` and ``actual`` for ``node``."""
+    """Return the actions that close the gap between ``desired`` and ``actual`` for ``node``.
+
+    This node's containers are found by their labels; ``shared_daemon`` only decides the
+    name a new container gets (``naming.container_name``).
+    """
     complete = desired.is_complete  # on what was received: a handed-over container stays listed
     desired = wanted(desired, actual)
     errors: list[str] = []
     actual = _without_bad_names(actual, node, errors)
-    mine = {n: c for n, c in actual.containers.items() if c.labels.get(NODE) == node}
-    foreign = {n: c for n, c in actual.containers.items() if n not in mine}
-
-    networks = [
-        Action(Op.CREATE_NETWORK, name, "absent", spec)
-        for name, spec in sorted(desired.networks.items())
-        if name not in actual.networks
-    ]
-    for name, spec in sorted(desired.networks.items()):
-        seen_net = actual.networks.get(name)
-        if seen_net is None or seen_net.labels.get(NODE) != node:
-            continue  # absent, or another node's on a shared daemon: present, never ours to change
-        if seen_net.digest not in (None, spec["digest"]):
-            # Recreating a network means detaching every container on it: left to a person.
-            errors.append(
-                f"network {name}: its spec changed; networks are not recreated automatically "
-                "- remove it (its containers are then recreated) to apply the change"
-            )
+    mine, extra = _mine(actual, node, shared_daemon)
+    on_duplicate = {n.id for n in actual.duplicate_networks}
     items: list[Action] = []
-    for name, spec in sorted(desired.containers.items()):
-        if name in foreign:
-            other = foreign[name].labels.get(NODE) or "?"
-            errors.append(
-                f"container {name}: the name is taken by node {other}'s container; "
-                "not touched (fix the placement)"
-            )
+    names: dict[str, str] = {}
+    for item, spec in sorted(desired.containers.items()):
+        name = container_name(item, node, shared_daemon=shared_daemon)
+        seen = mine.get(item)
+        holder = actual.containers.get(name)
+        if seen is None and holder is not None:
+            other = holder.labels.get(NODE) or "?"
+            errors.append(name_held(item, name, other, shared_daemon=shared_daemon))
             continue
-        action = _container_action(name, spec, mine.get(name), own_container_id, errors)
+        names[item] = seen.name if seen is not None else name
+        action = _container_action(item, spec, seen, name, own_container_id, errors, on_duplicate)
         if action is not None:
             items.append(action)
+            names[item] = name if action.op in (Op.CREATE, Op.RECREATE) else names[item]
     for pid, spec in sorted(desired.processes.items()):
-        seen = actual.processes.get(pid)
+        seen_proc = actual.processes.get(pid)
         deps = tuple(spec.get("depends_on") or ())
-        if seen is None:
+        if seen_proc is None:
             items.append(Action(Op.START_PROCESS, pid, "absent", spec, deps))
-        elif seen.digest != spec["digest"]:
+        elif seen_proc.digest != spec["digest"]:
             items.append(Action(Op.RESTART_PROCESS, pid, "digest changed", spec, deps))
 
     pulls = _pulls(a for a in items if a.op in (Op.CREATE, Op.RECREATE))
     pending: list[str] = []
-    removals = _removals(desired, actual, mine, own_container_id, pending, node, complete)
+    removals = _removals(desired, actual, mine, extra, own_container_id, pending, complete)
+    leaving = [a.ref for a in (*items, *removals) if a.op in (Op.REMOVE, Op.RECREATE) and a.ref]
+    nets = network_actions(desired, actual, node=node, complete=complete, leaving=leaving)
     return Plan(
-        actions=(*networks, *pulls, *order_by_dependencies(items), *removals),
-        errors=tuple(errors),
-        pending=tuple(pending),
+        actions=(
+            *[a for a in nets.actions if a.op in (Op.CREATE_NETWORK, Op.REMOVE_DUPLICATE_NETWORK)],
+            *pulls,
+            *order_by_dependencies(items),
+            *removals,
+            *[a for a in nets.actions if a.op is Op.REMOVE_NETWORK],
+        ),
+        errors=tuple(errors + nets.errors),
+        pending=tuple(pending + nets.pending),
+        notes=tuple(nets.notes),
+        names=names,
     )
 
 
-def _without_bad_names(actual: ActualState, node: str, errors: list[str]) -> ActualState:
-    """Drop (and name in ``errors``) this node's managed objects whose name is no item id.
+def _mine(
+    actual: ActualState, node: str, shared_daemon: bool
+) -> tuple[dict[str, ObservedContainer], list[ObservedContainer]]:
+    """This node's containers by item id (from their labels), and any second container of
+    one item (e.g. left from before ``PHRAME_SHARED_DAEMON`` changed): the one with the
+    current name, else a running one, else the first by name is the item's."""
+    by_item: dict[str, list[ObservedContainer]] = {}
+    for c in actual.containers.values():
+        if c.labels.get(NODE) == node and c.item_id is not None:
+            by_item.setdefault(c.item_id, []).append(c)
+    mine: dict[str, ObservedContainer] = {}
+    extra: list[ObservedContainer] = []
+    for item, found in by_item.items():
+        name = container_name(item, node, shared_daemon=shared_daemon)
+        found.sort(key=lambda c: (c.name != name, c.state != "running", c.name))
+        mine[item] = found[0]
+        extra += found[1:]
+    return mine, extra
 
-    Phrame never creates such names, so the object was labelled by hand: never touched.
-    """
+
+def _without_bad_names(actual: ActualState, node: str, errors: list[str]) -> ActualState:
+    """Drop (and name in ``errors``) this node's managed objects that phrame did not name:
+    a container whose labels give no item id or whose name is not one phrame gives it, a
+    network whose name is no item id. They were labelled by hand: never touched."""
     bad = {
-        kind: sorted(n for n, o in objects.items() if o.labels.get(NODE) == node and not _is_item_id(n))
-        for kind, objects in (("container", actual.containers), ("network", actual.networks))
+        "container": sorted(
+            n
+            for n, c in actual.containers.items()
+            if c.labels.get(NODE) == node and not (is_phrame_name(c, node) and _is_item_id(c.item_id or ""))
+        ),
+        "network": sorted(
+            n for n, o in actual.networks.items() if o.labels.get(NODE) == node and not _is_item_id(n)
+        ),
     }
     if not bad["container"] and not bad["network"]:
         return actual
@@ -123,25 +151,30 @@ def is_own_container(container: ObservedContainer, own_id: str | None) -> bool:
 
 
 def _container_action(
-    name: str,
+    item: str,
     spec: Spec,
     seen: ObservedContainer | None,
+    name: str,
     own_id: str | None,
     errors: list[str],
+    on_duplicate: set[str],
 ) -> Action | None:
     deps = tuple(spec.get("depends_on") or ())
     if seen is None:
-        return Action(Op.CREATE, name, "absent", spec, deps)
+        return Action(Op.CREATE, item, "absent", spec, deps, name=name)
     if own_id and is_own_container(seen, own_id):
         if seen.digest != spec["digest"]:
-            errors.append(f"container {name} is the agent itself; it never recreates itself")
+            errors.append(f"container {item} is the agent itself; it never recreates itself")
         return None
     if seen.digest != spec["digest"]:
-        return Action(Op.RECREATE, name, f"digest {seen.digest} -> {spec['digest']}", spec, deps)
+        reason = f"digest {seen.digest} -> {spec['digest']}"
+        return Action(Op.RECREATE, item, reason, spec, deps, ref=seen.id, name=name)
     if seen.state == "dead":
-        return Action(Op.RECREATE, name, "dead", spec, deps)
+        return Action(Op.RECREATE, item, "dead", spec, deps, ref=seen.id, name=name)
+    if on_duplicate & set(seen.networks.values()):  # the duplicate's creator waits for it to leave
+        return Action(Op.RECREATE, item, "on a duplicate network", spec, deps, ref=seen.id, name=name)
     if seen.state in _NEEDS_START:
-        return Action(Op.START, name, seen.state, spec, deps)
+        return Action(Op.START, item, seen.state, spec, deps, ref=seen.id)
     return None
 
 
@@ -157,94 +190,41 @@ def _pulls(actions: Iterable[Action]) -> list[Action]:
     ]
 
 
-def wanted(desired: DesiredState, actual: ActualState) -> DesiredState:
-    """What the planner converges to: the effective desired state without the containers
-    handed over to a stable process (``replaces``).
-
-    Config-sync keeps publishing a replaced container (its service still exists); it is
-    desired as usual - created, kept, repaired - until the process that replaces it is
-    stable, and not desired while that lasts. Should the process stop being stable (it
-    exited, restarts), the container is desired again, so the node is never left with
-    neither. The reconciler and the loop use this too (dependencies, reports).
-    """
-    desired = desired.effective()  # with a manifest, an item it does not list is not desired
-    targets = [(n, s.get("environment"), s.get("service")) for n, s in desired.containers.items()]
-    handed = {
-        name
-        for name, pid in _replacements(desired, targets).items()
-        if (proc := actual.processes.get(pid)) is not None and proc.is_stable
-    }
-    if not handed:
-        return desired
-    return replace(desired, containers={n: s for n, s in desired.containers.items() if n not in handed})
-
-
-def replaced_by(desired: DesiredState, containers: Iterable[ObservedContainer]) -> dict[str, str]:
-    """Container name -> id of the desired process that replaces it (``replaces``)."""
-    targets = [(c.name, c.labels.get(ENVIRONMENT), c.labels.get(SERVICE)) for c in containers]
-    return _replacements(desired, targets)
-
-
-def _replacements(
-    desired: DesiredState, targets: Iterable[tuple[str, str | None, str | None]]
-) -> dict[str, str]:
-    """Of (name, environment, service) ``targets``: name -> id of the process replacing it.
-
-    An entry of ``replaces`` with a dot is an item id (what render publishes); without
-    one it names a container service of the process's environment.
-    """
-    out: dict[str, str] = {}
-    targets = list(targets)
-    for pid, spec in desired.processes.items():
-        env = spec["environment"]
-        for entry in spec.get("replaces") or ():
-            for name, c_env, c_service in targets:
-                if "." in entry:
-                    hit = name == entry or name.startswith(entry + ".")
-                else:
-                    hit = c_env == env and c_service == entry
-                if hit:
-                    out[name] = pid
-    return out
-
-
 def _removals(
     desired: DesiredState,
     actual: ActualState,
     mine: Mapping[str, ObservedContainer],
+    extra: list[ObservedContainer],
     own_id: str | None,
     pending: list[str],
-    node: str,
     complete: bool,
 ) -> list[Action]:
     replaced = replaced_by(desired, mine.values())
     out: list[Action] = []
-    for name, c in sorted(mine.items()):
+    for item, c in sorted(mine.items()):
         if is_own_container(c, own_id):
             continue
-        if name in replaced:
-            proc = actual.processes.get(replaced[name])
+        if item in replaced:
+            proc = actual.processes.get(replaced[item])
             # Until the process is stable both exist (the container is kept, even repaired): no gap.
             if proc is not None and proc.is_stable:
-                out.append(Action(Op.REMOVE, name, f"replaced by process {replaced[name]}"))
+                out.append(Action(Op.REMOVE, item, f"replaced by process {replaced[item]}", ref=c.id))
             else:
-                pending.append(f"container {name} waits for process {replaced[name]} to stay up")
-        elif name in desired.containers:
+                pending.append(f"container {item} waits for process {replaced[item]} to stay up")
+        elif item in desired.containers:
             continue
-        elif complete and not desired.in_manifest("containers", name):
-            out.append(Action(Op.REMOVE, name, "not in the complete manifest"))
+        elif complete and not desired.in_manifest("containers", item):
+            out.append(Action(Op.REMOVE, item, "not in the complete manifest", ref=c.id))
     if complete:
+        out += [
+            Action(Op.REMOVE, c.item_id or c.name, f"a second container of the item ({c.name})", ref=c.id)
+            for c in sorted(extra, key=lambda c: c.name)
+            if not is_own_container(c, own_id)
+        ]
         out += [
             Action(Op.STOP_PROCESS, pid, "not in the complete manifest")
             for pid in sorted(actual.processes)
             if pid not in desired.processes and not desired.in_manifest("processes", pid)
-        ]
-        out += [
-            Action(Op.REMOVE_NETWORK, name, "not in the complete manifest")
-            for name, net in sorted(actual.networks.items())
-            if net.labels.get(NODE) == node
-            and name not in desired.networks
-            and not desired.in_manifest("networks", name)
         ]
     return out
 

@@ -13,8 +13,10 @@ from typing import Any, Protocol
 
 from node_agent.docker_port import DockerPort
 from node_agent.executor import Executor
+from node_agent.handover import wanted
 from node_agent.models import ActualState, DesiredState, ObservedProcess, Outcome, Plan, Spec
-from node_agent.plan import compute_plan, wanted
+from node_agent.networks import split_duplicates
+from node_agent.plan import compute_plan
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +60,11 @@ class Reconciler:
         parallelism: int = 4,
         own_container_id: str | None = None,
         ready_timeout: float = 120.0,
+        shared_daemon: bool = False,
     ) -> None:
         self.node = node
+        self.shared_daemon = shared_daemon  # container names carry the node (naming.py)
+        self._said: set[str] = set()  # notes already logged
         self.docker = docker
         self.supervisor = supervisor
         self.own_container_id = own_container_id
@@ -68,15 +73,24 @@ class Reconciler:
     def observe(self) -> ActualState:
         """Two Docker list calls (containers, networks) and a local process check."""
         containers = {c.name: c for c in self.docker.list_containers()}
-        networks = {n.name: n for n in self.docker.list_networks()}
+        networks, duplicates = split_duplicates(self.docker.list_networks())
         processes = self.supervisor.check() if self.supervisor else {}
-        return ActualState(containers, networks, processes)
+        return ActualState(containers, networks, processes, duplicates)
 
     def run_pass(self, desired: DesiredState, *, dry_run: bool = False) -> PassResult:
         actual = self.observe()
-        plan = compute_plan(desired, actual, node=self.node, own_container_id=self.own_container_id)
+        plan = compute_plan(
+            desired,
+            actual,
+            node=self.node,
+            own_container_id=self.own_container_id,
+            shared_daemon=self.shared_daemon,
+        )
         for error in plan.errors:
             log.warning("node %s: %s", self.node, error)
+        for note in set(plan.notes) - self._said:  # once while it lasts, not every pass
+            log.info("node %s: %s", self.node, note)
+        self._said = set(plan.notes)
         if dry_run:
             outcomes: tuple[Outcome, ...] = ()
         else:  # dependants wait for every desired container of this node, not only changed ones

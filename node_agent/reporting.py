@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -121,23 +121,36 @@ class Reporter:
 
     def _details_of(self, c: ObservedContainer) -> Mapping[str, Any] | None:
         key = (c.id, c.state, c.health)  # inspect again only when the container changed
-        cached = self._details.get(c.name)
+        cached = self._details.get(c.id)
         if cached and cached[0] == key:
             return cached[1]
         try:
             details = self.inspect(c.id)
         except Exception:  # vanished meanwhile: the next pass reports it
             return None
-        self._details[c.name] = (key, details)
+        self._details[c.id] = (key, details)
         return details
 
+    def refresh(self, container_ids: Iterable[str]) -> None:
+        """Inspect these containers again at the next report: they stopped or were started
+        (a restart keeps the id, the state and the health the cache is keyed by)."""
+        for cid in container_ids:
+            self._details.pop(cid, None)
+
     def report_items(self, desired: DesiredState, actual: ActualState, errors: Mapping[str, str]) -> int:
-        """Publish changed item payloads and clear vanished ones; return how many were sent."""
+        """Publish changed item payloads and clear vanished ones; return how many were sent.
+
+        A container is this node's item by its labels (node, and the item id they give),
+        whatever its Docker name (``PHRAME_SHARED_DAEMON`` adds the node to it)."""
         wanted: dict[str, dict[str, Any]] = {}
         self.skipped = []
-        for name, c in actual.containers.items():
-            if c.labels.get(NODE) == self.node and (topic := self._item_topic("containers", name)):
-                wanted[topic] = container_payload(c, self._details_of(c), errors.get(name))
+        # running first: should one item have two containers, the live one is reported
+        for c in sorted(actual.containers.values(), key=lambda c: (c.state != "running", c.name)):
+            if c.labels.get(NODE) != self.node:
+                continue
+            topic = self._item_topic("containers", c.item_id or c.name)
+            if topic and topic not in wanted:
+                wanted[topic] = container_payload(c, self._details_of(c), errors.get(c.item_id or c.name))
         for name, net in actual.networks.items():
             ours = net.labels.get(NODE) == self.node or name in desired.networks  # shared daemon
             if ours and (topic := self._item_topic("networks", name)):
@@ -148,7 +161,7 @@ class Reporter:
             for item_id, spec in desired.kind(kind).items():
                 topic = self.topics.actual_item(self.node, kind, item_id)
                 wanted.setdefault(topic, missing_payload(spec, errors.get(item_id)))
-        for gone in set(self._details) - set(actual.containers):
+        for gone in set(self._details) - {c.id for c in actual.containers.values()}:
             del self._details[gone]
         sent = sum(self._send(t, "actual-item", doc) for t, doc in sorted(wanted.items()))
         prefix = self.topics.actual_node(self.node) + "/"

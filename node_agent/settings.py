@@ -31,6 +31,9 @@ class AgentSettings:
     debounce_s: float = 0.2
     max_payload_bytes: int = 1024 * 1024
     stop_timeout_s: int = 10
+    # several nodes' agents share this Docker daemon (the dev stack, tests): container names
+    # carry the node (naming.py), so a replica moved off a dead node can start at once
+    shared_daemon: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
@@ -55,6 +58,7 @@ class AgentSettings:
             debounce_s=r.number("PHRAME_DEBOUNCE_S", 0.2),
             stop_timeout_s=r.integer("PHRAME_STOP_TIMEOUT_S", 10),
             max_payload_bytes=r.integer("PHRAME_MAX_PAYLOAD_BYTES", 1024 * 1024, minimum=1024),
+            shared_daemon=r.flag("PHRAME_SHARED_DAEMON", False),
         )
 
     @property

@@ -128,6 +128,7 @@ def _run_once(settings: AgentSettings, args: argparse.Namespace) -> int:
         supervisor=supervisor,
         parallelism=settings.parallelism,
         own_container_id=docker.find_own_container(),
+        shared_daemon=settings.shared_daemon,
     )
     desired = store.snapshot()
     start = time.monotonic()

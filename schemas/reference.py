@@ -108,8 +108,8 @@ def _code(value: Any) -> str:
 
 
 def _allowed(node: dict[str, Any], doc: str, meaning: str | None = None) -> str:
-    """Constraints in words; a long pattern is replaced by the schema's own description
-    (or, when that is the row's ``meaning`` already, a pointer to it)."""
+    """Constraints in words; a long pattern or a ``format`` is replaced by the schema's own
+    description (or, when that is the row's ``meaning`` already, a pointer to it)."""
     if node.get("description") != meaning:
         meaning = None
     if "oneOf" in node or "anyOf" in node:
@@ -133,10 +133,11 @@ def _allowed(node: dict[str, Any], doc: str, meaning: str | None = None) -> str:
     if node.get("uniqueItems"):
         out.append("no duplicates")
     pattern = node.get("pattern")
-    if pattern and (len(pattern) <= _LONG_PATTERN or "description" not in node):
-        out.append(_code(pattern))
-    elif pattern:
+    in_words = "format" in node or (pattern and len(pattern) > _LONG_PATTERN)
+    if in_words and "description" in node:  # a format, or a long pattern: the schema's words
         out.append(node["description"] if meaning is None else "text of the form given at right")
+    elif pattern:
+        out.append(_code(pattern))
     keys = node.get("propertyNames", {})
     if isinstance(keys, dict) and keys.get("pattern"):
         out.append("keys " + _code(keys["pattern"]))

@@ -14,6 +14,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
+from schemas.formats import CHECKER
+
 _BASE = "https://phrame.io/schemas/"
 
 SCHEMA_NAMES = tuple(
@@ -52,8 +54,9 @@ def _registry() -> Registry:
 
 @cache
 def validator(name: str) -> Draft202012Validator:
-    """A compiled validator for schema ``name`` with cross-file ``$ref`` resolved."""
-    return Draft202012Validator(schema(name), registry=_registry())
+    """A compiled validator for schema ``name`` with cross-file ``$ref`` resolved and the
+    ``format`` keywords of :mod:`schemas.formats` checked."""
+    return Draft202012Validator(schema(name), registry=_registry(), format_checker=CHECKER)
 
 
 def pointer(path: Any) -> str:

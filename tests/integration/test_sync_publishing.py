@@ -275,3 +275,41 @@ def test_an_idle_poll_logs_nothing_at_info_and_a_change_does(
         assert service.syncer.sync_ref("main").messages
     info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     assert any(m.startswith("published main at ") for m in info), info
+
+
+@pytest.mark.parametrize(
+    ("files", "rule"),
+    [
+        ({"nodes/core-01.yaml": "name: core-01\nlabels:\n  rack: " + "9" * 5000 + "\n"}, "yaml-syntax"),
+        ({"environments/studio-a/services/egress.yaml": "EGRESS"}, "yaml-encoding"),
+        ({"environments/studio-a/node.json": "HUGE"}, "json-syntax"),
+    ],
+    ids=["huge-integer", "lone-surrogate", "huge-integer-in-node-json"],
+)
+def test_hostile_commit_publishes_only_its_errors_and_the_next_one_deploys(
+    remote: ConfigRemote, service: ConfigSync, mosquitto: Mosquitto, files: dict[str, str], rule: str
+) -> None:
+    """Issue 10, items 4 and 5: such a commit used to raise out of the pass at every poll
+    (no status, nothing published, the ref stuck on the old commit)."""
+    egress = remote.work_path / "environments/studio-a/services/egress.yaml"
+    node_json = remote.work_path / "environments/studio-a/node.json"
+    hostile = {
+        "EGRESS": egress.read_text().replace("description: Programme", 'description: "\\ud800" #'),
+        "HUGE": node_json.read_text().replace('"core-01"', "1" + "0" * 5000, 1),
+    }
+    files = {name: hostile.get(text, text) for name, text in files.items()}
+    with reader(mosquitto.url) as client:
+        before = desired_on_broker(client)
+    bad = remote.commit("hostile", files=files)
+    outcome = service.syncer.sync_ref("main")
+    assert not outcome.ok
+    assert [t for t, _ in outcome.messages] == [SYNC]
+    assert [(e["file"], e["rule"]) for e in outcome.errors] == [(next(iter(files)), rule)]
+    assert outcome.errors == validate_cli(remote.bare_path, bad)
+    status = service.reporter.snapshot()["statuses"][-1]
+    assert (status["sha"], status["state"]) == (bad, "failed")
+    with reader(mosquitto.url) as client:
+        assert without_sync(desired_on_broker(client)) == without_sync(before)
+    fixed = remote.commit("fix", copy_from=SAMPLE)
+    assert service.syncer.sync_ref("main").ok
+    assert service.reporter.snapshot()["statuses"][-1]["sha"] == fixed

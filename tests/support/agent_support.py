@@ -21,7 +21,7 @@ import docker
 import docker.errors
 
 from node_agent.docker_port import DockerPort
-from node_agent.models import DesiredState, Manifest
+from node_agent.models import ENVIRONMENT, REPLICA, SERVICE, DesiredState, Manifest
 from node_agent.reconcile import Reconciler
 from phrame_mqtt import MqttClient, MqttSettings
 from schemas import Topics, check_payload, digest
@@ -86,6 +86,13 @@ def process(
     }
     spec.update(kw)
     return _finish(spec, "desired-process", commit)
+
+
+def item_labels(item_id: str) -> dict[str, str]:
+    """The labels that identify a container of ``item_id`` (``<env>.<service>.<replica>``),
+    as the agent sets them: for building observed containers in unit tests."""
+    env, service, replica = item_id.split(".")
+    return {ENVIRONMENT: env, SERVICE: service, REPLICA: replica}
 
 
 def kind_of(spec: dict[str, Any]) -> str:
@@ -190,6 +197,42 @@ class AgentEnv:
         )
         env.update(extra)
         return env
+
+
+class RecordingPort(DockerPort):
+    """The real :class:`DockerPort`, noting which node's object each changing call acted on
+    (looked up by its labels just before the call), so a test can assert that an agent
+    never touched another node's containers or networks."""
+
+    _CONTAINER_CALLS = ("start", "restart", "stop", "kill", "remove_container")
+    _NETWORK_CALLS = ("remove_network", "disconnect_container_from_network")
+
+    def __init__(self, node: str, **kw: Any) -> None:
+        super().__init__(node, **kw)
+        self.touched: list[tuple[str, str, str | None]] = []  # (call, object name, its node)
+        self._touch_lock = threading.Lock()
+
+    def _call(self, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
+        name = getattr(fn, "__name__", "")
+        if args and name in (*self._CONTAINER_CALLS, *self._NETWORK_CALLS):
+            self._note(name, str(args[0]), container=name in self._CONTAINER_CALLS)
+        if name == "connect_container_to_network" and args:
+            self._note(name, str(args[0]), container=True)
+        return super()._call(what, fn, *args, **kw)
+
+    def _note(self, call: str, ref: str, *, container: bool) -> None:
+        try:
+            attrs = (self.api.inspect_container if container else self.api.inspect_network)(ref)
+        except docker.errors.NotFound:
+            return  # already gone: nobody's object
+        labels = (attrs.get("Config") or {}).get("Labels") if container else attrs.get("Labels")
+        name = str(attrs.get("Name") or ref).lstrip("/")
+        with self._touch_lock:
+            self.touched.append((call, name, (labels or {}).get("io.phrame.node")))
+
+    def assert_only_touched_own(self) -> None:
+        foreign = [t for t in self.touched if t[2] != self.node]
+        assert not foreign, f"node {self.node} acted on objects that are not its own: {foreign}"
 
 
 class ActualWatcher:

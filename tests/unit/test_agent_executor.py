@@ -38,8 +38,8 @@ class RecordingRuntime:
     def ensure_image(self, image: str, *, always: bool = False) -> None:
         self._do("pull", image)
 
-    def create_container(self, s: Any) -> str:
-        self._do("create", s["name"])
+    def create_container(self, s: Any, *, name: str | None = None) -> str:
+        self._do("create", name or s["name"])
         return "id"
 
     def start(self, ref: str, *, name: str | None = None) -> None:
@@ -102,7 +102,10 @@ def test_a_dependency_left_alone_by_this_pass_is_still_waited_for():
     api = spec.container("e", "api", depends_on=["e.db.0", "e.job.0"])
     job = spec.process("e", "job", ["sleep", "1"])
     seen_db = ObservedContainer(
-        "id-db", "e.db.0", "running", {MANAGED: "true", NODE: "a", DIGEST: db["digest"]}
+        "id-db",
+        "e.db.0",
+        "running",
+        {MANAGED: "true", NODE: "a", DIGEST: db["digest"], **spec.item_labels("e.db.0")},
     )
     seen_job = ObservedProcess("e.job.0", pid=3, state="running", digest=job["digest"])
     d = spec.desired([db, api, job])

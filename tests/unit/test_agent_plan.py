@@ -6,10 +6,8 @@ from typing import Any
 
 from node_agent.models import (
     DIGEST,
-    ENVIRONMENT,
     MANAGED,
     NODE,
-    SERVICE,
     ActualState,
     ObservedContainer,
     ObservedNetwork,
@@ -17,7 +15,7 @@ from node_agent.models import (
     Op,
 )
 from node_agent.plan import compute_plan, dependency_levels
-from tests.support.agent_support import container, desired, network, process
+from tests.support.agent_support import container, desired, item_labels, network, process
 
 NODE_A = "node-a"
 
@@ -25,8 +23,7 @@ NODE_A = "node-a"
 def seen(spec: dict[str, Any] | str, state: str = "running", *, node: str = NODE_A, **kw: Any):
     name = spec if isinstance(spec, str) else spec["name"]
     dig = kw.pop("digest", None if isinstance(spec, str) else spec["digest"])
-    env, service = name.split(".")[:2]
-    labels = {MANAGED: "true", NODE: node, ENVIRONMENT: env, SERVICE: service}
+    labels = {MANAGED: "true", NODE: node, **item_labels(name)}
     if dig:
         labels[DIGEST] = dig
     return ObservedContainer(id=kw.pop("id", "c0ffee" + name), name=name, state=state, labels=labels)

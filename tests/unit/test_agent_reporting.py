@@ -23,7 +23,7 @@ class RecordingPublisher:
 
 
 def container(name: str, state: str = "running", node: str = "a") -> ObservedContainer:
-    labels = {MANAGED: "true", NODE: node, DIGEST: "sha256:" + "1" * 64}
+    labels = {MANAGED: "true", NODE: node, DIGEST: "sha256:" + "1" * 64, **spec.item_labels(name)}
     return ObservedContainer(id="id-" + name, name=name, state=state, labels=labels, image="i:1")
 
 

@@ -117,7 +117,8 @@ def test_readme_examples_validate(tmp_path: Path) -> None:
 
 def test_pattern_errors_quote_the_description(tmp_path: Path) -> None:
     """The validator words a pattern error with the schema's description, so the words
-    added for the reference are also what a user sees for a malformed value."""
+    added for the reference are also what a user sees for a malformed value; a ``format``
+    error gives the check's own reason."""
     files = {
         "nodes/n1.yaml": "name: n1\n",
         "environments/lab/environment.yaml": "name: lab\n",
@@ -129,10 +130,10 @@ def test_pattern_errors_quote_the_description(tmp_path: Path) -> None:
         (tmp_path / path).write_text(body, "utf-8")
     repo, read = load_directory(tmp_path)
     messages = {p.file.rsplit("/", 1)[-1]: p.message for p in validate(repo, read)}
-    assert messages["web.yaml"].startswith("'my app:1' is not valid: image to run, without spaces")
-    assert (
-        messages["net.yaml"]
-        == "'10.0.0.0' is not valid: IPv4 subnet in CIDR form, such as `10.77.0.0/24`; absent: Docker chooses one"
+    assert messages["web.yaml"].startswith("'my app:1' is not valid: a Docker image reference")
+    # a format check (schemas.formats) says why in its own words
+    assert messages["net.yaml"] == (
+        "'10.0.0.0' is not valid: a subnet needs a prefix length after '/', such as 10.77.0.0/24"
     )
 
 
