@@ -65,8 +65,10 @@ class GitRepo:
         """Bring every branch (and MR head) up to date, pruning deleted ones."""
         with self._lock:
             try:
-                repo = self._open()
-                with repo.git.custom_environment(**remote_env(self._token, self._ca_file)):
+                with (
+                    self._open() as repo,
+                    repo.git.custom_environment(**remote_env(self._token, self._ca_file)),
+                ):
                     repo.git.fetch(
                         "--prune", "--quiet", "origin", *REFSPECS, kill_after_timeout=self.timeout_s
                     )
@@ -87,14 +89,17 @@ class GitRepo:
         if branch.startswith("refs/tags/"):
             raise GitError(f"{branch}: tags are never tracked")
         try:
-            return str(git.Repo(self.path).commit(f"refs/remotes/origin/{branch}").hexsha)
+            # closed at once: an open Repo keeps a `git cat-file` process until garbage collection
+            with git.Repo(self.path) as repo:
+                return str(repo.commit(f"refs/remotes/origin/{branch}").hexsha)
         except (git.GitError, BadName, BadObject, ValueError, OSError) as e:
             raise GitError(f"branch {branch!r} not found in {self.url}: {_short(e)}") from e
 
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of two fetched commits; ``None`` for unrelated histories."""
         try:
-            out = git.Repo(self.path).git.merge_base(a, b)
+            with git.Repo(self.path) as repo:
+                out = repo.git.merge_base(a, b)
         except git.GitCommandError as e:
             if e.status == 1:  # git's answer for "no common ancestor"
                 return None
