@@ -20,6 +20,7 @@ from config_sync.metrics import Metrics
 from config_sync.publishing import Outcome, Publisher, PublishError
 from config_sync.queue import WorkQueue
 from config_sync.settings import SyncSettings
+from config_sync.status_views import full_view, public_view
 from config_sync.syncing import Syncer
 from config_sync.webhooks import Route
 from phrame_mqtt import MqttClient, MqttError
@@ -240,44 +241,9 @@ class ConfigSync:
         return ready
 
     def public_status(self) -> dict[str, Any]:
-        """What anyone may see: per environment ok or failing and the commit (short)."""
-        environments = {}
-        for envs in self.syncer.envs_by_ref.values():
-            for env in envs:
-                state = self.publisher.sync_state(env) or {}
-                commit = state.get("commit")
-                environments[env] = {
-                    "ok": state.get("ok") if isinstance(state.get("ok"), bool) else None,
-                    "commit": commit[:12] if isinstance(commit, str) else None,
-                }
-        return {"environments": dict(sorted(environments.items())), "ready": self.is_ready()}
+        """What anyone may see (``/status`` without a token)."""
+        return public_view(self)
 
     def status(self) -> dict[str, Any]:
-        environments = {}
-        for ref, envs in sorted(self.syncer.envs_by_ref.items()):
-            for env in sorted(envs):
-                environments[env] = {"ref": ref, "sync": self.publisher.sync_state(env)}
-        last = {
-            ref: {
-                "commit": o.commit,
-                "ok": o.ok,
-                "errors": o.errors,
-                "messages": len(o.messages),
-                "changed_nodes": o.changed_nodes,
-            }
-            for ref, o in sorted(self.syncer.last.items())
-        }
-        workers = {
-            name: {"runs": w.runs, "failures": w.failures, "last_error": w.last_error, "queued": w.queued}
-            for name, w in sorted(self.queue.workers.items())
-        }
-        return {
-            "git_host": self.settings.git_host,
-            "tracked_refs": sorted(self.syncer.tracked),
-            "environments": environments,
-            "last_sync": last,
-            "workers": workers,
-            "deploys": {ref: d.commit for ref, d in self.deployer.active.items()},
-            "reports": self.reporter.snapshot(),
-            "ready": self.is_ready(),
-        }
+        """Everything (``/status`` with the token)."""
+        return full_view(self)
