@@ -26,6 +26,7 @@ from tests.support.mosquitto import Mosquitto
 from tests.support.services import wait_until
 
 BODY_TIMEOUT_S = 1.0
+HEADER_TIMEOUT_S = 2.0
 AUTH = {"Authorization": f"Bearer {SECRET}"}
 
 
@@ -33,7 +34,7 @@ AUTH = {"Authorization": f"Bearer {SECRET}"}
 def hostile(tmp_path: Path, mosquitto: Mosquitto) -> Iterator[Running]:
     remote = ConfigRemote(tmp_path)
     remote.commit("sample", copy_from=SAMPLE)
-    limits = HttpLimits(body_timeout_s=BODY_TIMEOUT_S, header_timeout_s=5.0)
+    limits = HttpLimits(body_timeout_s=BODY_TIMEOUT_S, header_timeout_s=HEADER_TIMEOUT_S)
     settings = settings_for(
         remote, tmp_path / "state", mosquitto.url, webhook_secret=SECRET, poll_s=3600, http=limits
     )
@@ -145,6 +146,32 @@ def test_a_client_hanging_up_mid_body_logs_one_line_and_no_traceback(hostile: Ru
     text = stream.getvalue()
     assert "Traceback" not in text and "Exception in ASGI" not in text, text
     assert text.count("hung up") == 1, text
+
+
+def test_a_kept_alive_connection_trickling_its_next_head_is_closed(hostile: Running) -> None:
+    """uvicorn's keep-alive timer restarts on every byte; the head deadline does not."""
+    port = int(hostile.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = b""
+        while b'"ok"' not in first:
+            chunk = s.recv(4096)
+            assert chunk, "closed before answering"
+            first += chunk
+        s.sendall(b"GET /healthz HTTP/1.1\r\n")
+        s.settimeout(0.3)
+        started = time.monotonic()
+        closed = False
+        while not closed and time.monotonic() - started < HEADER_TIMEOUT_S + 4:
+            try:
+                s.sendall(b"X")  # one byte of a header line every 0.3 s, never the blank line
+                closed = s.recv(4096) == b""
+            except TimeoutError:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+    assert closed, "a trickled request head kept the connection open"
+    assert time.monotonic() - started < HEADER_TIMEOUT_S + 4
 
 
 def test_status_is_minimal_without_the_token_and_complete_with_it(hostile: Running) -> None:
