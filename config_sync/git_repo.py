@@ -117,7 +117,11 @@ class GitRepo:
 
     def load(self, sha: str, *, cache: ReadCache | None = None) -> tuple[ConfigRepo, list[Problem]]:
         """The repository's tree at ``sha`` (read from objects, no checkout)."""
-        return load(GitSource(self.path, sha), cache=cache)
+        source = GitSource(self.path, sha)
+        try:
+            return load(source, cache=cache)  # reads every file it needs before returning
+        finally:
+            source.repo.close()  # its git cat-file processes end now, not at garbage collection
 
 
 def _timed_out(e: BaseException) -> bool:
