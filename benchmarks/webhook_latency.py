@@ -139,12 +139,13 @@ def main() -> int:
             path = "/webhooks/gitlab"
             asyncio.run(load(port, path, body, headers, WARMUP))
             time.sleep(1.0)  # let the warm-up's sync finish
-            runs_before = httpx.get(f"{base}/status").json()["workers"]["ref:main"]["runs"]
+            auth = {"Authorization": f"Bearer {SECRET}"}  # the full /status needs the token
+            runs_before = httpx.get(f"{base}/status", headers=auth).json()["workers"]["ref:main"]["runs"]
             started = time.perf_counter()
             latencies, codes = asyncio.run(load(port, path, body, headers, REQUESTS))
             wall = time.perf_counter() - started
             time.sleep(1.5)  # debounce + the sync it triggers
-            status = httpx.get(f"{base}/status").json()
+            status = httpx.get(f"{base}/status", headers=auth).json()
             syncs = status["workers"]["ref:main"]["runs"] - runs_before
             healthy = httpx.get(f"{base}/healthz").status_code == 200
     finally:

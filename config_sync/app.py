@@ -2,12 +2,15 @@
 
 Handlers only check, deduplicate, route and queue; they never wait on git or MQTT, so
 GitLab gets its answer in milliseconds (it disables a hook after 4 failures in a row).
-An accepted event is never answered 5xx: the poll catches anything a trigger missed.
+Bad input is a 4xx that says why, never a 5xx; an accepted event is never answered 5xx
+either: the poll catches anything a trigger missed. Served by ``phrame_settings.http_serving``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import threading
 from collections import OrderedDict
@@ -22,60 +25,82 @@ from starlette.routing import Route as HttpRoute
 from config_sync.metrics import CONTENT_TYPE
 from config_sync.service import ConfigSync
 from config_sync.webhooks import MalformedEvent, delivery_key, is_token_valid, parse_body, route
+from phrame_settings.http_body import BodyTimeout, BodyTooLarge, ClientGone, read_body
+from phrame_settings.logs import ConditionLog
 
 log = logging.getLogger(__name__)
-SEEN_KEYS = 10_000
-
-
-class _TooLarge(Exception):
-    pass
+SEEN_KEYS = 10_000  # x 32-byte digests: about 2 MB at most, whatever the keys' length
 
 
 class Deliveries:
-    """Keys of recent deliveries (GitLab resends the same ``Idempotency-Key`` on retries)."""
+    """Keys of recent deliveries (GitLab resends the same ``Idempotency-Key`` on retries),
+    kept as fixed-size digests so that long keys cannot grow the memory."""
 
     def __init__(self, size: int = SEEN_KEYS) -> None:
-        self._keys: OrderedDict[str, None] = OrderedDict()
+        self._keys: OrderedDict[bytes, None] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _digest(key: str) -> bytes:
+        return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
+
     def is_new(self, key: str) -> bool:
+        digest = self._digest(key)
         with self._lock:
-            if key in self._keys:
+            if digest in self._keys:
                 return False
-            self._keys[key] = None
+            self._keys[digest] = None
             if len(self._keys) > self._size:
                 self._keys.popitem(last=False)
             return True
 
+    def forget(self, key: str) -> None:
+        """The delivery was not taken after all: its retry must get through."""
+        with self._lock:
+            self._keys.pop(self._digest(key), None)
 
-async def _read_limited(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _TooLarge
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise _TooLarge
-    return bytes(body)
+
+class AsciiJSONResponse(JSONResponse):
+    """Escapes non-ASCII: an echoed field can never fail to encode (a lone surrogate)."""
+
+    def render(self, content: object) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 def _answer(service: ConfigSync, result: str, status: int, **extra: object) -> JSONResponse:
     service.metrics.webhooks.labels(result).inc()
-    return JSONResponse({"status": result, **extra}, status_code=status)
+    headers = {"Connection": "close"} if status == 408 else None  # the rest of the body may still come
+    return AsciiJSONResponse({"status": result, **extra}, status_code=status, headers=headers)
 
 
 def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlette:
     settings = service.settings
+    settings.require_webhook_auth()
+    insecure = settings.webhook_secret is None  # and explicitly allowed, or the line above raised
+    if insecure:
+        log.warning(
+            "INSECURE: PHRAME_INSECURE_NO_WEBHOOK_SECRET is set and there is no webhook secret: "
+            "anyone who reaches %s can trigger syncs and read the full /status; development only",
+            settings.listen,
+        )
     seen = Deliveries()
+    notes = ConditionLog(log)
 
     def token_ok(request: Request) -> bool:
+        if insecure:
+            return True
         given = request.headers.get("x-gitlab-token")
         auth = request.headers.get("authorization", "")
         if given is None and auth.lower().startswith("bearer "):
             given = auth[7:].strip()
         return is_token_valid(settings.webhook_secret, given)
+
+    def dropped(iid: int | None) -> Response:
+        pending = service.max_pending_reviews
+        notes.note("reviews-full", "review queue full (%d merge requests): dropping reviews", pending)
+        reason = f"review queue full ({pending} merge requests pending); !{iid} is reviewed at its next event"
+        return _answer(service, "dropped", 200, mr=iid, reason=reason)
 
     async def webhook(request: Request) -> Response:
         if not token_ok(request):
@@ -83,22 +108,32 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media != "application/json":
             return _answer(service, "unsupported", 415, error="Content-Type must be application/json")
+        limit, timeout_s = settings.max_body_bytes, settings.http.body_timeout_s
         try:
-            raw = await _read_limited(request, settings.max_body_bytes)
+            raw = await read_body(request, limit=limit, timeout_s=timeout_s)
             body = parse_body(raw)
             key = delivery_key(request.headers, raw)
             decided = route(request.headers.get("x-gitlab-event"), body, service.tracked)
-        except _TooLarge:
-            return _answer(service, "too-large", 413, error=f"body over {settings.max_body_bytes} bytes")
+        except BodyTooLarge:
+            return _answer(service, "too-large", 413, error=f"body over {limit} bytes")
+        except BodyTimeout:
+            notes.note("body-timeout", "webhook: a body was not complete within %g s (408)", timeout_s)
+            return _answer(service, "timeout", 408, error=f"body not complete within {timeout_s:g} s")
+        except ClientGone:
+            notes.note("hung-up", "webhook: a client hung up before its body was complete")
+            return _answer(service, "disconnected", 400, error="client hung up")  # nobody reads it
         except MalformedEvent as e:
             return _answer(service, "malformed", 400, error=str(e))
+        # stored only now that the event is readable and routed: a retry of a refused one gets in
         if not seen.is_new(key):
             return _answer(service, "duplicate", 200, reason="delivery already seen")
         try:
             if decided.action == "sync" and decided.ref and service.trigger_sync(decided.ref):
                 return _answer(service, "queued", 202, ref=decided.ref, reason=decided.reason)
             if decided.action == "review":
-                service.trigger_review(decided)
+                if not service.trigger_review(decided):
+                    seen.forget(key)
+                    return dropped(decided.mr_iid)
                 return _answer(
                     service, "queued", 202, ref=decided.ref, mr=decided.mr_iid, reason=decided.reason
                 )
@@ -109,12 +144,12 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
 
     async def manual_sync(request: Request) -> Response:
         if not token_ok(request):
-            return JSONResponse({"error": "token does not match"}, status_code=401)
+            return AsciiJSONResponse({"error": "token does not match"}, status_code=401)
         ref = request.query_params.get("ref")
         refs = [ref] if ref else sorted(service.tracked)
         queued = [r for r in refs if service.trigger_sync(r)]
         if not queued:
-            return JSONResponse({"error": f"ref {ref!r} is not tracked"}, status_code=404)
+            return AsciiJSONResponse({"error": f"ref {ref!r} is not tracked"}, status_code=404)
         return JSONResponse({"status": "queued", "refs": queued}, status_code=202)
 
     async def healthz(_: Request) -> Response:
@@ -127,8 +162,11 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         ready = service.is_ready()
         return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
 
-    async def status(_: Request) -> Response:
-        return JSONResponse(service.status())
+    async def status(request: Request) -> Response:
+        # the full view names git command lines, errors and merge requests: token holders only
+        if token_ok(request):
+            return AsciiJSONResponse(service.status())
+        return AsciiJSONResponse(service.public_status())
 
     async def metrics(_: Request) -> Response:
         service.is_ready()

@@ -72,8 +72,10 @@ class GitRepo:
         """Bring every branch (and MR head) up to date, pruning deleted ones."""
         with self._lock:
             try:
-                repo = self._open()
-                with repo.git.custom_environment(**self.remote.env()):
+                with (
+                    self._open() as repo,
+                    repo.git.custom_environment(**self.remote.env()),
+                ):
                     repo.git.fetch(
                         "--prune", "--quiet", "origin", *REFSPECS, kill_after_timeout=self.timeout_s
                     )
@@ -93,14 +95,17 @@ class GitRepo:
         if branch.startswith("refs/tags/"):
             raise GitError(f"{branch}: tags are never tracked")
         try:
-            return str(git.Repo(self.path).commit(f"refs/remotes/origin/{branch}").hexsha)
+            # closed at once: an open Repo keeps a `git cat-file` process until garbage collection
+            with git.Repo(self.path) as repo:
+                return str(repo.commit(f"refs/remotes/origin/{branch}").hexsha)
         except (git.GitError, BadName, BadObject, ValueError, OSError) as e:
             raise GitError(f"branch {branch!r} not found in {self.url}: {self._why(e)}") from e
 
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of two fetched commits; ``None`` for unrelated histories."""
         try:
-            out = git.Repo(self.path).git.merge_base(a, b)
+            with git.Repo(self.path) as repo:
+                out = repo.git.merge_base(a, b)
         except git.GitCommandError as e:
             if e.status == 1:  # git's answer for "no common ancestor"
                 return None
@@ -122,7 +127,11 @@ class GitRepo:
 
     def load(self, sha: str, *, cache: ReadCache | None = None) -> tuple[ConfigRepo, list[Problem]]:
         """The repository's tree at ``sha`` (read from objects, no checkout)."""
-        return load(GitSource(self.path, sha), cache=cache)
+        source = GitSource(self.path, sha)
+        try:
+            return load(source, cache=cache)  # reads every file it needs before returning
+        finally:
+            source.repo.close()  # its git cat-file processes end now, not at garbage collection
 
 
 def _timed_out(e: BaseException) -> bool:

@@ -3,8 +3,10 @@
 The app only calls :meth:`Worker.trigger` and returns. A worker runs one job at a time;
 any number of triggers for a key while a job runs leaves exactly one more run of that
 key, which re-reads the current head (level-triggered, DESIGN §5); ``debounce_s`` holds
-a new trigger that long so a burst coalesces even before the first run. A failed job is
-logged and counted; the worker never dies. ``poll_s`` re-runs the poll job when idle.
+a new trigger that long so a burst coalesces even before the first run; ``max_pending``
+bounds the distinct keys waiting (a new key beyond it is refused, a pending one still
+takes its latest job). A failed job is logged and counted; the worker never dies.
+``poll_s`` re-runs the poll job when idle.
 """
 
 from __future__ import annotations
@@ -23,9 +25,16 @@ class Worker:
     """One thread draining a map of key → latest job; the same key coalesces."""
 
     def __init__(
-        self, name: str, *, poll: Job | None = None, poll_s: float | None = None, debounce_s: float = 0.0
+        self,
+        name: str,
+        *,
+        poll: Job | None = None,
+        poll_s: float | None = None,
+        debounce_s: float = 0.0,
+        max_pending: int | None = None,
     ) -> None:
         self.name = name
+        self.max_pending = max_pending
         self._poll, self._poll_s = poll, poll_s
         self._debounce_s = debounce_s
         self._pending: dict[str, tuple[Job, float]] = {}  # key -> (latest job, first trigger)
@@ -41,12 +50,17 @@ class Worker:
         self._thread.start()
         return self
 
-    def trigger(self, key: str, job: Job) -> None:
-        """Queue ``job`` under ``key``, replacing a pending job of the same key; never blocks."""
+    def trigger(self, key: str, job: Job, *, max_pending: int | None = None) -> bool:
+        """Queue ``job`` under ``key``, replacing a pending job of the same key; never blocks.
+        False (nothing queued) when ``key`` is new and ``max_pending`` keys already wait."""
+        limit = max_pending if max_pending is not None else self.max_pending
         with self._cond:
+            if limit is not None and key not in self._pending and len(self._pending) >= limit:
+                return False
             first = self._pending[key][1] if key in self._pending else time.monotonic()
             self._pending[key] = (job, first)
             self._cond.notify_all()
+        return True
 
     @property
     def queued(self) -> int:

@@ -20,12 +20,14 @@ from config_sync.metrics import Metrics
 from config_sync.publishing import Outcome, Publisher, PublishError
 from config_sync.queue import WorkQueue
 from config_sync.settings import SyncSettings
+from config_sync.status_views import full_view, public_view
 from config_sync.syncing import Syncer
 from config_sync.webhooks import Route
 from phrame_mqtt import MqttClient, MqttError
 from schemas import Topics
 
 log = logging.getLogger(__name__)
+MAX_PENDING_REVIEWS = 100  # merge requests waiting for a review; each costs a fetch and a plan
 
 
 def make_reporter(settings: SyncSettings) -> Reporter:
@@ -78,7 +80,8 @@ class ConfigSync:
         self._stopping = False
         self.start_wait_s = 10.0
         self._start_error: MqttError | None = None
-        self._deferred_reviews: list[Route] = []
+        self.max_pending_reviews = MAX_PENDING_REVIEWS
+        self._deferred_reviews: dict[int, Route] = {}  # by iid: the latest event wins
 
     # -- lifecycle
     def start(self) -> None:
@@ -128,8 +131,8 @@ class ConfigSync:
         self.started_at = time.time()
         self.trigger_sync(self.settings.default_ref)
         with self._lock:
-            deferred, self._deferred_reviews = self._deferred_reviews, []
-        for route in deferred:
+            deferred, self._deferred_reviews = self._deferred_reviews, {}
+        for route in deferred.values():
             self.trigger_review(route)
 
     def stop(self) -> None:
@@ -154,14 +157,20 @@ class ConfigSync:
             self._ref_worker(ref).trigger(ref, lambda: self._sync(ref))
             return True
 
-    def trigger_review(self, route: Route) -> None:
+    def trigger_review(self, route: Route) -> bool:
+        """Queue a review of the merge request (its latest event wins); False when
+        ``max_pending_reviews`` other merge requests already wait (nothing queued)."""
         assert route.mr_iid is not None and route.source_branch and route.ref
         iid, source, target = route.mr_iid, route.source_branch, route.ref
         with self._lock:
             if self.started_at is None:  # its plan compares with what is published: not read yet
-                self._deferred_reviews.append(route)
-                return
-        self.queue.worker("reviews").trigger(f"mr:{iid}", lambda: self._review(iid, source, target))
+                deferred = self._deferred_reviews
+                if iid not in deferred and len(deferred) >= self.max_pending_reviews:
+                    return False
+                deferred[iid] = route
+                return True
+        job = lambda: self._review(iid, source, target)  # noqa: E731
+        return self.queue.worker("reviews").trigger(f"mr:{iid}", job, max_pending=self.max_pending_reviews)
 
     def _ref_worker(self, ref: str) -> Any:
         return self.queue.worker(f"ref:{ref}", poll=lambda: self._sync(ref))
@@ -231,32 +240,10 @@ class ConfigSync:
         self.metrics.ready.set(1 if ready else 0)
         return ready
 
+    def public_status(self) -> dict[str, Any]:
+        """What anyone may see (``/status`` without a token)."""
+        return public_view(self)
+
     def status(self) -> dict[str, Any]:
-        environments = {}
-        for ref, envs in sorted(self.syncer.envs_by_ref.items()):
-            for env in sorted(envs):
-                environments[env] = {"ref": ref, "sync": self.publisher.sync_state(env)}
-        last = {
-            ref: {
-                "commit": o.commit,
-                "ok": o.ok,
-                "errors": o.errors,
-                "messages": len(o.messages),
-                "changed_nodes": o.changed_nodes,
-            }
-            for ref, o in sorted(self.syncer.last.items())
-        }
-        workers = {
-            name: {"runs": w.runs, "failures": w.failures, "last_error": w.last_error, "queued": w.queued}
-            for name, w in sorted(self.queue.workers.items())
-        }
-        return {
-            "git_host": self.settings.git_host,
-            "tracked_refs": sorted(self.syncer.tracked),
-            "environments": environments,
-            "last_sync": last,
-            "workers": workers,
-            "deploys": {ref: d.commit for ref, d in self.deployer.active.items()},
-            "reports": self.reporter.snapshot(),
-            "ready": self.is_ready(),
-        }
+        """Everything (``/status`` with the token)."""
+        return full_view(self)

@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from config_sync.errors import SettingsError
 from phrame_mqtt import MqttSettings
 from phrame_settings import EnvReader
+from phrame_settings.http_serving import HttpLimits
 
 DEFAULT_STATE_DIR = "/var/lib/phrame"  # as every service; config-sync keeps its clone in config-sync/
 
 GIT_HOSTS = ("local", "gitlab")
 DEFAULT_LISTEN = "127.0.0.1:8080"
 MAX_BODY_BYTES = 1024 * 1024  # GitLab push payloads are capped at 20 commits; 1 MiB is ample
+INSECURE_FLAG = "PHRAME_INSECURE_NO_WEBHOOK_SECRET"
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class SyncSettings:
     gitlab_token: str | None = field(default=None, repr=False)
     gitlab_project: str | None = None
     webhook_secret: str | None = field(default=None, repr=False)
+    insecure_no_webhook_secret: bool = False  # development only: no token checked at all
     listen: str = DEFAULT_LISTEN
     poll_s: float = 60.0
     debounce_s: float = 0.5
@@ -39,6 +42,7 @@ class SyncSettings:
     topic_prefix: str = "phrame"
     default_ref: str = "main"
     max_body_bytes: int = MAX_BODY_BYTES
+    http: HttpLimits = field(default_factory=HttpLimits)
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     actual_mqtt: MqttSettings | None = None  # None: the desired plane's broker
 
@@ -46,6 +50,12 @@ class SyncSettings:
         # a full ref name (refs/heads/main) names the same branch; git_repo reads branch names
         branch = self.default_ref.removeprefix("refs/heads/")
         object.__setattr__(self, "default_ref", branch or "main")
+        if self.webhook_secret is not None and not self.webhook_secret.strip():
+            # an empty secret would make an empty X-Gitlab-Token valid
+            raise SettingsError(
+                f"PHRAME_WEBHOOK_SECRET (or its _FILE) is empty; set a secret ({INSECURE_FLAG}=true"
+                " and no secret turns authentication off, for development only)"
+            )
         if self.git_host not in GIT_HOSTS:
             raise SettingsError(f"PHRAME_GIT_HOST must be local or gitlab, not {self.git_host!r}")
         if self.git_host == "gitlab":
@@ -62,6 +72,15 @@ class SyncSettings:
             if missing:
                 raise SettingsError(f"PHRAME_GIT_HOST=gitlab needs {', '.join(missing)}")
         self.listen_address  # noqa: B018 -- fail at start-up on a bad PHRAME_LISTEN
+
+    def require_webhook_auth(self) -> None:
+        """Refuse to serve HTTP without a webhook secret, unless explicitly insecure."""
+        if self.webhook_secret is None and not self.insecure_no_webhook_secret:
+            raise SettingsError(
+                "PHRAME_WEBHOOK_SECRET (or PHRAME_WEBHOOK_SECRET_FILE) is required: it authenticates"
+                f" webhooks, /sync and the full /status ({INSECURE_FLAG}=true turns authentication"
+                " off, for development only)"
+            )
 
     @property
     def listen_address(self) -> tuple[str, int]:
@@ -84,6 +103,7 @@ class SyncSettings:
             gitlab_token=e.secret("PHRAME_GITLAB_TOKEN"),
             gitlab_project=e.text("PHRAME_GITLAB_PROJECT"),
             webhook_secret=e.secret("PHRAME_WEBHOOK_SECRET"),
+            insecure_no_webhook_secret=e.flag(INSECURE_FLAG, False),
             listen=e.text("PHRAME_LISTEN", DEFAULT_LISTEN) or DEFAULT_LISTEN,
             poll_s=e.number("PHRAME_POLL_S", 60.0, minimum=1.0),
             debounce_s=e.number("PHRAME_DEBOUNCE_S", 0.5, minimum=0.0),
@@ -93,6 +113,7 @@ class SyncSettings:
             topic_prefix=e.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",
             default_ref=e.text("PHRAME_TRACK_REF", "main") or "main",
             max_body_bytes=e.integer("PHRAME_MAX_BODY_BYTES", MAX_BODY_BYTES, minimum=1024),
+            http=HttpLimits.from_env(e),
             mqtt=MqttSettings.from_env("desired", env),
             actual_mqtt=MqttSettings.from_env("actual", env),
         )

@@ -19,6 +19,7 @@ from schemas import load_json
 ZERO_SHA = "0" * 40
 BRANCH_PREFIX = "refs/heads/"
 MR_REVIEW_ACTIONS = ("open", "reopen", "update")
+MAX_IID = 2**31 - 1  # GitLab's iids are 32-bit; anything else is not from GitLab
 
 
 class MalformedEvent(SyncError):
@@ -38,10 +39,11 @@ class Route:
 
 
 def is_token_valid(expected: str | None, given: str | None) -> bool:
-    """Constant-time comparison; no secret configured means no token is required (local host)."""
-    if expected is None:
-        return True
-    return given is not None and hmac.compare_digest(expected.encode(), given.encode())
+    """Constant-time comparison; an empty or missing secret or token never matches (the
+    app alone decides to skip the check, and only when explicitly insecure)."""
+    if not expected or not given:
+        return False
+    return hmac.compare_digest(expected.encode(), given.encode("utf-8", "surrogatepass"))
 
 
 def delivery_key(headers: Mapping[str, str], body: bytes) -> str:
@@ -66,6 +68,10 @@ def _text(doc: Mapping[str, Any], key: str, where: str) -> str:
     value = doc.get(key)
     if not isinstance(value, str) or not value:
         raise MalformedEvent(f"{where}: {key!r} must be a non-empty string")
+    try:  # a lone surrogate is legal JSON but cannot be echoed, logged or passed to git
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise MalformedEvent(f"{where}: {key!r} is not valid Unicode (a lone surrogate)") from None
     return value
 
 
@@ -89,6 +95,11 @@ def _merge_request(body: Mapping[str, Any], tracked: Collection[str]) -> Route:
     iid = attrs.get("iid")
     if not isinstance(iid, int) or isinstance(iid, bool):
         raise MalformedEvent("merge request event: 'object_attributes.iid' must be an integer")
+    if not 1 <= iid <= MAX_IID:
+        shown = str(iid) if iid.bit_length() <= 64 else f"a {iid.bit_length()}-bit number"
+        raise MalformedEvent(
+            f"merge request event: 'object_attributes.iid' must be between 1 and {MAX_IID}, not {shown}"
+        )
     target = _text(attrs, "target_branch", "merge request event")
     source = _text(attrs, "source_branch", "merge request event")
     action = attrs.get("action")
@@ -100,6 +111,7 @@ def _merge_request(body: Mapping[str, Any], tracked: Collection[str]) -> Route:
         return Route("ignore", f"!{iid}: action {action!r} needs no review")
     last = attrs.get("last_commit")
     sha = last.get("id") if isinstance(last, dict) else None
+    sha = sha if isinstance(sha, str) and sha.isascii() else None  # informative only
     return Route("review", f"!{iid} {action}", ref=target, mr_iid=iid, source_branch=source, sha=sha)
 
 

@@ -1,6 +1,8 @@
 """``phrame config-sync``: run the config-sync service (settings from ``PHRAME_*``, DESIGN §6).
 
-Same as ``python -m config_sync``; ``--listen`` overrides ``PHRAME_LISTEN``.
+Same as ``python -m config_sync``; ``--listen`` overrides ``PHRAME_LISTEN``. It refuses to
+start without a webhook secret (unless explicitly insecure) and serves through
+``phrame_settings.http_serving`` (header and body timeouts, a connection cap).
 """
 
 from __future__ import annotations
@@ -15,14 +17,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from config_sync.app import create_app
     from config_sync.errors import SyncError
     from config_sync.service import ConfigSync
     from config_sync.settings import SyncSettings
     from phrame_settings import setup_logging
     from phrame_settings.state import use_private_umask
+    from phrame_settings.http_serving import serve
 
     setup_logging()
     use_private_umask()  # the clone cache under PHRAME_STATE_DIR: 0600/0700 (git's files too)
@@ -30,9 +31,11 @@ def run(args: argparse.Namespace) -> int:
         settings = SyncSettings.from_env()
         if args.listen:
             settings = dataclasses.replace(settings, listen=args.listen)
+        settings.require_webhook_auth()
+        app = create_app(ConfigSync(settings))
     except SyncError as e:
         print(f"phrame config-sync: {e}", file=sys.stderr)
         return 2
     host, port = settings.listen_address
-    uvicorn.run(create_app(ConfigSync(settings)), host=host, port=port, log_level="info")
+    serve(app, host, port, settings.http, log_level="info")
     return 0

@@ -2,8 +2,10 @@
 
 Each service's ``settings.py`` builds its one settings object with :class:`EnvReader`;
 its ``__main__``/sub-command calls :func:`setup_logging` (and, with state on disk,
-:func:`use_private_umask`; :func:`private_dir` where it creates its folder). Library code: it never reads
-the environment on import and never logs.
+:func:`use_private_umask`; :func:`private_dir` where it creates its folder), and an HTTP
+service serves through ``http_serving`` (limits) and reads bodies with ``http_body``.
+Library code: it never reads the environment on import; only the server it runs logs
+(once per condition).
 """
 
 from __future__ import annotations

@@ -20,11 +20,11 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from config_sync.app import create_app
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
+from phrame_settings.http_serving import make_server
 from schemas import Topics
 from tests.integration.test_sync_support import SAMPLE, SECRET, WEBHOOKS, ConfigRemote, reader, settings_for
 from tests.support.mosquitto import Mosquitto
@@ -41,8 +41,8 @@ def delivery(name: str, **headers: str) -> tuple[dict[str, str], bytes]:
 @contextmanager
 def serving(service: ConfigSync) -> Iterator[str]:
     port = free_port()
-    config = uvicorn.Config(create_app(service), host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
+    app = create_app(service)
+    server = make_server(app, "127.0.0.1", port, service.settings.http, log_level="warning")
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -215,7 +215,7 @@ def test_manual_sync_status_and_metrics(running: Running) -> None:
     running.idle()
     assert running.syncs == 2
     assert running.http.post("/sync?ref=nope", headers={"X-Gitlab-Token": SECRET}).status_code == 404
-    status: dict[str, Any] = running.http.get("/status").json()
+    status: dict[str, Any] = running.http.get("/status", headers={"Authorization": f"Bearer {SECRET}"}).json()
     assert status["environments"]["studio-a"]["sync"]["ok"] is True
     assert status["tracked_refs"] == ["main"]
     assert status["reports"]["statuses"][-1]["name"] == "phrame/validate"

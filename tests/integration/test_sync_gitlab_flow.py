@@ -223,7 +223,7 @@ def test_gitlab_unreachable_still_publishes_exactly_the_rendering(
             after = desired_on_broker(client)
             assert without_sync(after) == carried(before, cli_render(remote.bare_path, sha))
             assert service.syncer.last["main"].commit == sha
-            status = running.http.get("/status").json()
+            status = running.http.get("/status", headers={"Authorization": f"Bearer {SECRET}"}).json()
             running.http.close()
         assert status["workers"]["ref:main"]["failures"] == 0
         assert "GitLab unreachable: ConnectionError" in status["reports"]["last_error"]

@@ -87,7 +87,8 @@ def test_token_check() -> None:
     assert is_token_valid("s3cret", "s3cret")
     assert not is_token_valid("s3cret", "s3cret ")
     assert not is_token_valid("s3cret", None)
-    assert is_token_valid(None, None)  # local host: no secret configured
+    assert not is_token_valid(None, None)  # no secret never means "no token needed" (issue 10, item 11)
+    assert not is_token_valid("", "")
 
 
 def test_delivery_key_prefers_idempotency_key_else_hashes_the_body() -> None:

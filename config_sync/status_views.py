@@ -1,0 +1,59 @@
+"""The two views of ``GET /status``: public (anyone) and full (the webhook secret's holders).
+
+``ConfigSync.public_status``/``status`` call these; they only read the service's state.
+The public view must never name the repository, paths, git command lines, errors or merge
+requests (issue 10, item 12): per environment ok or failing and a short commit, and ready.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from config_sync.service import ConfigSync
+
+SHORT_SHA = 12
+
+
+def public_view(service: ConfigSync) -> dict[str, Any]:
+    environments = {}
+    for envs in service.syncer.envs_by_ref.values():
+        for env in envs:
+            state = service.publisher.sync_state(env) or {}
+            ok, commit = state.get("ok"), state.get("commit")
+            environments[env] = {
+                "ok": ok if isinstance(ok, bool) else None,  # None: not synced yet
+                "commit": commit[:SHORT_SHA] if isinstance(commit, str) else None,
+            }
+    return {"environments": dict(sorted(environments.items())), "ready": service.is_ready()}
+
+
+def full_view(service: ConfigSync) -> dict[str, Any]:
+    environments = {}
+    for ref, envs in sorted(service.syncer.envs_by_ref.items()):
+        for env in sorted(envs):
+            environments[env] = {"ref": ref, "sync": service.publisher.sync_state(env)}
+    last = {
+        ref: {
+            "commit": o.commit,
+            "ok": o.ok,
+            "errors": o.errors,
+            "messages": len(o.messages),
+            "changed_nodes": o.changed_nodes,
+        }
+        for ref, o in sorted(service.syncer.last.items())
+    }
+    workers = {
+        name: {"runs": w.runs, "failures": w.failures, "last_error": w.last_error, "queued": w.queued}
+        for name, w in sorted(service.queue.workers.items())
+    }
+    return {
+        "git_host": service.settings.git_host,
+        "tracked_refs": sorted(service.syncer.tracked),
+        "environments": environments,
+        "last_sync": last,
+        "workers": workers,
+        "deploys": {ref: d.commit for ref, d in service.deployer.active.items()},
+        "reports": service.reporter.snapshot(),
+        "ready": service.is_ready(),
+    }
