@@ -59,8 +59,9 @@ bench: deps ## run benchmarks/*.py and collect their JSON into out/bench.json
 	  pathlib.Path("out/bench.json").write_text(json.dumps(runs, indent=2, sort_keys=True) + "\n"); \
 	  print(f"out/bench.json: {len(runs)} benchmark(s)")'
 
-replay: deps ## post a recorded webhook to a running config-sync (EVENT=fixtures/webhooks/push.json URL=...)
-	$(VENV)/phrame replay $(or $(EVENT),fixtures/webhooks/push.json) --new-key $(if $(URL),--url $(URL))
+replay: deps ## post a recorded webhook to a running config-sync (EVENT=fixtures/webhooks/push.json URL=... TOKEN_FILE=...)
+	$(VENV)/phrame replay $(or $(EVENT),fixtures/webhooks/push.json) --new-key $(if $(URL),--url $(URL)) \
+	  $(if $(TOKEN_FILE),--token-file $(TOKEN_FILE),$(if $(wildcard .phrame-dev/webhook-secret),--token-file .phrame-dev/webhook-secret))
 
 plan: deps ## per node, what a change adds, changes and removes (REPO=git repo FROM=main TO=ref)
 	$(VENV)/phrame plan $(REPO) --from $(or $(FROM),main) $(if $(TO),--to $(TO))

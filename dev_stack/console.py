@@ -55,10 +55,12 @@ def event_line(line: str) -> str | None:
     return None
 
 
-def sync_errors(status_url: str) -> list[str]:
-    """``file:line:col: rule: message`` of each error of the last sync, from ``/status``."""
+def sync_errors(status_url: str, token: str) -> list[str]:
+    """``file:line:col: rule: message`` of each error of the last sync, from ``/status``
+    (its full view, behind the webhook secret as a bearer token)."""
+    request = urllib.request.Request(status_url, headers={"Authorization": f"Bearer {token}"})
     try:
-        with urllib.request.urlopen(status_url, timeout=2) as response:
+        with urllib.request.urlopen(request, timeout=2) as response:
             doc: dict[str, Any] = json.loads(response.read())
     except (OSError, ValueError):
         return []

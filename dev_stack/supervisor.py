@@ -135,7 +135,8 @@ class DevStack:
                 if shown:
                     self.say(shown)
                     if "phrame/validate" in shown and ": failed" in shown:
-                        for error in sync_errors(f"{self.settings.config_sync_url}/status"):
+                        token = self.settings.secret_file.read_text().strip()
+                        for error in sync_errors(f"{self.settings.config_sync_url}/status", token):
                             self.say(f"    {error}")
 
     def run(self) -> int:

@@ -22,8 +22,8 @@ def run(args: argparse.Namespace) -> int:
     from config_sync.service import ConfigSync
     from config_sync.settings import SyncSettings
     from phrame_settings import setup_logging
-    from phrame_settings.state import use_private_umask
     from phrame_settings.http_serving import serve
+    from phrame_settings.state import use_private_umask
 
     setup_logging()
     use_private_umask()  # the clone cache under PHRAME_STATE_DIR: 0600/0700 (git's files too)

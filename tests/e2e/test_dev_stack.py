@@ -152,6 +152,12 @@ def test_3_an_invalid_commit_changes_nothing_and_the_next_valid_one_deploys(clie
     assert (f"{env}/web.yaml", "schema") in where and (f"{env}/worker.yaml", "unknown-dependency") in where
     assert all(isinstance(e["line"], int) and e["line"] > 0 for e in errors())
     assert stack.commit_status(bad, "phrame/validate") == "failed"
+    # and the console (the local host has no GitLab page) prints each error with file:line
+    stack.wait(
+        lambda: f"{env}/worker.yaml:" in stack.console() and "unknown-dependency" in stack.console(),
+        "the console to print the errors",
+        15,
+    )
     assert {c.id for c in containers(client, stack.nodes)} == before  # nothing changed on the host
     stack.git("revert", "--no-edit", "HEAD")
     worker.write_text(worker.read_text() + "env:\n  ROUND: '3'\n")  # a change, so there is a deploy

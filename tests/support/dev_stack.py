@@ -157,7 +157,11 @@ class DevStackProcess:
         return s.get("state") == "online" and bool(s.get("converged")) and commit in (None, s.get("commit"))
 
     def sync_status(self) -> dict[str, Any]:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.sync_port}/status", timeout=5) as r:
+        token = (self.state / "webhook-secret").read_text().strip()  # the full view needs it
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.sync_port}/status", headers={"Authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(request, timeout=5) as r:
             doc: dict[str, Any] = json.loads(r.read())
         return doc
 
