@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from node_agent.commands import RestartCommands
 from node_agent.desired import DesiredStore
+from node_agent.errors import MAX_ERROR_CHARS
 from node_agent.models import ENVIRONMENT, MANAGED, NODE, REPLICA, SERVICE, ActualState, ObservedContainer
 from node_agent.plan import compute_plan
 from node_agent.reporting import Reporter
@@ -61,6 +62,7 @@ def check_one(store: DesiredStore, topic: str, payload: bytes) -> None:
     before, plan_before = store.snapshot(), plan_of(store)
     store.apply(topic, payload)
     errors = store.errors()
+    assert all(len(e) <= MAX_ERROR_CHARS for e in errors.values())  # the status stays small
     report(store)
     if topic in errors:  # refused: nothing of it is planned, the last valid payload stays
         assert store.snapshot() == before, errors[topic]
