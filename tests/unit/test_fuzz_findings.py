@@ -94,3 +94,12 @@ class Recorder:
 
     def publish(self, topic: str, payload: bytes | None, retain: bool = True, qos: int = 1) -> None:
         self.sent.append(payload)
+
+
+def test_a_merge_of_a_set_is_a_problem_at_its_place(tmp_path: Path) -> None:
+    """``<<: !!set {a}``: ruamel's merge took the set for a mapping and raised
+    AttributeError, which escaped validation as a traceback."""
+    text = "name: web\nimage: x:1\nenv:\n  <<: !!set {a}\n"
+    (p,) = problems_of(tmp_path, {"environments/lab/services/web.yaml": text})
+    assert where([p]) == [("environments/lab/services/web.yaml", "yaml-syntax", 4, 3)]
+    assert "merge" in p.message
