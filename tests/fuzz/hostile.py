@@ -30,7 +30,10 @@ KEYS = [
     "cordoned", "track", "defaults", "driver", "subnet", "internal", "schema", "environment",
     "assignments", "reasons", "pull", "user", "working_dir", "retries", "timeout", "<<",
 ]  # fmt: skip
-TAGS = ["!!str ", "!!int ", "!!map ", "!!seq ", "!!null ", "!!float ", "!x ", "!<tag:yaml.org,2002:str> "]
+TAGS = [
+    "!!str ", "!!int ", "!!map ", "!!seq ", "!!null ", "!!float ", "!x ", "!<tag:yaml.org,2002:str> ",
+    "!!set ", "!!omap ", "!!pairs ", "!!binary ", "!!timestamp ", "!!merge ",
+]  # fmt: skip
 ANCHORS = ["a", "b", "c"]
 
 plain = st.text(alphabet="0123456789abcdefxoABCDEF_+-.:eEtTzZ!/@~ ", min_size=1, max_size=24)
@@ -78,8 +81,12 @@ def tree(draw: st.DrawFn, depth: int = 0) -> Any:
     if depth >= 4 or draw(st.integers(0, 2)) == 0:
         return _decorate(draw, draw(scalar))
     if draw(st.booleans()):
-        return ("map", draw(st.lists(st.tuples(key, tree(depth + 1)), max_size=4)))  # keys may repeat
-    return ("seq", draw(st.lists(tree(depth + 1), max_size=4)))
+        node: Any = ("map", draw(st.lists(st.tuples(key, tree(depth + 1)), max_size=4)))  # keys repeat
+    else:
+        node = ("seq", draw(st.lists(tree(depth + 1), max_size=4)))
+    if draw(st.integers(0, 7)) == 0:  # a tag or an anchor on a collection: flow style, as text
+        return _decorate(draw, draw(st.sampled_from(TAGS)) + flow(node))
+    return node
 
 
 def flow(node: Any) -> str:

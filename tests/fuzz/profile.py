@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from hypothesis import HealthCheck, settings
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "200"))
 DEADLINE_MS = int(os.environ.get("FUZZ_DEADLINE_MS", "5000"))
 
 settings.register_profile(
