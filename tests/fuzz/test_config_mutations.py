@@ -5,12 +5,15 @@ rules, render, placement) see it too. The property is :func:`tests.fuzz.config_c
 
 from __future__ import annotations
 
+import subprocess
+import tempfile
 from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.fuzz.config_check import check_repo
+from config_repo import load_directory, load_git, validate
+from tests.fuzz.config_check import check_repo, write
 from tests.fuzz.profile import fuzz
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
@@ -59,3 +62,21 @@ def test_the_sample_repo_with_one_file_damaged(data: st.DataObject, target: str,
     for _ in range(times):
         content = data.draw(damaged(content))
     check_repo({**FILES, target: content})
+
+
+@fuzz(0.1)  # a git commit per example
+@given(data=st.data(), target=st.sampled_from(TARGETS))
+def test_git_and_directory_readers_agree_on_a_damaged_repo(data: st.DataObject, target: str) -> None:
+    """Placement and config-sync read commits (``load_git``), ``phrame validate PATH`` a
+    folder: the same bytes must give the same problems either way."""
+    files = {**FILES, target: data.draw(damaged(FILES[target]))}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write(root, files)
+        git = ["git", "-C", tmp, "-c", "user.name=fuzz", "-c", "user.email=fuzz@127.0.0.1"]
+        subprocess.run([*git, "init", "-q"], check=True)
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-q", "-m", "fuzz"], check=True)
+        from_git = validate(*load_git(root, "HEAD"))
+        from_dir = validate(*load_directory(root))
+    assert from_git == from_dir
