@@ -49,8 +49,10 @@ class Document:
         deepest enclosing value that has one."""
         node = self.tree
         line, col = 1, 1
-        if node is not None and hasattr(node, "lc"):
-            line, col = node.lc.line + 1, node.lc.col + 1
+        # a tagged scalar (``!!str 0`` as a whole file) has an ``lc`` without a position
+        lc = getattr(node, "lc", None)
+        if lc is not None and lc.line is not None:
+            line, col = lc.line + 1, (lc.col or 0) + 1
         for i, part in enumerate(path):
             lc = getattr(node, "lc", None)
             if lc is None:
@@ -65,8 +67,8 @@ class Document:
                     child = node[part]
             except (KeyError, IndexError, TypeError):
                 break
-            if pos is not None:
-                line, col = pos[0] + 1, pos[1] + 1
+            if pos is not None and pos[0] is not None:
+                line, col = pos[0] + 1, (pos[1] or 0) + 1
             node = child
         return line, col
 

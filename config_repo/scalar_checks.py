@@ -13,6 +13,7 @@ import datetime as dt
 from typing import Any
 
 from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
+from ruamel.yaml.nodes import MappingNode
 
 from config_repo.model import Document, PathPart
 from config_repo.problems import NOT_TEXT, Problem, escape_non_text
@@ -65,6 +66,11 @@ class CheckedConstructor(RoundTripConstructor):
             shown = str(node.value)[:40] if isinstance(node.value, str) else kind
             msg = f"{shown!r} is no valid {_KINDS.get(kind, kind)} ({e}); quote it if it is text"
             raise ConstructorError(problem=msg, problem_mark=node.start_mark) from None
+        except AttributeError as e:  # ruamel merging (``<<``) a set as if it were a mapping
+            # (a mapping's own construction raising it is its merge: the only call on values)
+            merges = isinstance(node, MappingNode)
+            what = "a merge (<<) must name a mapping or a list of mappings" if merges else "cannot be read"
+            raise ConstructorError(problem=f"{what} ({e})", problem_mark=node.start_mark) from None
 
 
 CheckedConstructor.add_constructor("tag:yaml.org,2002:int", CheckedConstructor.construct_yaml_int)

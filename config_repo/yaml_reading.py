@@ -68,6 +68,12 @@ class CountingComposer(Composer):
     budget: int | None = None
     count = 0
 
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        # YAML 1.2 allows an anchor defined again (an alias names the latest): no warning,
+        # which would print to stderr per file (and raise where warnings are errors)
+        self.warn_double_anchors = False
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         self.count += 1
         if self.budget is not None and self.count > self.budget:

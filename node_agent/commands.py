@@ -11,6 +11,7 @@ import logging
 import queue
 from typing import Protocol
 
+from node_agent.errors import printable
 from node_agent.models import NODE, ObservedContainer
 from node_agent.plan import is_own_container
 from phrame_mqtt import Message
@@ -40,7 +41,7 @@ class RestartCommands:
                 raise ValueError(f"{msg.topic}: not a command for node {self.node}")
             check_payload("cmd-restart", load_json(msg.payload or b"{}"))
         except (ValueError, PayloadError) as e:
-            log.warning("refused command on %s: %s", msg.topic, e)
+            log.warning("refused command on %s: %s", printable(msg.topic), printable(str(e)))
             return False
         self._queue.put(topic.item_id)
         return True

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from node_agent.errors import printable
 from node_agent.models import DesiredState, Manifest
 from schemas import PayloadError, Topics, check_payload, load_json
 
@@ -36,7 +37,7 @@ class DesiredStore:
             change = self._parse(topic, payload)
         except ValueError as e:  # PayloadError, JSON and topic errors are ValueErrors
             with self._lock:
-                self._errors[topic] = str(e)
+                self._errors[topic] = printable(str(e))  # it may quote a huge value or a lone surrogate
             return False
         kind, key, doc = change
         with self._lock:

@@ -6,6 +6,8 @@ them per item and carries on, so one failing item never stops the others.
 
 from __future__ import annotations
 
+import re
+
 
 class AgentError(Exception):
     """Root of every error the node agent raises on purpose."""
@@ -42,3 +44,22 @@ class SpecError(AgentError):
 
 class ProcessError(AgentError):
     """A supervised host process could not be started or stopped."""
+
+
+# An error quotes what it refuses: a refused 1 MiB payload must not make a 1 MiB line in the
+# node status (sent at every pass) or the log. The end says what is wrong, so the cut is in
+# the middle.
+MAX_ERROR_CHARS = 1000
+# what is no text (YAML 1.2's printable set, as config_repo.problems): a lone surrogate in
+# a key cannot be encoded as UTF-8 (the status would fail to publish), ESC would reach the
+# terminal reading the log
+_NOT_TEXT = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def printable(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` with what is no text escaped, cut in the middle to at most ``limit`` characters."""
+    text = _NOT_TEXT.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    if len(text) <= limit:
+        return text
+    keep = (limit - 1) // 2
+    return text[:keep] + "…" + text[-keep:]
