@@ -1,4 +1,4 @@
-"""Fuzzing config-sync's webhook endpoint over real uvicorn (hypothesis, bounded in count).
+"""Fuzzing config-sync's webhook endpoint over real uvicorn (hypothesis, under the fuzz budget).
 
 Bodies shaped like GitLab's push and merge-request events with hostile values (lone
 surrogates, absurd iids, wrong types), raw bytes, and odd headers: never a 5xx, always a
@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.fuzz.profile import fuzz
 from tests.integration.test_sync_app import Running, running  # noqa: F401 (the fixture)
 from tests.integration.test_sync_support import SECRET
 
@@ -67,7 +68,7 @@ def test_hostile_webhooks_never_get_a_5xx(running: Running) -> None:  # noqa: F8
     running.service.max_pending_reviews = 20
     answers: dict[int, int] = {}
 
-    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(fuzz(0.75), deadline=None, suppress_health_check=list(HealthCheck))
     @given(case=CASE, key=ASCII, content_type=CONTENT_TYPE)
     def check(case: tuple[str, bytes], key: str, content_type: str) -> None:
         event, body = case
