@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from node_agent.errors import DockerError
 from node_agent.host_stats import host_stats
 from node_agent.models import NODE, ActualState, DesiredState, ObservedContainer, ObservedProcess
 from schemas import Topics, canonical_json, check_payload
@@ -111,8 +112,8 @@ class Reporter:
             return cached[1]
         try:
             details = self.inspect(c.id)
-        except Exception:  # vanished meanwhile: the next pass reports it
-            return None
+        except DockerError:  # vanished meanwhile, or Docker went away: the next pass reports it
+            return None  # (anything else is a bug: it fails the pass, which logs its traceback)
         self._details[c.id] = (key, details)
         return details
 
