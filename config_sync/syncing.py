@@ -19,8 +19,8 @@ from typing import Any
 
 from config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
 from config_sync.deploy import DeployWatcher
-from config_sync.git_repo import GitRepo
 from config_sync.errors import GitLabError
+from config_sync.git_repo import GitRepo
 from config_sync.gitlab_api import Reporter
 from config_sync.plan import item_changes, plan_markdown
 from config_sync.publishing import Outcome, Publisher
