@@ -68,7 +68,10 @@ def release_service(stack: DevStackProcess, round_: str) -> str:
 def release_env(client: docker.DockerClient, stack: DevStackProcess) -> str | None:
     """RELEASE of the running release container (None: not running)."""
     for c in release_containers(client, stack):
-        c.reload()
+        try:
+            c.reload()
+        except docker.errors.NotFound:  # replaced by the new release meanwhile
+            continue
         if c.status == "running":
             env = dict(e.split("=", 1) for e in c.attrs["Config"]["Env"])
             return env.get("RELEASE")
