@@ -2,6 +2,9 @@
 
 The sync and review passes call :meth:`GitRepo.fetch` then :meth:`GitRepo.head` and read
 trees through ``config_repo.sources.GitSource`` at a sha, never checking anything out.
+A tracked ref is a branch name or ``refs/tags/<tag>``; tags are fetched with a forced
+refspec (a moved or re-created tag is a new release) and pruned when deleted. This cache
+only ever fetches: it never pushes, and nothing here writes to the remote.
 A GitLab token, or credentials pasted into PHRAME_REPO_URL, go to git through the
 environment (never argv, never the URL on disk, never a message: see
 ``phrame_settings.git_remote``), as does a private CA (PHRAME_GIT_CA_FILE). The cache's
@@ -31,7 +34,14 @@ REFSPECS = (
     "+refs/heads/*:refs/remotes/origin/*",
     # GitLab keeps every MR's head here, also for MRs from forks
     "+refs/merge-requests/*/head:refs/remotes/origin/merge-requests/*",
+    # forced: a tag moved to another commit is a new release and must replace the old one
+    "+refs/tags/*:refs/tags/*",
 )
+TAG_PREFIX = "refs/tags/"
+
+
+class RefMissing(GitError):
+    """The tracked branch or tag is not on the remote (deleted, or not created yet)."""
 
 
 class GitRepo:
@@ -69,15 +79,21 @@ class GitRepo:
         return repo
 
     def fetch(self) -> None:
-        """Bring every branch (and MR head) up to date, pruning deleted ones."""
+        """Bring every branch, tag (and MR head) up to date, pruning deleted ones."""
         with self._lock:
             try:
                 with (
                     self._open() as repo,
                     repo.git.custom_environment(**self.remote.env()),
                 ):
+                    # --no-tags: the tags come through their forced refspec only
                     repo.git.fetch(
-                        "--prune", "--quiet", "origin", *REFSPECS, kill_after_timeout=self.timeout_s
+                        "--prune",
+                        "--no-tags",
+                        "--quiet",
+                        "origin",
+                        *REFSPECS,
+                        kill_after_timeout=self.timeout_s,
                     )
             except (git.GitError, OSError) as e:
                 if _timed_out(e):
@@ -90,16 +106,20 @@ class GitRepo:
             self.fetched_at = time.time()
             self.fetches += 1
 
-    def head(self, branch: str) -> str:
-        """The sha at the head of ``branch`` as last fetched."""
-        if branch.startswith("refs/tags/"):
-            raise GitError(f"{branch}: tags are never tracked")
+    def head(self, ref: str) -> str:
+        """The commit ``ref`` (a branch name or ``refs/tags/<tag>``) points to as last
+        fetched; an annotated tag is peeled to its commit. :class:`RefMissing` when absent."""
+        is_tag = ref.startswith(TAG_PREFIX)
+        local = ref if is_tag else f"refs/remotes/origin/{ref}"
+        what = f"tag {ref.removeprefix(TAG_PREFIX)!r}" if is_tag else f"branch {ref!r}"
         try:
             # closed at once: an open Repo keeps a `git cat-file` process until garbage collection
             with git.Repo(self.path) as repo:
-                return str(repo.commit(f"refs/remotes/origin/{branch}").hexsha)
-        except (git.GitError, BadName, BadObject, ValueError, OSError) as e:
-            raise GitError(f"branch {branch!r} not found in {self.url}: {self._why(e)}") from e
+                return str(repo.commit(local).hexsha)
+        except (BadName, BadObject, ValueError) as e:
+            raise RefMissing(f"{what} not found in {self.url}: {self._why(e)}") from e
+        except (git.GitError, OSError) as e:
+            raise GitError(f"cannot read {what} in {self.path}: {self._why(e)}") from e
 
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of two fetched commits; ``None`` for unrelated histories."""

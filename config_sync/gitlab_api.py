@@ -128,8 +128,8 @@ class GitLabReporter:
         if self.memory.is_repeat(sha, name, state, description):
             return  # GitLab would answer 400 for the repeated transition anyway
         data = {"state": state, "name": name, "description": description[:255]}
-        if ref:
-            data["ref"] = ref
+        if ref:  # GitLab names a tag by its short name: refs/tags/v1 -> v1
+            data["ref"] = ref.removeprefix("refs/tags/")
         try:
             self.project.commits.get(sha, lazy=True).statuses.create(data)
         except gl_exc.GitlabCreateError as e:

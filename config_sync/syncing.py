@@ -20,7 +20,7 @@ from typing import Any
 from config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
 from config_sync.deploy import DeployWatcher
 from config_sync.errors import GitLabError
-from config_sync.git_repo import GitRepo
+from config_sync.git_repo import GitRepo, RefMissing
 from config_sync.gitlab_api import Reporter
 from config_sync.plan import item_changes, plan_markdown
 from config_sync.publishing import Outcome, Publisher
@@ -125,7 +125,10 @@ class Syncer:
         if ref not in self.tracked:
             return _untracked(ref)
         self.git.fetch()
-        sha = self.git.head(ref)
+        try:
+            sha = self.git.head(ref)
+        except RefMissing as e:
+            return self._keep_last(ref, e)
         reading = self.read(sha)
         errors = reading.errors
         claimed = False
@@ -150,6 +153,40 @@ class Syncer:
             elif self._is_new_commit(outcome):
                 self.deployer.unchanged(ref, sha)  # a README edit deserves its green tick too
         return outcome
+
+    def _keep_last(self, ref: str, missing: RefMissing) -> Outcome:
+        """A tracked ref gone from the remote (a deleted tag, a release not tagged yet):
+        nothing is cleared or deployed; its environments' ``sync`` topics report why, at the
+        commit they last attempted, so ``phrame status`` shows it while the last good state runs."""
+        text = f"{ref} is not on the remote ({missing}); keeping the last good state"
+        errors = [{"rule": "ref-missing", "message": text}]
+        with self._publishing:
+            with self._lock:
+                if ref not in self.tracked:
+                    return _untracked(ref)
+                envs = set(self.envs_by_ref.get(ref) or {e for e, o in self.owners.items() if o == ref})
+                last = self.last.get(ref)
+            commit = last.commit if last is not None else self._last_attempted(envs)
+            if commit:
+                outcome = self.publisher.publish_commit(
+                    ref=ref, commit=commit, environments=envs, rendered=None, errors=errors
+                )
+            else:  # never deployed: no commit to report against; /status and the log say it
+                outcome = Outcome(ref=ref, commit="", ok=False, environments=sorted(envs), errors=errors)
+        if last is None or last.errors != errors:  # once per disappearance, not every poll
+            log.warning("%s; %d environment(s) keep running %s", text, len(envs), commit[:12] or "nothing")
+        self.last[ref] = outcome
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
+        return outcome
+
+    def _last_attempted(self, envs: set[str]) -> str:
+        """The commit an environment's ``sync`` topic last named (after a restart), else ``""``."""
+        for env in sorted(envs):
+            commit = (self.publisher.sync_state(env) or {}).get("commit")
+            if isinstance(commit, str):
+                return commit
+        return ""
 
     def _is_new_commit(self, outcome: Outcome) -> bool:
         """Whether ``outcome`` published an environment's ``sync`` topic: it moved to a new

@@ -1,8 +1,9 @@
 """Reading GitLab webhook deliveries and deciding what each one asks for (DESIGN §5, §7).
 
 Pure: the app hands in headers and the raw body; this module checks the token, derives
-the delivery key and routes the event to a sync of a tracked ref, a merge-request review
-or nothing. It never fetches, publishes or waits; a delivery is only a trigger.
+the delivery key and routes the event to a sync of a tracked ref (a branch's Push Hook,
+a tracked tag's Tag Push Hook), a merge-request review or nothing. It never fetches,
+publishes or waits; a delivery is only a trigger.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from schemas import load_json
 
 ZERO_SHA = "0" * 40
 BRANCH_PREFIX = "refs/heads/"
+TAG_PREFIX = "refs/tags/"  # a tracked tag keeps its full name (Environment.track)
 MR_REVIEW_ACTIONS = ("open", "reopen", "update")
 MAX_IID = 2**31 - 1  # GitLab's iids are 32-bit; anything else is not from GitLab
 
@@ -88,6 +90,19 @@ def _push(body: Mapping[str, Any], tracked: Collection[str]) -> Route:
     return Route("sync", f"push to {branch}", ref=branch, sha=body.get("checkout_sha"))
 
 
+def _tag_push(body: Mapping[str, Any], tracked: Collection[str]) -> Route:
+    ref = _text(body, "ref", "tag push event")
+    if not ref.startswith(TAG_PREFIX):
+        return Route("ignore", f"{ref} is not a tag")
+    if ref not in tracked:
+        return Route("ignore", f"tag {ref.removeprefix(TAG_PREFIX)} is not tracked")
+    if body.get("after") == ZERO_SHA or body.get("checkout_sha", "") is None:
+        # the sync finds it gone, keeps the last good state and reports that on the sync topic
+        return Route("sync", f"tracked tag {ref} was deleted; reporting it", ref=ref)
+    # created or moved: a release; the sync reads where the tag points now, not the payload
+    return Route("sync", f"tag push to {ref}", ref=ref, sha=body.get("checkout_sha"))
+
+
 def _merge_request(body: Mapping[str, Any], tracked: Collection[str]) -> Route:
     attrs = body.get("object_attributes")
     if not isinstance(attrs, dict):
@@ -124,5 +139,5 @@ def route(event: str | None, body: Mapping[str, Any], tracked: Collection[str]) 
     if event == "Merge Request Hook":
         return _merge_request(body, tracked)
     if event == "Tag Push Hook":
-        return Route("ignore", "tags are never deployed")
+        return _tag_push(body, tracked)
     return Route("ignore", f"event {event!r} is not handled")

@@ -1,4 +1,5 @@
-"""The local git host's ``post-receive`` hook: a GitLab-shaped Push Hook per updated branch.
+"""The local git host's ``post-receive`` hook: a GitLab-shaped Push Hook per updated branch
+and a Tag Push Hook per created, moved or deleted tag (as GitLab sends them).
 
 git runs it (installed by :mod:`dev_stack.git_host`) after every push to the dev stack's bare
 repository, placement's own pushes included. It reads its URL and secret from
@@ -84,7 +85,39 @@ def push_event(old: str, new: str, ref: str, *, project: str) -> dict[str, Any]:
     }
 
 
-def deliver(url: str, secret: str, body: dict[str, Any]) -> str:
+def tag_push_event(old: str, new: str, ref: str, *, project: str) -> dict[str, Any]:
+    """GitLab's Tag Push Hook body: the push shape with ``object_kind: tag_push``, no commits,
+    ``checkout_sha`` the tagged commit (an annotated tag peeled) or null when deleted, and
+    ``message`` the annotation."""
+    deleted = new == ZERO
+    body = push_event(old, ZERO, ref, project=project)  # a push with no commits listed
+    checkout = None if deleted else _git("rev-parse", f"{new}^{{commit}}").strip()
+    annotation = None
+    if not deleted and _git("cat-file", "-t", new).strip() == "tag":
+        annotation = _git("tag", "-l", "--format=%(contents)", ref.removeprefix("refs/tags/")).strip()
+    if checkout is not None:
+        author = _commit(checkout)["author"]
+        body.update(user_name=author["name"], user_email=author["email"])
+    body.update(
+        object_kind="tag_push",
+        event_name="tag_push",
+        after=new,
+        checkout_sha=checkout,
+        message=annotation,
+    )
+    return body
+
+
+def describe(old: str, new: str, ref: str, *, project: str) -> tuple[str, dict[str, Any]] | None:
+    """The event name and body GitLab sends for one ref update; ``None`` for other refs."""
+    if ref.startswith("refs/heads/"):
+        return "Push Hook", push_event(old, new, ref, project=project)
+    if ref.startswith("refs/tags/"):
+        return "Tag Push Hook", tag_push_event(old, new, ref, project=project)
+    return None
+
+
+def deliver(url: str, secret: str, body: dict[str, Any], *, event: str = "Push Hook") -> str:
     """POST one delivery; the outcome as a line for the pusher (never raises)."""
     request = urllib.request.Request(
         url,
@@ -92,7 +125,7 @@ def deliver(url: str, secret: str, body: dict[str, Any]) -> str:
         method="POST",
         headers={
             "Content-Type": "application/json",
-            "X-Gitlab-Event": "Push Hook",
+            "X-Gitlab-Event": event,
             "X-Gitlab-Token": secret,
             "Idempotency-Key": str(uuid.uuid4()),
             "User-Agent": "phrame-dev-hook",
@@ -116,14 +149,17 @@ def main() -> int:
         return 0
     for line in sys.stdin:
         parts = line.split()
-        if len(parts) != 3 or not parts[2].startswith("refs/heads/"):
-            continue  # tags are never deployed
+        if len(parts) != 3:
+            continue
         try:
-            body = push_event(*parts, project=config.get("project", "phrame-config"))
+            described = describe(*parts, project=config.get("project", "phrame-config"))
         except (OSError, subprocess.CalledProcessError) as e:
             print(f"phrame: cannot describe the push of {parts[2]} ({e})", file=sys.stderr)
             continue
-        print(f"phrame: {deliver(config['url'], secret, body)}", file=sys.stderr)
+        if described is None:
+            continue  # neither a branch nor a tag: GitLab sends nothing either
+        event, body = described
+        print(f"phrame: {deliver(config['url'], secret, body, event=event)}", file=sys.stderr)
     return 0
 
 

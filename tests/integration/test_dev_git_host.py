@@ -92,3 +92,44 @@ def test_each_push_posts_a_gitlab_push_hook_and_a_dead_config_sync_never_fails_i
     pushed = git("push", "--quiet", "origin", "main", cwd=work)
     assert time.monotonic() - start < 5
     assert "did not answer" in pushed.stderr and "next poll" in pushed.stderr
+
+
+def test_a_tag_push_posts_a_gitlab_tag_push_hook(tmp_path: Path) -> None:
+    """Created, moved (forced) and deleted tags each post a Tag Push Hook as GitLab does."""
+    recorded = json.loads(Path("fixtures/webhooks/tag-push.json").read_text())
+    port = free_port()
+    settings = DevSettings(tmp_path / "state", listen=f"127.0.0.1:{port}")
+    settings.state_dir.mkdir()
+    git_host.prepare(settings, sample.files(settings))
+    work = tmp_path / "clone"
+    git("clone", "--quiet", str(settings.repo), str(work), cwd=tmp_path)
+    first = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+
+    with recording_server(port) as seen:
+        git("tag", "v1", cwd=work)
+        assert "config-sync notified (202)" in git("push", "--quiet", "origin", "v1", cwd=work).stderr
+        git("commit", "--quiet", "--allow-empty", "-m", "release 2", cwd=work)
+        second = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+        git("push", "--quiet", "origin", "main", cwd=work)
+        git("tag", "-f", "-a", "-m", "the second release", "v1", cwd=work)
+        git("push", "--quiet", "--force", "origin", "v1", cwd=work)
+        git("push", "--quiet", "origin", ":refs/tags/v1", cwd=work)
+    tags = [(h, b) for h, b in seen if h["x-gitlab-event"] == "Tag Push Hook"]
+    assert [h["x-gitlab-event"] for h, _ in seen] == [
+        "Tag Push Hook",
+        "Push Hook",
+        "Tag Push Hook",
+        "Tag Push Hook",
+    ]
+    (_, created), (_, moved), (_, deleted) = tags
+    assert set(recorded["body"]) <= set(created)  # every top-level field GitLab sends
+    assert (created["object_kind"], created["event_name"]) == ("tag_push", "tag_push")
+    assert (created["ref"], created["before"], created["after"]) == ("refs/tags/v1", "0" * 40, first)
+    assert created["checkout_sha"] == first and created["commits"] == [] and created["message"] is None
+    # annotated: "after" is the tag object, checkout_sha the commit it names
+    assert moved["before"] == first and moved["after"] != second and moved["checkout_sha"] == second
+    assert moved["message"] == "the second release"
+    assert deleted["after"] == "0" * 40 and deleted["checkout_sha"] is None
+    tracked = {"main", "refs/tags/v1"}
+    assert [route("Tag Push Hook", b, tracked).action for b in (created, moved, deleted)] == ["sync"] * 3
+    assert route("Tag Push Hook", created, {"main"}).action == "ignore"

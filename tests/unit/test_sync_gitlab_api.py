@@ -71,6 +71,15 @@ def test_status_posts_state_name_description_and_ref(
     assert len(api.calls) == 1
 
 
+def test_a_status_for_a_tracked_tag_names_the_tag_as_gitlab_does(
+    api: responses.RequestsMock, reporter: GitLabReporter
+) -> None:
+    # GitLab's `ref` is a branch or tag name ("v1"), not the full ref config-sync tracks
+    api.post(f"{PROJECT}/statuses/{SHA}", json=status_doc("success", "phrame/validate"), status=201)
+    reporter.set_status(SHA, "phrame/validate", "success", "valid", ref="refs/tags/v1")
+    assert body_of(api.calls[0])["ref"] == "v1"
+
+
 def test_repeated_transition_400_counts_as_success(
     api: responses.RequestsMock, reporter: GitLabReporter
 ) -> None:

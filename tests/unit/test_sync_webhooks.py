@@ -35,8 +35,29 @@ def test_branch_delete_of_tracked_branch_keeps_the_last_state() -> None:
     assert "deleted" in route(event, body, {"feature/x"}).reason
 
 
-def test_tag_push_is_never_deployed() -> None:
-    assert route(*delivery("tag-push.json"), TRACKED).action == "ignore"
+def test_tag_push_of_an_untracked_tag_is_ignored() -> None:
+    r = route(*delivery("tag-push.json"), TRACKED)
+    assert r.action == "ignore" and "v1.0.0" in r.reason
+
+
+def test_tag_push_of_a_tracked_tag_syncs_that_tag() -> None:
+    event, body = delivery("tag-push.json")
+    r = route(event, body, {"main", "refs/tags/v1.0.0"})
+    assert (r.action, r.ref, r.sha) == ("sync", "refs/tags/v1.0.0", body["checkout_sha"])
+
+
+def test_deleting_a_tracked_tag_syncs_it_so_the_loss_is_reported() -> None:
+    event, body = delivery("tag-push.json")
+    gone = {**body, "before": body["after"], "after": "0" * 40, "checkout_sha": None}
+    r = route(event, gone, {"main", "refs/tags/v1.0.0"})
+    assert (r.action, r.ref, r.sha) == ("sync", "refs/tags/v1.0.0", None)
+    assert "deleted" in r.reason
+
+
+def test_a_tag_push_never_syncs_a_branch_of_the_same_name() -> None:
+    event, body = delivery("tag-push.json")
+    assert route(event, body, {"v1.0.0"}).action == "ignore"
+    assert route(event, {**body, "ref": "refs/heads/main"}, TRACKED).action == "ignore"
 
 
 @pytest.mark.parametrize("name", ["merge-request-open.json", "merge-request-update.json"])
