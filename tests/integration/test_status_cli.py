@@ -13,13 +13,20 @@ from schemas import Topics, canonical_json
 from tests.support.mosquitto import Mosquitto
 
 T = Topics()
+HOST = dict.fromkeys(["cpu_percent", "load1", "mem_total", "mem_used", "disk_total", "disk_used"], 1)
 
 
-def run_status(url: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PHRAME_DESIRED_MQTT_URL": url}
+def heartbeat(ts: float) -> bytes:
+    return canonical_json({"ts": ts, "seq": 1, "interval_s": 5, "host": HOST})
+
+
+def run_status(
+    url: str, extra_env: dict[str, str] | None = None, *, json_out: bool = True
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PHRAME_DESIRED_MQTT_URL": url, **(extra_env or {})}
     env.pop("PHRAME_ACTUAL_MQTT_URL", None)
     return subprocess.run(
-        [sys.executable, "-m", "phrame", "status", "--json", "--timeout", "5"],
+        [sys.executable, "-m", "phrame", "status", *(["--json"] if json_out else []), "--timeout", "5"],
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
@@ -30,6 +37,7 @@ def test_status_reads_the_fleet_and_sets_the_exit_code(mosquitto: Mosquitto) -> 
     try:
         client.publish_batch([
             (T.status("edge-01"), canonical_json({"state": "online", "converged": True, "generation": 2, "commit": "c1"})),
+            (T.heartbeat("edge-01"), heartbeat(time.time())),
             (T.env_sync("studio-a"), canonical_json({"environment": "studio-a", "ref": "main", "ok": True,
                                                      "last_applied": {"commit": "c1"}})),
         ])  # fmt: skip
@@ -63,6 +71,8 @@ def test_status_shows_the_environment_commit_and_which_nodes_applied_it(mosquitt
             (T.manifest("edge-02"), manifest(3, new, "containers/studio-a.mixer.0")),
             (T.status("edge-01"), canonical_json({"state": "online", "converged": True, "generation": 2, "commit": old})),
             (T.status("edge-02"), canonical_json({"state": "online", "converged": True, "generation": 2, "commit": old})),
+            (T.heartbeat("edge-01"), heartbeat(time.time())),
+            (T.heartbeat("edge-02"), heartbeat(time.time())),
             (T.env_sync("studio-a"), canonical_json({"environment": "studio-a", "ref": "main", "ok": True,
                                                      "last_applied": {"commit": new}})),
         ])  # fmt: skip
@@ -77,6 +87,32 @@ def test_status_shows_the_environment_commit_and_which_nodes_applied_it(mosquitt
         done = run_status(mosquitto.url)
         assert done.returncode == 0, done.stdout
         assert json.loads(done.stdout)["environments"][0]["not_applied"] == []
+    finally:
+        client.stop()
+
+
+def test_a_node_online_by_its_status_but_with_a_stale_heartbeat_shows_offline(mosquitto: Mosquitto) -> None:
+    """Issue 11: one node-health rule. The retained status says online, the retained
+    heartbeat is older than PHRAME_NODE_TIMEOUT_S: ``phrame status`` says offline and why."""
+    client = MqttClient(MqttSettings(url=mosquitto.url), "test-status-writer")
+    client.start(timeout=5)
+    status = canonical_json({"state": "online", "converged": True, "generation": 1, "commit": "c1"})
+    try:
+        client.publish_batch([
+            (T.status("edge-01"), status),
+            (T.heartbeat("edge-01"), heartbeat(time.time() - 2)),
+            (T.status("edge-02"), status),
+            (T.heartbeat("edge-02"), heartbeat(time.time() - 45)),
+        ])  # fmt: skip
+        done = run_status(mosquitto.url, {"PHRAME_NODE_TIMEOUT_S": "20"})
+        assert done.returncode == 1, done.stdout + done.stderr
+        nodes = {n["node"]: n for n in json.loads(done.stdout)["nodes"]}
+        assert (nodes["edge-01"]["state"], nodes["edge-02"]["state"]) == ("online", "offline")
+        assert nodes["edge-02"]["reason"].startswith("no heartbeat for 4"), nodes["edge-02"]
+        text = run_status(mosquitto.url, {"PHRAME_NODE_TIMEOUT_S": "20"}, json_out=False).stdout
+        assert "edge-02         offline" in text and "no heartbeat for 4" in text, text
+        # a longer timeout: the same heartbeat is recent enough
+        assert run_status(mosquitto.url, {"PHRAME_NODE_TIMEOUT_S": "600"}).returncode == 0
     finally:
         client.stop()
 
