@@ -59,7 +59,12 @@ class ConfigSync:
         )
         self.reporter = reporter or make_reporter(settings)
         self.metrics = Metrics()
-        self.deployer = DeployWatcher(self.reporter, self.topics, timeout_s=settings.deploy_timeout_s)
+        self.deployer = DeployWatcher(
+            self.reporter,
+            self.topics,
+            timeout_s=settings.deploy_timeout_s,
+            node_timeout_s=settings.node_timeout_s,
+        )
         # changed manifests go out above what agents applied (subscribed before any publication)
         self.publisher = Publisher(self.mqtt, self.topics, applied=self.deployer.applied_generations)
         self.syncer = Syncer(
@@ -118,6 +123,7 @@ class ConfigSync:
                 self._start_error = e
             return
         self.actual.subscribe(self.deployer.status_filter(), self.deployer.on_status)
+        self.actual.subscribe(self.deployer.heartbeat_filter(), self.deployer.on_heartbeat)
         self.deployer.start()
         delay = 1.0
         while not self._stopping:
