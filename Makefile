@@ -38,10 +38,11 @@ test: deps ## run the tests (PYTEST_ARGS=..., PHRAME_REQUIRE_SERVICES=1 to fail,
 	@scripts/ensure-dockerd
 	$(VENV)/pytest $(PYTEST_ARGS)
 
-lint: deps ## ruff check, ruff format --check, mypy
+lint: deps ## ruff check, ruff format --check, mypy, lint-imports (layers, SDKs only in adapters)
 	$(VENV)/ruff check .
 	$(VENV)/ruff format --check .
 	$(VENV)/mypy
+	$(VENV)/lint-imports --no-cache
 
 validate: deps ## validate a config repo (REPO=path, default the sample repo)
 	$(VENV)/phrame validate $(REPO)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from config_sync.deploy_verdict import failure, verdict, waiting_for, waiting_text
+from config_sync.errors import GitLabError
 from config_sync.gitlab_api import Reporter
 from config_sync.node_watch import NodeWatch
 from phrame_mqtt import Message
@@ -168,7 +169,7 @@ class DeployWatcher:
         # report cannot leave the others (already out of ``active``) "running" forever
         try:
             self.reporter.set_status(commit, NAME, state, text, ref=ref)
-        except Exception as e:  # whatever the host SDK raises
+        except GitLabError as e:  # the adapter's own error; anything else is a bug and is raised
             log.warning("could not report deploy %s of %s: %s", state, commit[:12], e)
 
     def start(self) -> None:

@@ -28,6 +28,9 @@ _KEEP = 50  # statuses kept in memory for /status and for skipping repeats
 
 
 class Reporter(Protocol):
+    """Statuses and plan notes on the git host. A call raises :class:`GitLabError` when the
+    host refuses or cannot be reached (callers log it and go on); anything else is a bug."""
+
     def set_status(
         self, sha: str, name: str, state: str, description: str, *, ref: str | None = None
     ) -> None: ...

@@ -19,6 +19,7 @@ from typing import Any
 
 from config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
 from config_sync.deploy import DeployWatcher
+from config_sync.errors import GitLabError
 from config_sync.git_repo import GitRepo
 from config_sync.gitlab_api import Reporter
 from config_sync.plan import item_changes, plan_markdown
@@ -113,7 +114,7 @@ class Syncer:
         # error for /status) and carry on; the next pass sets the status again
         try:
             self.reporter.set_status(sha, VALIDATE, state, text, ref=ref)
-        except Exception as e:  # whatever the host SDK raises
+        except GitLabError as e:  # the adapter's own error; anything else is a bug and is raised
             log.warning("could not report %s=%s on %s: %s", VALIDATE, state, sha[:12], e)
 
     def sync_ref(self, ref: str) -> Outcome:

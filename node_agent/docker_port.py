@@ -33,6 +33,8 @@ T = TypeVar("T")
 EVENTS = ("die", "destroy", "oom", "health_status")
 FALLBACK_API_VERSION = "1.41"  # used only when no daemon answered at start-up (Docker 20.10+)
 _PERMANENT_500 = ("port is already allocated", "address already in use", "no such image")
+# what the SDK and its HTTP transport raise for Docker's answers and for a lost connection
+_SDK_ERRORS = (DockerError, docker.errors.DockerException, requests.exceptions.RequestException, OSError)
 
 
 def _convert(what: str, e: Exception) -> DockerError:
@@ -118,7 +120,9 @@ class DockerPort(NetworkCalls):
                 self.calls[fn.__name__] += 1
             try:
                 return fn(*args, **kw)
-            except Exception as e:  # every SDK error leaves as a DockerError
+            # every SDK or transport error leaves as a DockerError; anything else (a
+            # TypeError, a KeyError) is a bug and leaves as itself, traceback and all
+            except _SDK_ERRORS as e:
                 raise _convert(what, e) from e
 
         return self._retry(once)

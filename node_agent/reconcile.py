@@ -11,13 +11,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from node_agent.docker_port import DockerPort
 from node_agent.errors import DockerError
 from node_agent.executor import Executor
 from node_agent.handover import wanted
 from node_agent.models import ActualState, DesiredState, ObservedProcess, Outcome, Plan, Spec
 from node_agent.networks import split_duplicates
 from node_agent.plan import compute_plan
+from node_agent.ports import ObservableRuntime
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class Reconciler:
     def __init__(
         self,
         node: str,
-        docker: DockerPort,
+        docker: ObservableRuntime,
         *,
         supervisor: Supervisor | None = None,
         parallelism: int = 4,

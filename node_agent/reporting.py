@@ -8,14 +8,13 @@ republished, and an item that vanished is cleared with an empty retained message
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-import psutil
-
+from node_agent.errors import DockerError
+from node_agent.host_stats import host_stats
 from node_agent.models import NODE, ActualState, DesiredState, ObservedContainer, ObservedProcess
 from schemas import Topics, canonical_json, check_payload
 
@@ -59,19 +58,6 @@ def process_payload(p: ObservedProcess, error: str | None) -> dict[str, Any]:
 
 def missing_payload(spec: Mapping[str, Any], error: str | None) -> dict[str, Any]:
     return {"state": "missing", "digest": None, "image": spec.get("image"), "error": error}
-
-
-def host_stats(disk_path: Path) -> dict[str, float]:
-    mem = psutil.virtual_memory()
-    disk = psutil.disk_usage(str(disk_path if disk_path.exists() else Path("/")))
-    return {
-        "cpu_percent": psutil.cpu_percent(interval=None),
-        "load1": os.getloadavg()[0],
-        "mem_total": mem.total,
-        "mem_used": mem.total - mem.available,
-        "disk_total": disk.total,
-        "disk_used": disk.used,
-    }
 
 
 class Reporter:
@@ -126,8 +112,8 @@ class Reporter:
             return cached[1]
         try:
             details = self.inspect(c.id)
-        except Exception:  # vanished meanwhile: the next pass reports it
-            return None
+        except DockerError:  # vanished meanwhile, or Docker went away: the next pass reports it
+            return None  # (anything else is a bug: it fails the pass, which logs its traceback)
         self._details[c.id] = (key, details)
         return details
 

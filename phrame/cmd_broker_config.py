@@ -10,9 +10,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
+from config_repo import ConfigError, node_names
 from phrame_mqtt.broker_config import BrokerOptions, write_broker_config
 from phrame_mqtt.errors import SettingsError
+
+
+def inventory_nodes(repo: str | os.PathLike[str]) -> list[str]:
+    """Node names of the config repo at ``repo`` (``nodes/<node>.yaml``)."""
+    if not (Path(repo) / "nodes").is_dir():
+        raise SettingsError(f"{repo}: no nodes/ folder; is this a phrame-config repo?")
+    try:
+        return node_names(repo)
+    except ConfigError as e:
+        raise SettingsError(f"cannot read the inventory in {repo}: {e}") from e
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         require_certificate=args.require_certificate,
     )
     try:
-        written = write_broker_config(args.inventory, args.out, options)
+        written = write_broker_config(inventory_nodes(args.inventory), args.out, options)
     except (SettingsError, OSError) as e:
         print(f"phrame broker-config: {e}", file=sys.stderr)
         return 2

@@ -15,10 +15,8 @@ import os
 import sys
 from typing import Any
 
-import git
-
 from config_repo import ConfigError, load, render, validate
-from config_repo.sources import GitSource
+from config_repo.sources import GitSource, merge_base
 from config_sync.plan import item_changes, plan_markdown
 from phrame.repo_args import open_source
 from schemas import Topics
@@ -49,11 +47,7 @@ def _source(path: str, ref: str | None, *, git_only: bool = False) -> Any:
 def _merge_base(path: str, from_ref: str, to_ref: str | None) -> str:
     """Where ``to_ref`` (default ``HEAD``) left ``from_ref``; ``from_ref`` itself when the
     histories are unrelated or ``path`` is no git repository."""
-    try:
-        bases = git.Repo(path, search_parent_directories=True).merge_base(from_ref, to_ref or "HEAD")
-    except (git.GitError, ValueError):
-        return from_ref
-    return str(bases[0].hexsha) if bases else from_ref
+    return merge_base(path, from_ref, to_ref or "HEAD") or from_ref
 
 
 def run(args: argparse.Namespace) -> int:

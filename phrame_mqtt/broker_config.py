@@ -1,9 +1,10 @@
 """The broker's security as code: a mosquitto.conf and an ACL generated from the inventory.
 
-``phrame broker-config`` and the tests call :func:`write_broker_config`. Each node agent
-``node-<node>`` may read only its own desired and command topics and write only its own
-actual topics; service accounts get one plane each as DESIGN §3 says. Pure text
-generation apart from reading the inventory and writing the two files; no secrets here.
+``phrame broker-config`` (which reads the inventory) and the tests call
+:func:`write_broker_config`. Each node agent ``node-<node>`` may read only its own desired
+and command topics and write only its own actual topics; service accounts get one plane
+each as DESIGN §3 says. Pure text
+generation apart from writing the two files; no secrets here.
 """
 
 from __future__ import annotations
@@ -128,23 +129,8 @@ def mosquitto_conf(options: BrokerOptions) -> str:
     return "\n".join(lines) + "\n"
 
 
-def inventory_nodes(repo: str | os.PathLike[str]) -> list[str]:
-    """Node names of the config repo at ``repo`` (``nodes/<node>.yaml``)."""
-    from config_repo import ConfigError, node_names
-
-    if not (Path(repo) / "nodes").is_dir():
-        raise SettingsError(f"{repo}: no nodes/ folder; is this a phrame-config repo?")
-    try:
-        return node_names(repo)
-    except ConfigError as e:
-        raise SettingsError(f"cannot read the inventory in {repo}: {e}") from e
-
-
-def write_broker_config(
-    repo: str | os.PathLike[str], out: str | os.PathLike[str], options: BrokerOptions
-) -> list[Path]:
-    """Write ``mosquitto.conf`` and ``acl`` for ``repo``'s inventory into ``out``."""
-    nodes = inventory_nodes(repo)
+def write_broker_config(nodes: list[str], out: str | os.PathLike[str], options: BrokerOptions) -> list[Path]:
+    """Write ``mosquitto.conf`` and ``acl`` for these inventory nodes into ``out``."""
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     conf, acl = out_dir / "mosquitto.conf", out_dir / "acl"

@@ -17,6 +17,9 @@ from phrame_mqtt.messages import Will
 from phrame_mqtt.settings import MqttSettings
 from phrame_mqtt.tls import build_ssl_context
 
+# paho's topic matching ($-topics, + and #) for Subscriptions: one matcher, paho's own
+topic_matches_sub = paho.topic_matches_sub
+
 AUTH_REFUSED = (134, 135, 4, 5)  # bad user name or password / not authorized (v5 and 3.1.1)
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from paho.mqtt.client import topic_matches_sub
-
 from phrame_mqtt.messages import Callback, Message
+from phrame_mqtt.paho_setup import topic_matches_sub
 
 log = logging.getLogger(__name__)
 

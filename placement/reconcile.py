@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random
 
-from config_repo import ConfigRepo, Problem, load_git, validate
+from config_repo import ConfigError, ConfigRepo, Problem, load_git, validate
 from placement import inventory
 from placement.decide import decide
 from placement.errors import (
@@ -92,13 +92,10 @@ class Reconciler:
         try:
             self.git.fetch()
             repo = self._load(self.git.head(self.default_ref))
-        except PlacementError as e:
+        except (PlacementError, ConfigError) as e:  # git, or a commit config_repo cannot read
             self.problems.problem(PASS, f"placement pass skipped: {e}", level=logging.WARNING)
             return []
-        except Exception as e:  # e.g. ConfigError: the loop carries on and tries again next pass
-            text = f"placement pass skipped: unexpected error reading {self.default_ref}: {e!r}"
-            self.problems.problem(PASS, text, exc_info=True)
-            return []
+        # anything else is a bug: placement.loop logs it with its traceback and carries on
         self.problems.clear(PASS, f"placement passes read {self.default_ref} again")
         return [self.sync_environment(name, fetch=False) for name in sorted(repo.environments)]
 
@@ -122,12 +119,13 @@ class Reconciler:
                         raise
                     self.problems.clear(name, f"environment {name}: placement works again")
                     return result
-        except PlacementError as e:
+        except (PlacementError, ConfigError) as e:
             # an unreadable commit is the config's problem (config-sync reports it too), not ours
-            level = logging.WARNING if isinstance(e, InvalidInputs | NotOnTrackedRef) else logging.ERROR
+            ours = isinstance(e, PlacementError) and not isinstance(e, InvalidInputs | NotOnTrackedRef)
+            level = logging.ERROR if ours else logging.WARNING
             self.problems.problem(name, f"placement of environment {name} failed: {e}", level=level)
             return EnvResult(name, error=str(e))
-        except Exception as e:  # unexpected (a ConfigError, an SDK's own error): this env only
+        except Exception as e:  # a bug: logged with its traceback; the other environments go on
             text = f"placement of environment {name} failed unexpectedly: {type(e).__name__}: {e}"
             self.problems.problem(name, text, exc_info=True)
             return EnvResult(name, error=f"unexpected {type(e).__name__}: {e}")

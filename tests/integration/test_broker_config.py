@@ -118,7 +118,8 @@ def connect(clients: list[MqttClient], settings: MqttSettings, cid: str) -> Mqtt
 
 
 def test_generated_acl_lists_every_inventory_node() -> None:
-    from phrame_mqtt.broker_config import acl_text, inventory_nodes
+    from phrame.cmd_broker_config import inventory_nodes
+    from phrame_mqtt.broker_config import acl_text
 
     text = acl_text(inventory_nodes(INVENTORY))
     for node in ("core-01", "edge-01", "edge-02", "edge-03"):

@@ -457,3 +457,59 @@ def test_an_invalid_head_is_logged_once_and_its_recovery_once(
     remote.change("environments/studio-a/services/mixer.yaml", good, "fixed")
     said = passes(3)
     assert [(r.levelno, "placement works again" in r.getMessage()) for r in said] == [(logging.INFO, True)]
+
+
+class MissingCommit(GitRepo):
+    """The default ref names a commit the cache does not hold (config_repo: ConfigError)."""
+
+    def head(self, ref: str) -> str:
+        return "f" * 40
+
+
+class BuggyHead(GitRepo):
+    """A programming error in the adapter, as a stand-in for any bug under run_pass."""
+
+    def head(self, ref: str) -> str:
+        raise TypeError("head() got an unexpected keyword argument")
+
+
+def test_an_unreadable_default_ref_skips_the_pass_with_a_warning(
+    tmp_path: Path, remote: ConfigRemote, caplog: pytest.LogCaptureFixture
+) -> None:
+    rec = make(tmp_path, remote, Clock(), git_cls=MissingCommit)
+    with caplog.at_level(logging.INFO, logger="placement"):
+        assert rec.run_pass() == []
+    said = [r for r in caplog.records if r.name.startswith("placement")]
+    assert [(r.levelno, bool(r.exc_info)) for r in said] == [(logging.WARNING, False)], [
+        r.getMessage() for r in said
+    ]
+    assert "no commit for ref" in said[0].getMessage()
+
+
+def test_a_bug_under_a_pass_is_raised_to_the_loop_not_called_a_config_problem(
+    tmp_path: Path, remote: ConfigRemote
+) -> None:
+    rec = make(tmp_path, remote, Clock(), git_cls=BuggyHead)
+    with pytest.raises(TypeError):  # placement.loop logs it with its traceback and carries on
+        rec.run_pass()
+
+
+class LosesItsCommit(GitRepo):
+    """The default ref reads at the start of the pass, then names a commit the cache lacks."""
+
+    calls = 0
+
+    def head(self, ref: str) -> str:
+        self.calls += 1
+        return super().head(ref) if self.calls == 1 else "f" * 40
+
+
+def test_an_unreadable_commit_fails_its_environment_with_a_warning_not_a_traceback(
+    tmp_path: Path, remote: ConfigRemote, caplog: pytest.LogCaptureFixture
+) -> None:
+    rec = make(tmp_path, remote, Clock(), git_cls=LosesItsCommit)
+    with caplog.at_level(logging.INFO, logger="placement"):
+        (result,) = rec.run_pass()
+    assert result.error is not None and "no commit for ref" in result.error
+    said = [(r.levelno, bool(r.exc_info)) for r in caplog.records if r.name.startswith("placement")]
+    assert said == [(logging.WARNING, False)]

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from config_repo.render import carry_forward
+from config_sync.errors import GitLabError
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from phrame.cli import main as phrame_main
@@ -313,3 +314,36 @@ def test_hostile_commit_publishes_only_its_errors_and_the_next_one_deploys(
     fixed = remote.commit("fix", copy_from=SAMPLE)
     assert service.syncer.sync_ref("main").ok
     assert service.reporter.snapshot()["statuses"][-1]["sha"] == fixed
+
+
+class DownReporter(LocalReporter):
+    """GitLab unreachable, as the GitLab adapter reports it."""
+
+    def set_status(
+        self, sha: str, name: str, state: str, description: str, *, ref: str | None = None
+    ) -> None:
+        raise GitLabError(f"status {name}={state} on {sha[:12]}: GitLab unreachable: ConnectionError")
+
+
+class BuggyReporter(LocalReporter):
+    """A programming error in the reporting path (LocalReporter's ValueError for a bad state)."""
+
+    def set_status(
+        self, sha: str, name: str, state: str, description: str, *, ref: str | None = None
+    ) -> None:
+        super().set_status(sha, name, state.upper(), description, ref=ref)
+
+
+def test_gitlab_down_holds_no_deployment_back_but_a_reporting_bug_is_raised(
+    remote: ConfigRemote, service: ConfigSync, caplog: pytest.LogCaptureFixture
+) -> None:
+    service.syncer.reporter = DownReporter()
+    remote.commit("tams 1.0.4", files={"environments/studio-a/services/tams.yaml": TAMS_V2})
+    with caplog.at_level(logging.WARNING, logger="config_sync"):
+        outcome = service.syncer.sync_ref("main")
+    assert outcome.ok and outcome.messages, outcome.errors
+    assert any("GitLab unreachable" in r.getMessage() for r in caplog.records)
+    service.syncer.reporter = BuggyReporter()
+    remote.commit("tams 1.0.3 again", files={"environments/studio-a/services/tams.yaml": TAMS.read_text()})
+    with pytest.raises(ValueError, match="unknown commit status state 'SUCCESS'"):
+        service.syncer.sync_ref("main")  # the work queue logs it with its traceback and retries

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
+from node_agent.errors import NotFound
 from node_agent.models import DIGEST, MANAGED, NODE, ActualState, ObservedContainer
 from node_agent.reporting import Reporter
 from schemas import Topics, check_payload
@@ -72,3 +75,27 @@ def test_status_only_on_change_and_heartbeat_always():
     beats = [p for t, p in pub.sent if t == T.heartbeat("a")]
     assert [b["seq"] for b in beats] == [0, 1]
     check_payload("actual-heartbeat", beats[0])
+
+
+def test_a_container_gone_before_its_inspect_is_reported_without_details():
+    pub = RecordingPublisher()
+
+    def inspect(cid: str) -> dict[str, Any]:
+        raise NotFound(f"inspect {cid}: not found (No such container)")
+
+    r = Reporter(pub, T, "a", inspect=inspect)
+    web = container("e.web.0", state="exited")
+    r.report_items(spec.desired([spec.container("e", "web")]), ActualState(containers={web.name: web}), {})
+    assert dict(pub.sent)[T.actual_item("a", "containers", "e.web.0")]["started_at"] is None
+
+
+def test_a_bug_while_reading_details_is_not_hidden_as_a_vanished_container():
+    def inspect(cid: str) -> dict[str, Any]:
+        return {"State": None}["Stat"]  # a KeyError: our bug, not Docker's answer
+
+    r = Reporter(RecordingPublisher(), T, "a", inspect=inspect)
+    web = container("e.web.0")
+    with pytest.raises(KeyError):
+        r.report_items(
+            spec.desired([spec.container("e", "web")]), ActualState(containers={web.name: web}), {}
+        )

@@ -89,7 +89,7 @@ def test_command_without_inventory_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_sample_example_in_compose_is_current() -> None:
     root = Path(__file__).parents[2]
-    from phrame_mqtt.broker_config import inventory_nodes
+    from phrame.cmd_broker_config import inventory_nodes
 
     expected = acl_text(inventory_nodes(root / "fixtures" / "phrame-config"))
     assert (root / "compose" / "mosquitto" / "acl").read_text() == expected

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
-import requests
+import pytest
 
 from config_sync.deploy import DeployWatcher
 from config_sync.deploy_verdict import failure, verdict
+from config_sync.errors import GitLabError
 from config_sync.gitlab_api import LocalReporter
 from phrame_mqtt import Message
 from schemas import Topics
@@ -117,8 +118,8 @@ def test_newer_deploy_cancels_the_older_and_garbage_is_ignored() -> None:
 
 
 class FlakyReporter(LocalReporter):
-    """Reports like LocalReporter, except for one commit, whose reports raise what an
-    unwrapped SDK might (GitLab unreachable)."""
+    """Reports like LocalReporter, except for one commit, whose reports raise what the
+    GitLab adapter raises when GitLab is unreachable (it converts the SDK's errors)."""
 
     def __init__(self, broken: str) -> None:
         super().__init__()
@@ -128,7 +129,7 @@ class FlakyReporter(LocalReporter):
         self, sha: str, name: str, state: str, description: str, *, ref: str | None = None
     ) -> None:
         if sha == self.broken:
-            raise requests.ConnectionError("gitlab.example.test: connection refused")
+            raise GitLabError("status phrame/deploy: GitLab unreachable: ConnectionError")
         super().set_status(sha, name, state, description, ref=ref)
 
 
@@ -143,6 +144,23 @@ def test_one_failed_report_leaves_no_other_deployment_running() -> None:
     # both finished in the same check: the first report fails, the second is still sent
     assert not watcher.active
     assert deploys(reporter)[-1] == ("a", "success", f"1 node(s) converged on {SHA[:12]}")
+
+
+class BuggyReporter(LocalReporter):
+    """Fails as a programming error would (LocalReporter's own ValueError for a bad state)."""
+
+    def set_status(
+        self, sha: str, name: str, state: str, description: str, *, ref: str | None = None
+    ) -> None:
+        super().set_status(sha, name, state + "d", description, ref=ref)
+
+
+def test_a_bug_in_a_report_is_raised_not_logged_as_gitlab_being_down() -> None:
+    """It reaches the caller (the watch loop logs it with its traceback), instead of
+    passing for GitLab being down in a one-line warning."""
+    watcher = DeployWatcher(BuggyReporter(), T, timeout_s=60, clock=Clock())
+    with pytest.raises(ValueError, match="unknown commit status state 'runningd'"):
+        watcher.watch("main", SHA, {"edge-01": 1})
 
 
 def test_the_highest_generation_each_agent_applied_is_remembered() -> None:
