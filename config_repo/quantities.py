@@ -40,15 +40,6 @@ class PortMapping:
             "protocol": self.protocol,
         }
 
-    def overlaps(self, other: PortMapping) -> bool:
-        """Whether both publish the same host port where they would collide."""
-        if self.host_port is None or self.host_port != other.host_port:
-            return False
-        if self.protocol != other.protocol:
-            return False
-        wildcard = (None, "0.0.0.0", "::")
-        return self.host_ip in wildcard or other.host_ip in wildcard or self.host_ip == other.host_ip
-
 
 def _range(text: str) -> list[int]:
     lo, _, hi = text.partition("-")

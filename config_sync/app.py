@@ -169,7 +169,6 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         return AsciiJSONResponse(service.public_status())
 
     async def metrics(_: Request) -> Response:
-        service.is_ready()
         return Response(service.metrics.render(), media_type=CONTENT_TYPE)
 
     @contextlib.asynccontextmanager

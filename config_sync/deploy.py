@@ -6,6 +6,9 @@ the watcher reads each node's retained ``actual/.../status`` (one subscription f
 and sets ``success`` once every node converged on that manifest generation or a later one,
 or ``failed`` with the node and its error after ``PHRAME_DEPLOY_TIMEOUT_S``. A newer deploy
 of the same ref cancels the older one. Status callbacks only store; the watcher thread decides.
+While it runs, the description names the nodes it waits on that are offline by the shared
+node-health rule (heartbeats older than ``PHRAME_NODE_TIMEOUT_S``, see
+:mod:`config_sync.node_watch`), re-reported when that set changes; the timeout stays.
 """
 
 from __future__ import annotations
@@ -17,80 +20,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from config_sync.deploy_verdict import failure, verdict, waiting_for, waiting_text
 from config_sync.errors import GitLabError
 from config_sync.gitlab_api import Reporter
+from config_sync.node_watch import NodeWatch
 from phrame_mqtt import Message
 from schemas import Topics, load_json
 
 log = logging.getLogger(__name__)
 NAME = "phrame/deploy"
-
-
-def is_converged(
-    status: Mapping[str, Any] | None, commit: str, generation: int, ceiling: int | None = None
-) -> bool:
-    """Converged on the manifest ``generation`` published for ``commit``, or on a later one.
-
-    A later generation of the node's manifest still holds this commit's items unless a
-    newer commit of the same ref replaced them, and that deploy cancels this one; so two
-    refs changing one node close together both succeed once it converges on the last.
-    Config-sync never publishes a node's manifest at a lower generation, nor at or below
-    one an agent reported applied (publishing.py), so an old ``applied`` never passes.
-    ``ceiling``: the highest generation published for the node since config-sync started;
-    a status above it predates a restart that lost the manifests (and the statuses that
-    would have raised the floor in time), so it says nothing about this commit.
-    """
-    if not status or status.get("converged") is not True:
-        return False
-    applied = status.get("generation")
-    if applied is None:  # a status that names no generation: only its commit can tell
-        return status.get("commit") == commit
-    if not isinstance(applied, int) or isinstance(applied, bool):
-        return False
-    return applied >= generation and (ceiling is None or applied <= ceiling)
-
-
-def verdict(
-    statuses: Mapping[str, dict[str, Any]],
-    commit: str,
-    nodes: Mapping[str, int],
-    ceilings: Mapping[str, int] | None = None,
-) -> tuple[str, str]:
-    """``("success", ...)`` when every node converged on its generation (``nodes``: node ->
-    the generation published for ``commit``), else ``("running", who)``."""
-    top = ceilings or {}
-    waiting = [
-        n for n, gen in sorted(nodes.items()) if not is_converged(statuses.get(n), commit, gen, top.get(n))
-    ]
-    if not waiting:
-        return "success", f"{len(nodes)} node(s) converged on {commit[:12]}"
-    return "running", "waiting for " + ", ".join(waiting)
-
-
-def failure(
-    statuses: Mapping[str, dict[str, Any]],
-    commit: str,
-    nodes: Mapping[str, int],
-    ceilings: Mapping[str, int] | None = None,
-) -> str:
-    """The first node that did not converge, and why, for the failed status."""
-    top = ceilings or {}
-    for node, generation in sorted(nodes.items()):
-        status = statuses.get(node)
-        if is_converged(status, commit, generation, top.get(node)):
-            continue
-        if not status:
-            return f"{node}: no status reported"
-        errors = status.get("errors") or []
-        if errors:
-            first = errors[0]
-            text = first.get("message", first) if isinstance(first, dict) else first
-            return f"{node}: {text}"
-        if status.get("state") == "offline":
-            return f"{node}: offline"
-        at = f"{str(status.get('commit'))[:12]}, generation {status.get('generation')} of {generation}"
-        return f"{node}: not converged (at {at})"
-    return "converged"
 
 
 @dataclass
@@ -99,6 +37,7 @@ class Deployment:
     commit: str
     nodes: dict[str, int]  # node -> the manifest generation published for ``commit``
     deadline: float
+    offline: frozenset[str] = frozenset()  # the waited-on nodes offline when last reported
 
 
 class DeployWatcher:
@@ -110,9 +49,12 @@ class DeployWatcher:
         timeout_s: float,
         clock: Callable[[], float] = time.monotonic,
         tick_s: float = 0.2,
+        node_timeout_s: float = 20.0,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.reporter, self.topics, self.timeout_s = reporter, topics, timeout_s
         self.clock, self.tick_s = clock, tick_s
+        self.nodes = NodeWatch(topics, timeout_s=node_timeout_s, clock=clock, wall=wall)
         self.statuses: dict[str, dict[str, Any]] = {}
         # the highest generation each node ever reported applied, kept when its status is
         # cleared: the publisher never numbers a manifest at or below it (after a broker lost
@@ -128,6 +70,13 @@ class DeployWatcher:
     def status_filter(self) -> str:
         return self.topics.node_status_filter()
 
+    def heartbeat_filter(self) -> str:
+        return self.nodes.heartbeat_filter()
+
+    def on_heartbeat(self, msg: Message) -> None:
+        """MQTT callback (network thread): when the node was heard; never raises."""
+        self.nodes.on_heartbeat(msg)
+
     def on_status(self, msg: Message) -> None:
         """MQTT callback (network thread): store the node's status; never raise."""
         try:
@@ -137,6 +86,7 @@ class DeployWatcher:
             return
         if node is None or not (doc is None or isinstance(doc, dict)):
             return
+        self.nodes.on_status(node, doc)
         with self._cond:
             if doc is None:
                 self.statuses.pop(node, None)
@@ -166,7 +116,11 @@ class DeployWatcher:
             self._cond.notify_all()
         if older is not None and older.commit != commit:
             self._report(older.commit, "canceled", f"superseded by {commit[:12]}", ref)
-        self._report(commit, "running", f"waiting for {', '.join(sorted(nodes))}", ref)
+        offline = self.nodes.offline(nodes)
+        with self._cond:
+            if (dep := self.active.get(ref)) is not None and dep.commit == commit:
+                dep.offline = frozenset(offline)
+        self._report(commit, "running", waiting_text(sorted(nodes), offline), ref)
         self.check()
 
     def unchanged(self, ref: str, commit: str) -> None:
@@ -185,15 +139,26 @@ class DeployWatcher:
     def check(self) -> None:
         """Finish every deployment that converged or timed out (the thread calls this)."""
         done: list[tuple[Deployment, str, str]] = []
+        running: list[tuple[Deployment, str]] = []  # whose offline nodes changed
         with self._cond:
             now = self.clock()
             for ref, dep in list(self.active.items()):
-                state, text = verdict(self.statuses, dep.commit, dep.nodes, self.published)
+                offline = self.nodes.offline(dep.nodes)
+                state, text = verdict(self.statuses, dep.commit, dep.nodes, self.published, offline)
                 if state == "success" or now >= dep.deadline:
                     if state != "success":
-                        state, text = "failed", failure(self.statuses, dep.commit, dep.nodes, self.published)
+                        text = failure(self.statuses, dep.commit, dep.nodes, self.published, offline)
+                        state = "failed"
                     del self.active[ref]
                     done.append((dep, state, text))
+                    continue
+                waiting = waiting_for(self.statuses, dep.commit, dep.nodes, self.published)
+                waited_offline = frozenset(n for n in waiting if n in offline)
+                if waited_offline != dep.offline:
+                    dep.offline = waited_offline
+                    running.append((dep, text))
+        for dep, text in running:
+            self._report(dep.commit, "running", text, dep.ref)
         for dep, state, text in done:
             self.finished.append((dep.commit, state, text))
             self._report(dep.commit, state, text, dep.ref)

@@ -3,7 +3,7 @@
 The sync and review passes call a :class:`Reporter`. ``GitLabReporter`` is the only
 module importing python-gitlab: commit statuses under one stable name each (a repeated
 transition counts as success), one plan note per merge request found again by its hidden
-marker and edited in place, branches created from an explicit sha, never a tag.
+marker and edited in place; it never writes a branch or a tag.
 ``LocalReporter`` (PHRAME_GIT_HOST=local) logs and keeps the latest for ``/status``.
 """
 
@@ -112,7 +112,7 @@ class LocalReporter:
 
 
 class GitLabReporter:
-    """Statuses, plan notes and branches through GitLab's REST API (token scope ``api``)."""
+    """Statuses and plan notes through GitLab's REST API (token scope ``api``)."""
 
     def __init__(self, url: str, token: str, project: str | int, *, timeout: float = 10.0) -> None:
         # No retries here: a sync pass must not stall on a GitLab outage; a status that
@@ -158,28 +158,6 @@ class GitLabReporter:
             raise self.memory.failed(f"plan note on !{mr_iid}: {_why(e)}") from e
         with self.memory.lock:
             self.memory.notes[mr_iid] = body
-
-    def create_branch(self, branch: str, sha: str) -> None:
-        """Create ``branch`` at exactly ``sha``; an existing branch at that sha is success."""
-        if branch.startswith("refs/tags/") or not sha:
-            raise GitLabError(f"refusing to create {branch!r}: only branches, from an explicit sha")
-        try:
-            self.project.branches.create({"branch": branch, "ref": sha})
-        except requests.RequestException as e:
-            raise GitLabError(f"creating branch {branch}: {_why(e)}") from e
-        except gl_exc.GitlabCreateError as e:
-            if "already exists" not in _why(e):
-                raise GitLabError(f"creating branch {branch}: {_why(e)}") from e
-            at = self._branch_sha(branch)
-            if at != sha:
-                raise GitLabError(f"branch {branch} already exists at {str(at)[:12]}, not {sha[:12]}") from e
-
-    def _branch_sha(self, branch: str) -> str | None:
-        try:
-            commit: dict[str, Any] = self.project.branches.get(branch).commit
-        except (gl_exc.GitlabError, requests.RequestException) as e:
-            raise GitLabError(f"reading branch {branch}: {_why(e)}") from e
-        return commit.get("id")
 
     def snapshot(self) -> dict[str, Any]:
         return self.memory.snapshot()

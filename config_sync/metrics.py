@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -9,7 +11,7 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, *, ready: Callable[[], bool] | None = None) -> None:
         self.registry = CollectorRegistry()
         self.webhooks = Counter(
             "phrame_config_sync_webhooks",
@@ -38,6 +40,8 @@ class Metrics:
         self.ready = Gauge(
             "phrame_config_sync_ready", "1 when broker connected and repo fetched", registry=self.registry
         )
+        if ready is not None:  # asked at each render: never stale, and asking changes nothing
+            self.ready.set_function(lambda: 1.0 if ready() else 0.0)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -58,8 +58,9 @@ class ConfigSync:
             timeout_s=settings.git_timeout_s,
         )
         self.reporter = reporter or make_reporter(settings)
-        self.metrics = Metrics()
-        self.deployer = DeployWatcher(self.reporter, self.topics, timeout_s=settings.deploy_timeout_s)
+        self.metrics = Metrics(ready=self.is_ready)  # the gauge asks is_ready at each scrape
+        deploy_s, node_s = settings.deploy_timeout_s, settings.node_timeout_s
+        self.deployer = DeployWatcher(self.reporter, self.topics, timeout_s=deploy_s, node_timeout_s=node_s)
         # changed manifests go out above what agents applied (subscribed before any publication)
         self.publisher = Publisher(self.mqtt, self.topics, applied=self.deployer.applied_generations)
         self.syncer = Syncer(
@@ -118,6 +119,7 @@ class ConfigSync:
                 self._start_error = e
             return
         self.actual.subscribe(self.deployer.status_filter(), self.deployer.on_status)
+        self.actual.subscribe(self.deployer.heartbeat_filter(), self.deployer.on_heartbeat)
         self.deployer.start()
         delay = 1.0
         while not self._stopping:
@@ -236,9 +238,7 @@ class ConfigSync:
 
     # -- reading
     def is_ready(self) -> bool:
-        ready = self.mqtt.is_connected and self.git.fetched_at is not None
-        self.metrics.ready.set(1 if ready else 0)
-        return ready
+        return self.mqtt.is_connected and self.git.fetched_at is not None
 
     def public_status(self) -> dict[str, Any]:
         """What anyone may see (``/status`` without a token)."""

@@ -37,6 +37,7 @@ class SyncSettings:
     poll_s: float = 60.0
     debounce_s: float = 0.5
     deploy_timeout_s: float = 600.0
+    node_timeout_s: float = 20.0  # a node whose heartbeat is older is offline (as placement)
     git_timeout_s: float = 120.0  # a git fetch running longer is killed (a transient error)
     git_ca_file: str | None = None  # a private CA for an HTTPS repo_url; None: the system's
     topic_prefix: str = "phrame"
@@ -108,6 +109,7 @@ class SyncSettings:
             poll_s=e.number("PHRAME_POLL_S", 60.0, minimum=1.0),
             debounce_s=e.number("PHRAME_DEBOUNCE_S", 0.5, minimum=0.0),
             deploy_timeout_s=e.number("PHRAME_DEPLOY_TIMEOUT_S", 600.0, minimum=1.0),
+            node_timeout_s=e.number("PHRAME_NODE_TIMEOUT_S", 20.0, minimum=0.1),
             git_timeout_s=e.number("PHRAME_GIT_TIMEOUT_S", 120.0, minimum=1.0),
             git_ca_file=e.text("PHRAME_GIT_CA_FILE"),
             topic_prefix=e.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",

@@ -94,10 +94,6 @@ class ObservedContainer:
         return self.labels.get(DIGEST)
 
     @property
-    def is_managed(self) -> bool:
-        return self.labels.get(MANAGED) == "true"
-
-    @property
     def item_id(self) -> str | None:
         """``<env>.<service>.<replica>`` from its labels (never from its name, which may
         carry the node: ``PHRAME_SHARED_DAEMON``); None when a label is missing."""

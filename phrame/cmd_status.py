@@ -2,9 +2,11 @@
 
 Reads the retained node ``status``/``heartbeat`` topics, each node's ``manifest`` and each
 environment's ``sync`` and ``placement`` topics (MQTT settings as every service:
-``PHRAME_*``). Exits 0 when every node is online and has applied its manifest and every
-environment synced and placed, 1 when something needs attention, 2 when the broker cannot
-be read.
+``PHRAME_*``). A node is offline when its heartbeat is older than ``PHRAME_NODE_TIMEOUT_S``
+(default 20, as placement), judged by the heartbeat's ``ts`` against this host's clock.
+Exits 0 when every node is online and has applied its manifest and every environment
+synced and placed, 1 when something needs attention, 2 when the broker cannot be read
+(or the timeout setting is bad).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import os
 import sys
 import time
 
-from phrame.status_view import render_text, summarize
+from phrame.status_view import DEFAULT_NODE_TIMEOUT_S, render_text, summarize
+from phrame_settings.env import EnvReader
 from schemas import Topics
 
 
@@ -28,6 +31,11 @@ def run(args: argparse.Namespace) -> int:
     from phrame_mqtt import MqttClient, MqttError, MqttSettings, SettingsError
 
     topics = Topics(os.environ.get("PHRAME_TOPIC_PREFIX") or "phrame")
+    try:
+        timeout_s = node_timeout()
+    except ValueError as e:
+        print(f"phrame status: {e}", file=sys.stderr)
+        return 2
     retained: dict[str, bytes] = {}
     try:
         planes = [("actual", [topics.node_status_filter(), topics.heartbeat_filter()])]
@@ -45,6 +53,12 @@ def run(args: argparse.Namespace) -> int:
     except (MqttError, SettingsError) as e:
         print(f"phrame status: cannot read the broker: {e}", file=sys.stderr)
         return 2
-    summary = summarize(retained, time.time(), topics)
+    summary = summarize(retained, time.time(), topics, timeout_s)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else render_text(summary))
     return 0 if summary.is_healthy else 1
+
+
+def node_timeout() -> float:
+    """``PHRAME_NODE_TIMEOUT_S`` read as placement reads it (default 20, at least 0.1)."""
+    reader = EnvReader(error=ValueError)
+    return reader.number("PHRAME_NODE_TIMEOUT_S", DEFAULT_NODE_TIMEOUT_S, minimum=0.1)

@@ -2,6 +2,10 @@
 
 Pure: (topic → payload, now) → a summary and its verdict. Invalid payloads are shown as
 such, never trusted. The caller reads the broker; this module never does I/O.
+A node's STATE is the shared rule (:func:`schemas.node_health.judge_node`): offline when its
+status says so or its heartbeat is older than the timeout. A one-shot reader has no receive
+history, so the heartbeat's age is its ``ts`` against the caller's clock (``now``): clock
+skew between the node and the reader shifts it.
 An environment shows the commit it runs (its ``sync`` topic); a node shows whether it
 applied its own manifest, not that manifest's commit: a node the last commits did not
 touch keeps an older manifest commit and is up to date all the same.
@@ -13,12 +17,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from schemas import PayloadError, Topics, check_payload, load_json
+from schemas.node_health import judge_node
+
+DEFAULT_NODE_TIMEOUT_S = 20.0  # as placement's PHRAME_NODE_TIMEOUT_S
 
 
 @dataclass
 class NodeRow:
     node: str
-    state: str = "unknown"
+    state: str = "unknown"  # online | offline | unknown, by the shared node-health rule
+    reason: str | None = None  # why that state ("no heartbeat for 45 s")
     converged: bool | None = None
     generation: int | None = None  # applied, as the node's status says
     commit: str | None = None  # of the manifest it applied (not the environment's commit)
@@ -92,8 +100,12 @@ def _error_text(error: Any) -> str:
     return str(error)
 
 
-def summarize(retained: dict[str, bytes], now: float, topics: Topics) -> Summary:
+def summarize(
+    retained: dict[str, bytes], now: float, topics: Topics, timeout_s: float = DEFAULT_NODE_TIMEOUT_S
+) -> Summary:
     nodes: dict[str, NodeRow] = {}
+    said: dict[str, dict[str, Any]] = {}  # node -> its valid status
+    heard: dict[str, float] = {}  # node -> its valid heartbeat's ts
     envs: dict[str, EnvironmentRow] = {}
     for topic, raw in retained.items():
         try:
@@ -112,13 +124,13 @@ def summarize(retained: dict[str, bytes], now: float, topics: Topics) -> Summary
                 row.desired_generation = doc["generation"]
                 row.environments = sorted({_environment_of(item) for item in doc["items"]})
             elif t.kind == "status":
-                row.state = doc["state"]
+                said[t.node] = doc
                 row.converged = doc.get("converged")
                 row.generation = doc.get("generation")
                 row.commit = doc.get("commit")
                 row.errors += [_error_text(e) for e in doc.get("errors", [])]
             else:
-                row.heartbeat_age_s = round(max(0.0, now - float(doc["ts"])), 1)
+                heard[t.node] = float(doc["ts"])
             continue
         assert t.environment is not None
         env = envs.setdefault(t.environment, EnvironmentRow(t.environment))
@@ -134,6 +146,11 @@ def summarize(retained: dict[str, bytes], now: float, topics: Topics) -> Summary
             env.unassigned = [f"{u['replica']}: {u['reason']}" for u in doc.get("unassigned", [])]
             env.gc_candidates = list(doc.get("gc_candidates", []))
     for row in nodes.values():
+        if row.node in said or row.node in heard:
+            verdict = judge_node(said.get(row.node), heard.get(row.node), now, timeout_s)
+            row.state, row.reason = verdict.state, verdict.reason
+            if verdict.heartbeat_age_s is not None:
+                row.heartbeat_age_s = round(verdict.heartbeat_age_s, 1)
         if row.desired_generation is not None and row.converged is not None:  # both sides known
             row.applied = row.converged is True and row.generation == row.desired_generation
         for name in row.environments:
@@ -174,6 +191,8 @@ def render_text(summary: Summary) -> str:
         age = "-" if n.heartbeat_age_s is None else f"{n.heartbeat_age_s:g}s ago"
         converged, applied = _cell(n.converged), _cell(n.applied)
         lines.append(f"{n.node:<15} {n.state:<8} {converged:<10} {applied:<8} {_generation(n):<8} {age}")
+        if n.state == "offline" and n.reason:
+            lines.append(f"    offline: {n.reason}")
         lines += [f"    error: {e}" for e in n.errors]
     if not summary.nodes:
         lines.append("(no node has reported)")

@@ -22,8 +22,13 @@ _PREFIX = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
 # account -> (access, topic pattern) with {p} for the topic prefix.
 SERVICE_ACCOUNTS: dict[str, tuple[tuple[str, str], ...]] = {
     # config-sync reads the desired plane back to find what is already published, and each
-    # node's status to turn phrame/deploy green once the node converged.
-    "config-sync": (("readwrite", "{p}/desired/#"), ("read", "{p}/actual/nodes/+/status")),
+    # node's status to turn phrame/deploy green once the node converged, and heartbeat to
+    # say which nodes a running deploy waits on are offline.
+    "config-sync": (
+        ("readwrite", "{p}/desired/#"),
+        ("read", "{p}/actual/nodes/+/status"),
+        ("read", "{p}/actual/nodes/+/heartbeat"),
+    ),
     "placement": (
         ("read", "{p}/desired/#"),
         ("read", "{p}/actual/#"),

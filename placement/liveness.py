@@ -3,10 +3,12 @@
 The loop feeds every heartbeat/status message in (from the MQTT network thread) and asks
 for :meth:`Liveness.health` at a clock value before each decision. A node is offline when
 its last heartbeat is older than ``PHRAME_NODE_TIMEOUT_S`` or its status says ``offline``
-(the agent's last will). After a (re)connect that may have missed messages the loop calls
-:meth:`Liveness.resume`, and so does :meth:`Liveness.decision_health` when a full disruption
-ends, so time spent not hearing the fleet never reads as nodes going offline. Never acts on
-an invalid payload; never reads the clock itself.
+(the agent's last will): the shared rule, :func:`schemas.node_health.judge_node`; a node
+never heard from, the disruption and the reconnect grace are placement's own. After a
+(re)connect that may have missed messages the loop calls :meth:`Liveness.resume`, and so
+does :meth:`Liveness.note_decision` when a full disruption ends, so time spent not hearing
+the fleet never reads as nodes going offline. Never acts on an invalid payload; never reads
+the clock itself.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from placement.models import NodeHealth
+from schemas.node_health import judge_node
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ class Liveness:
         self.timeout_s = timeout_s
         self.started_at = started_at  # a node never heard from is offline from here + timeout
         self._seen: dict[str, _Seen] = {}
-        self._disrupted: dict[str, _Disruption] = {}  # per scope (environment) of decision_health
+        self._disrupted: dict[str, _Disruption] = {}  # per scope (environment) of note_decision
         self._lock = threading.Lock()
 
     def heartbeat(self, node: str, ts: float, *, received_at: float, is_retained: bool) -> None:
@@ -86,8 +89,10 @@ class Liveness:
                     seen.offline_at = max(seen.offline_at or now, now)
                 seen.last_heartbeat = max(seen.last_heartbeat, now)
 
-    def decision_health(self, scope: str, nodes: Collection[str], now: float) -> dict[str, NodeHealth]:
-        """:meth:`health` for a decision over ``nodes`` (``scope``: the environment deciding).
+    def note_decision(self, scope: str, nodes: Collection[str], now: float) -> None:
+        """A decision over ``nodes`` (``scope``: the environment deciding) is about to read
+        :meth:`health` at ``now``: enter or leave a full disruption first (a command; the
+        caller then asks :meth:`health`).
 
         While not one of ``nodes`` is alive the decision holds (a full disruption, see
         :func:`placement.decide.decide`); it is remembered here with the last heartbeat heard
@@ -97,20 +102,20 @@ class Liveness:
         full-disruption mode: the nodes not back yet (agents reconnect with backoff) do not
         read as offline since the disruption and lose their replicas to the first node back,
         while a node already silent for a timeout before it began stays offline."""
-        health = self.health(nodes, now)
         if not nodes:
-            return health
+            return
+        health = self.health(nodes, now)
         if not any(h.alive for h in health.values()):
             with self._lock:
                 if scope not in self._disrupted:
                     beats = [s.last_heartbeat for n in nodes if (s := self._seen.get(n)) is not None]
                     last = max((b for b in beats if b is not None), default=None)
                     self._disrupted[scope] = _Disruption(noticed_at=now, last_heard=last)
-            return health
+            return
         with self._lock:
             disruption = self._disrupted.pop(scope, None)
         if disruption is None:
-            return health
+            return
         log.warning(
             "%s: a node is alive again after a full disruption noticed %.0f s ago; every node "
             "gets a whole timeout from now",
@@ -118,7 +123,6 @@ class Liveness:
             now - disruption.noticed_at,
         )
         self.resume(now, listened_until=disruption.last_heard)
-        return self.health(nodes, now)
 
     def forget(self, node: str) -> None:
         with self._lock:
@@ -136,14 +140,13 @@ class Liveness:
             if seen is not None and seen.offline_at is not None:
                 since = min(since, seen.offline_at)
             return NodeHealth(alive=False, offline_since=since)
-        candidates = []
-        if now - seen.last_heartbeat > self.timeout_s:
-            candidates.append(seen.last_heartbeat + self.timeout_s)
-        if seen.offline_at is not None:
-            candidates.append(max(seen.offline_at, seen.last_heartbeat))
-        if not candidates:
+        # the per-node rule is the shared one; only the never-heard grace above and the
+        # disruption and reconnect handling (resume) are placement's own
+        status = None if seen.offline_at is None else {"state": "offline"}
+        verdict = judge_node(status, seen.last_heartbeat, now, self.timeout_s, status_at=seen.offline_at)
+        if verdict.is_online:
             return NodeHealth(alive=True)
-        return NodeHealth(alive=False, offline_since=min(candidates))
+        return NodeHealth(alive=False, offline_since=verdict.offline_since)
 
 
 def gc_candidates(health: dict[str, NodeHealth], now: float, gc_after_s: float) -> list[str]:

@@ -166,7 +166,8 @@ class Reconciler:
             )
         nodes = inventory.nodes_of(repo)
         now = self.clock()
-        health = self.liveness.decision_health(name, nodes, now)
+        self.liveness.note_decision(name, nodes, now)  # may end a full disruption
+        health = self.liveness.health(nodes, now)
         result.gc_candidates = gc_candidates(health, now, self.node_gc_s)
         decision = decide(
             name,

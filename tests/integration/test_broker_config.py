@@ -211,19 +211,21 @@ def test_untrusted_server_certificate_is_refused(broker: SecureBroker) -> None:
 
 
 def test_config_sync_reads_node_statuses_for_its_deploy_status(broker: SecureBroker, clients: list) -> None:
-    """phrame/deploy turns green from the agents' status topics: config-sync must see them,
-    and nothing else of the actual plane."""
+    """phrame/deploy turns green from the agents' status topics and names the nodes offline
+    by their heartbeat: config-sync must see both, and nothing else of the actual plane."""
     sync = connect(clients, broker.settings("config-sync"), "config-sync-deploy")
     inbox = Inbox()
     sync.subscribe("phrame/actual/#", inbox)
     agent = connect(clients, broker.settings("node-edge-01"), "agent-edge-01-status")
     agent.publish_batch([
+        ("phrame/actual/nodes/edge-01/containers/studio-a.mixer.0", b'{"state": "running"}'),
         ("phrame/actual/nodes/edge-01/heartbeat", b'{"seq": 1}'),
         ("phrame/actual/nodes/edge-01/status", b'{"state": "online"}'),
     ])  # fmt: skip
     assert inbox.wait_for("phrame/actual/nodes/edge-01/status")
-    with inbox.cond:  # the heartbeat was sent first: it would have arrived by now
-        assert "phrame/actual/nodes/edge-01/heartbeat" not in inbox.topics
+    with inbox.cond:  # the item was sent first: it would have arrived by now
+        assert "phrame/actual/nodes/edge-01/heartbeat" in inbox.topics
+        assert "phrame/actual/nodes/edge-01/containers/studio-a.mixer.0" not in inbox.topics
 
 
 # -- client ids are tied to user names (issue 10 item 6)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -13,13 +14,20 @@ from schemas import Topics, canonical_json
 from tests.support.mosquitto import Mosquitto
 
 T = Topics()
+HOST = dict.fromkeys(["cpu_percent", "load1", "mem_total", "mem_used", "disk_total", "disk_used"], 1)
 
 
-def run_status(url: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PHRAME_DESIRED_MQTT_URL": url}
+def heartbeat(ts: float) -> bytes:
+    return canonical_json({"ts": ts, "seq": 1, "interval_s": 5, "host": HOST})
+
+
+def run_status(
+    url: str, extra_env: dict[str, str] | None = None, *, json_out: bool = True
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PHRAME_DESIRED_MQTT_URL": url, **(extra_env or {})}
     env.pop("PHRAME_ACTUAL_MQTT_URL", None)
     return subprocess.run(
-        [sys.executable, "-m", "phrame", "status", "--json", "--timeout", "5"],
+        [sys.executable, "-m", "phrame", "status", *(["--json"] if json_out else []), "--timeout", "5"],
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
@@ -30,6 +38,7 @@ def test_status_reads_the_fleet_and_sets_the_exit_code(mosquitto: Mosquitto) -> 
     try:
         client.publish_batch([
             (T.status("edge-01"), canonical_json({"state": "online", "converged": True, "generation": 2, "commit": "c1"})),
+            (T.heartbeat("edge-01"), heartbeat(time.time())),
             (T.env_sync("studio-a"), canonical_json({"environment": "studio-a", "ref": "main", "ok": True,
                                                      "last_applied": {"commit": "c1"}})),
         ])  # fmt: skip
@@ -63,6 +72,8 @@ def test_status_shows_the_environment_commit_and_which_nodes_applied_it(mosquitt
             (T.manifest("edge-02"), manifest(3, new, "containers/studio-a.mixer.0")),
             (T.status("edge-01"), canonical_json({"state": "online", "converged": True, "generation": 2, "commit": old})),
             (T.status("edge-02"), canonical_json({"state": "online", "converged": True, "generation": 2, "commit": old})),
+            (T.heartbeat("edge-01"), heartbeat(time.time())),
+            (T.heartbeat("edge-02"), heartbeat(time.time())),
             (T.env_sync("studio-a"), canonical_json({"environment": "studio-a", "ref": "main", "ok": True,
                                                      "last_applied": {"commit": new}})),
         ])  # fmt: skip
@@ -81,9 +92,44 @@ def test_status_shows_the_environment_commit_and_which_nodes_applied_it(mosquitt
         client.stop()
 
 
+def test_a_node_online_by_its_status_but_with_a_stale_heartbeat_shows_offline(mosquitto: Mosquitto) -> None:
+    """Issue 11: one node-health rule. The retained status says online, the retained
+    heartbeat is older than PHRAME_NODE_TIMEOUT_S: ``phrame status`` says offline and why."""
+    client = MqttClient(MqttSettings(url=mosquitto.url), "test-status-writer")
+    client.start(timeout=5)
+    status = canonical_json({"state": "online", "converged": True, "generation": 1, "commit": "c1"})
+    try:
+        client.publish_batch([
+            (T.status("edge-01"), status),
+            (T.heartbeat("edge-01"), heartbeat(time.time() - 2)),
+            (T.status("edge-02"), status),
+            (T.heartbeat("edge-02"), heartbeat(time.time() - 45)),
+        ])  # fmt: skip
+        done = run_status(mosquitto.url, {"PHRAME_NODE_TIMEOUT_S": "20"})
+        assert done.returncode == 1, done.stdout + done.stderr
+        nodes = {n["node"]: n for n in json.loads(done.stdout)["nodes"]}
+        assert (nodes["edge-01"]["state"], nodes["edge-02"]["state"]) == ("online", "offline")
+        silent = re.fullmatch(r"no heartbeat for (\d+) s", nodes["edge-02"]["reason"])
+        assert silent and int(silent[1]) >= 45, nodes["edge-02"]
+        text = run_status(mosquitto.url, {"PHRAME_NODE_TIMEOUT_S": "20"}, json_out=False).stdout
+        assert "edge-02         offline" in text and "    offline: no heartbeat for " in text, text
+        # a longer timeout: the same heartbeat is recent enough
+        assert run_status(mosquitto.url, {"PHRAME_NODE_TIMEOUT_S": "600"}).returncode == 0
+    finally:
+        client.stop()
+
+
 def test_status_without_a_broker_exits_2() -> None:
     from tests.support.services import free_port
 
     done = run_status(f"mqtt://127.0.0.1:{free_port()}")
     assert done.returncode == 2
     assert "cannot read the broker" in done.stderr
+
+
+def test_a_bad_node_timeout_exits_2_naming_it() -> None:
+    from tests.support.services import free_port
+
+    done = run_status(f"mqtt://127.0.0.1:{free_port()}", {"PHRAME_NODE_TIMEOUT_S": "soon"})
+    assert done.returncode == 2
+    assert "PHRAME_NODE_TIMEOUT_S='soon' is not a number" in done.stderr

@@ -224,6 +224,12 @@ def test_manual_sync_status_and_metrics(running: Running) -> None:
     assert "phrame_config_sync_ready 1.0" in metrics
 
 
+def test_the_ready_gauge_is_read_at_scrape_time_not_set_by_is_ready(running: Running) -> None:
+    """Issue 11: ``is_ready()`` is a query with no side effect; the gauge asks it when the
+    registry is rendered, whoever scrapes (nothing called ``is_ready`` here yet)."""
+    assert b"phrame_config_sync_ready 1.0" in running.service.metrics.render()
+
+
 def test_phrame_replay_posts_a_recorded_delivery(
     running: Running, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -4,6 +4,7 @@ and manifests are numbered above what agents applied, also after broker and serv
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -156,3 +157,42 @@ def test_a_commit_that_changes_no_node_is_deployed_at_once(tmp_path: Path, mosqu
             assert eventually(lambda: deploy_states(service, typo)[-1][0] == "success")
     finally:
         service.stop()
+
+
+def test_a_running_deploy_names_the_nodes_offline_by_their_heartbeat(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """Issue 11, over a real broker: every node's retained heartbeat is 90 s old before
+    config-sync starts (PHRAME_NODE_TIMEOUT_S 20): the running deploy names each offline;
+    a node that beats again is only waited for; the deploy timeout still decides."""
+    remote = ConfigRemote(tmp_path)
+    first = remote.commit("sample", copy_from=SAMPLE)
+    nodes = sorted(p.stem for p in (SAMPLE / "nodes").glob("*.yaml"))
+    with reader(mosquitto.url, "fake-agents") as agents:
+        agents.publish_batch([(T.heartbeat(n), heartbeat(time.time() - 90)) for n in nodes])
+        settings = settings_for(
+            remote, tmp_path / "state", mosquitto.url, poll_s=3600, debounce_s=0, deploy_timeout_s=60
+        )
+        service = ConfigSync(settings, reporter=LocalReporter())
+        service.start()
+        try:
+            assert service.queue.wait_idle(30)
+            waited = sorted(service.deployer.active["main"].nodes)
+            assert waited, "the sample changed no node"
+            state, text = deploy_states(service, first)[-1]
+            assert state == "running" and text.startswith(
+                f"waiting for {waited[0]} (offline: no heartbeat for "
+            ), text
+            assert text.count("(offline: no heartbeat for ") == len(waited), text
+            agents.publish_batch([(T.heartbeat(waited[0]), heartbeat(time.time()))])
+            assert eventually(
+                lambda: deploy_states(service, first)[-1][1].startswith(f"waiting for {waited[0]}, ")
+            )
+            assert deploy_states(service, first)[-1][0] == "running"
+        finally:
+            service.stop()
+
+
+def heartbeat(ts: float) -> bytes:
+    host = dict.fromkeys(["cpu_percent", "load1", "mem_total", "mem_used", "disk_total", "disk_used"], 1)
+    return json.dumps({"ts": ts, "seq": 1, "interval_s": 5, "host": host}).encode()

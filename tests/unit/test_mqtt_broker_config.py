@@ -33,7 +33,11 @@ def test_each_agent_gets_only_its_own_node() -> None:
 def test_service_accounts_get_what_they_need_and_no_more() -> None:
     acl = blocks(acl_text([], prefix="site1"))
     # config-sync also reads node statuses: phrame/deploy turns green from them
-    assert acl["config-sync"] == ["topic readwrite site1/desired/#", "topic read site1/actual/nodes/+/status"]
+    assert acl["config-sync"] == [
+        "topic readwrite site1/desired/#",
+        "topic read site1/actual/nodes/+/status",
+        "topic read site1/actual/nodes/+/heartbeat",
+    ]
     assert acl["placement"] == [
         "topic read site1/desired/#",
         "topic read site1/actual/#",

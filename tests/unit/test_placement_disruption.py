@@ -1,4 +1,4 @@
-"""Leaving a full disruption (placement.liveness.Liveness.decision_health with the decision):
+"""Leaving a full disruption (placement.liveness.Liveness.note_decision before the decision):
 when the first node is heard again after a pass found none alive, every node gets a whole
 timeout from then, so the nodes still reconnecting do not lose their replicas to the first
 node back; a node silent before the disruption began stays offline. Fake clock, no broker."""
@@ -30,8 +30,14 @@ def beat(live: Liveness, now: float, *names: str) -> None:
         live.heartbeat(name, now, received_at=now, is_retained=False)
 
 
+def noted_health(live: Liveness, scope: str, nodes: list[str], now: float) -> dict[str, NodeHealth]:
+    """What the reconciler does before each decision: note it, then read the health."""
+    live.note_decision(scope, nodes, now)
+    return live.health(nodes, now)
+
+
 def run(live: Liveness, now: float, current: dict[str, object], scope: str = "lab") -> Decision:
-    health = live.decision_health(scope, list(NODES), now)
+    health = noted_health(live, scope, list(NODES), now)
     return decide(
         "lab",
         nodes=NODES,
@@ -80,10 +86,10 @@ def test_a_decision_with_live_nodes_never_restarts_the_grace_period() -> None:
     for step in range(1, 20):
         now = T0 + 10 * step
         beat(live, now, "edge-01", "edge-02", "core-01")  # edge-03 died at T0
-        assert live.decision_health("old-ref", ["edge-04"], now)["edge-04"].alive is False
-        assert live.decision_health("lab", list(NODES), now)["edge-01"].alive
+        assert noted_health(live, "old-ref", ["edge-04"], now)["edge-04"].alive is False
+        assert noted_health(live, "lab", list(NODES), now)["edge-01"].alive
     assert live.health(["edge-03"], T0 + 190)["edge-03"] == NodeHealth(False, T0 + TIMEOUT)
-    edge04 = live.decision_health("old-ref", ["edge-04"], T0 + 200)["edge-04"]
+    edge04 = noted_health(live, "old-ref", ["edge-04"], T0 + 200)["edge-04"]
     assert edge04.offline_since == T0 - 25  # its own scope is still in disruption: untouched
 
 

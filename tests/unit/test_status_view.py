@@ -15,6 +15,11 @@ def raw(doc: object) -> bytes:
     return json.dumps(doc).encode()
 
 
+def beat(ts: float) -> bytes:
+    host = dict.fromkeys(["cpu_percent", "load1", "mem_total", "mem_used", "disk_total", "disk_used"], 1)
+    return raw({"ts": ts, "seq": 9, "interval_s": 5, "host": host})
+
+
 def healthy() -> dict[str, bytes]:
     return {
         T.status("edge-01"): raw({"state": "online", "converged": True, "generation": 3, "commit": "a" * 40}),
@@ -75,6 +80,8 @@ def two_nodes_one_commit() -> dict[str, bytes]:
         T.manifest("edge-03"): manifest(1, A),  # in the inventory, nothing to run, no agent yet
         T.status("edge-01"): raw({**status, "generation": 3, "commit": A}),
         T.status("edge-02"): raw({**status, "generation": 4, "commit": A}),
+        T.heartbeat("edge-01"): beat(NOW - 3),
+        T.heartbeat("edge-02"): beat(NOW - 3),
         T.env_sync("studio-a"): raw({"environment": "studio-a", "ref": "main", "ok": True,
                                       "last_applied": {"commit": B}, "last_attempted": {"commit": B}}),
     }  # fmt: skip
@@ -103,3 +110,23 @@ def test_the_environment_shows_its_commit_and_each_node_whether_it_applied_it() 
     s = summarize(done, NOW, T)
     assert s.is_healthy and s.environments[0].not_applied == []  # edge-03 has nothing to run
     assert "2 of 2 nodes" in render_text(s)
+
+
+def test_a_stale_heartbeat_makes_a_node_offline_whatever_its_status_says() -> None:
+    """Issue 11: the shared rule. Status online, heartbeat older than the timeout: offline."""
+    topics = healthy()
+    topics[T.heartbeat("edge-01")] = beat(NOW - 45)
+    s = summarize(topics, NOW, T, timeout_s=20)
+    (node,) = s.nodes
+    assert (node.state, node.reason, node.heartbeat_age_s) == ("offline", "no heartbeat for 45 s", 45.0)
+    assert not s.is_healthy
+    text = render_text(s)
+    assert "    offline: no heartbeat for 45 s" in text.splitlines()
+    assert summarize(topics, NOW, T, timeout_s=60).nodes[0].state == "online"
+
+
+def test_a_status_without_any_heartbeat_is_unknown() -> None:
+    topics = healthy()
+    del topics[T.heartbeat("edge-01")]
+    (node,) = summarize(topics, NOW, T).nodes
+    assert (node.state, node.reason) == ("unknown", "no heartbeat heard yet")

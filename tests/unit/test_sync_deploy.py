@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from config_sync.deploy import DeployWatcher, failure, verdict
+from config_sync.deploy import DeployWatcher
+from config_sync.deploy_verdict import failure, verdict
 from config_sync.errors import GitLabError
 from config_sync.gitlab_api import LocalReporter
 from phrame_mqtt import Message
@@ -207,3 +208,62 @@ def test_a_commit_that_changed_no_node_succeeds_at_once_or_takes_over_a_running_
     watcher.on_status(status("edge-01", commit=OLD, generation=4, converged=True))
     watcher.check()
     assert deploys(reporter)[-1] == ("c", "success", f"1 node(s) converged on {later[:12]}")
+
+
+def heartbeat(node: str, ts: float = 0.0, *, retained: bool = False) -> Message:
+    return Message(T.heartbeat(node), json.dumps({"ts": ts, "seq": 1, "interval_s": 5}).encode(), retained)
+
+
+class Recording(LocalReporter):
+    """Every report, repeats included (LocalReporter keeps only the latest per commit)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[tuple[str, str, str]] = []
+
+    def set_status(
+        self, sha: str, name: str, state: str, description: str, *, ref: str | None = None
+    ) -> None:
+        self.sent.append((sha[:1], state, description))
+        super().set_status(sha, name, state, description, ref=ref)
+
+
+def test_a_deploy_waiting_on_an_offline_node_says_so_and_still_times_out() -> None:
+    """Issue 11: the shared node-health rule. edge-02's heartbeat stops: the running
+    description names it offline (reported once per change, not every tick); it is back
+    when it beats again; the deploy timeout still decides the failure."""
+    reporter, clock = Recording(), Clock()
+    watcher = DeployWatcher(reporter, T, timeout_s=600, clock=clock, node_timeout_s=20)
+    for node in ("edge-01", "edge-02"):
+        watcher.on_heartbeat(heartbeat(node))
+    watcher.watch("main", SHA, {"edge-01": 1, "edge-02": 1})
+    assert reporter.sent == [("a", "running", "waiting for edge-01, edge-02")]
+    watcher.on_status(status("edge-01", commit=SHA, converged=True, generation=1))
+    clock.now += 45
+    watcher.on_heartbeat(heartbeat("edge-01"))
+    watcher.check()
+    clock.now += 1
+    watcher.check()  # still offline: no new report
+    assert reporter.sent[1:] == [("a", "running", "waiting for edge-02 (offline: no heartbeat for 45 s)")]
+    watcher.on_heartbeat(heartbeat("edge-02"))
+    watcher.check()
+    assert reporter.sent[-1] == ("a", "running", "waiting for edge-02")
+    clock.now += 30
+    watcher.check()
+    assert reporter.sent[-1] == ("a", "running", "waiting for edge-02 (offline: no heartbeat for 30 s)")
+    clock.now += 600
+    watcher.check()
+    assert reporter.sent[-1] == ("a", "failed", "edge-02: offline (no heartbeat for 630 s)")
+    assert len(reporter.sent) == 5
+
+
+def test_the_will_or_a_retained_stale_heartbeat_is_offline_at_once() -> None:
+    reporter, clock = LocalReporter(), Clock()
+    watcher = DeployWatcher(reporter, T, timeout_s=600, clock=clock, node_timeout_s=20, wall=lambda: 5000.0)
+    watcher.on_heartbeat(heartbeat("edge-01", 5000.0 - 90, retained=True))  # sent 90 s before we listened
+    watcher.on_heartbeat(heartbeat("edge-02", 5000.0 - 2, retained=True))
+    watcher.on_status(Message(T.status("edge-02"), json.dumps({"state": "offline"}).encode(), True))
+    watcher.on_heartbeat(heartbeat("core-01", 5000.0 - 2, retained=True))
+    watcher.watch("main", SHA, {"edge-01": 1, "edge-02": 1, "core-01": 1})
+    assert deploys(reporter) == [("a", "running", "waiting for core-01, edge-01 (offline: no heartbeat for 90 s), "
+                                  "edge-02 (offline: its status says offline)")]  # fmt: skip

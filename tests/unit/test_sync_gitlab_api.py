@@ -135,47 +135,15 @@ def test_open_then_update_upserts_one_note(api: responses.RequestsMock, reporter
     assert methods.count("POST") == 1
 
 
-def test_branch_create_from_sha_and_already_exists(
-    api: responses.RequestsMock, reporter: GitLabReporter
-) -> None:
-    branch = "placement/studio-a/940bc1e"
-    api.post(f"{PROJECT}/repository/branches", json={"name": branch, "commit": {"id": SHA}}, status=201)
-    reporter.create_branch(branch, SHA)
-    assert body_of(api.calls[0]) == {"branch": branch, "ref": SHA}
-    # a retry after a lost answer: the branch is there, at the same sha -> success
-    api.post(f"{PROJECT}/repository/branches", json={"message": "Branch already exists"}, status=400)
-    api.get(
-        f"{PROJECT}/repository/branches/placement%2Fstudio-a%2F940bc1e",
-        json={"name": branch, "commit": {"id": SHA}},
-    )
-    reporter.create_branch(branch, SHA)
-    # already there at another sha -> refused
-    api.post(f"{PROJECT}/repository/branches", json={"message": "Branch already exists"}, status=400)
-    api.get(
-        f"{PROJECT}/repository/branches/placement%2Fstudio-a%2F940bc1e",
-        json={"name": branch, "commit": {"id": "1" * 40}},
-    )
-    with pytest.raises(GitLabError, match="already exists at 111111111111"):
-        reporter.create_branch(branch, SHA)
-
-
-def test_tags_are_refused_without_a_request(reporter: GitLabReporter) -> None:
-    with pytest.raises(GitLabError, match="only branches"):
-        reporter.create_branch("refs/tags/v1", SHA)
-
-
 def test_unreachable_gitlab_becomes_gitlab_error_and_is_kept_for_status(
     api: responses.RequestsMock, reporter: GitLabReporter
 ) -> None:
     # python-gitlab passes requests' own errors through: the adapter must convert them
     api.post(f"{PROJECT}/statuses/{SHA}", body=requests.ConnectionError("connection refused"))
     api.get(NOTES, body=requests.Timeout("read timed out"))
-    api.post(f"{PROJECT}/repository/branches", body=requests.ConnectionError("no route"))
     with pytest.raises(GitLabError, match="GitLab unreachable: ConnectionError"):
         reporter.set_status(SHA, "phrame/validate", "success", "valid", ref="main")
     assert reporter.snapshot()["last_error"].startswith("status phrame/validate=success")
     assert reporter.snapshot()["statuses"] == []  # not remembered: the next pass sets it again
     with pytest.raises(GitLabError, match="GitLab unreachable: Timeout"):
         reporter.upsert_plan_note(7, "plan")
-    with pytest.raises(GitLabError, match="creating branch placement/x"):
-        reporter.create_branch("placement/x", SHA)

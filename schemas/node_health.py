@@ -1,0 +1,72 @@
+"""The one rule for whether a node is online: its heartbeat's age and its retained status.
+
+Called by placement (:mod:`placement.liveness`), ``phrame status`` (:mod:`phrame.status_view`)
+and config-sync's deploy watcher (:mod:`config_sync.deploy`), so "offline" means the same
+thing everywhere. Pure: the caller says when the last heartbeat was heard and what time it
+is, on one clock. Long-running services pass the moment they *received* the heartbeat on
+their own clock (immune to the node's clock skew); a one-shot reader with no receive history
+(``phrame status``) passes the heartbeat's ``ts`` and the local wall clock, and so inherits
+the skew between the two hosts. Never reads a clock, never does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+State = Literal["online", "offline", "unknown"]
+
+
+@dataclass(frozen=True)
+class NodeVerdict:
+    """The judgement on one node at one clock value.
+
+    ``offline_since``: when it became offline on the caller's clock (``None`` unless offline
+    and known); ``heartbeat_age_s``: seconds since the last heartbeat (``None``: never heard)."""
+
+    state: State
+    reason: str
+    heartbeat_age_s: float | None = None
+    offline_since: float | None = None
+
+    @property
+    def is_online(self) -> bool:
+        return self.state == "online"
+
+
+def judge_node(
+    status: Mapping[str, Any] | None,
+    heard_at: float | None,
+    now: float,
+    timeout_s: float,
+    *,
+    status_at: float | None = None,
+) -> NodeVerdict:
+    """Online, offline or unknown, and why.
+
+    ``status``: the node's retained status payload (only its ``state`` is read), ``None``
+    when there is none; ``heard_at``: when its last heartbeat was heard (``None``: never);
+    ``status_at``: when that status was received, if known. A status ``offline`` (the agent's
+    last will) counts unless a heartbeat was heard after it; a heartbeat older than
+    ``timeout_s`` makes the node offline whatever its status says. Offline for both reasons:
+    offline since the earlier of the two."""
+    age = None if heard_at is None else max(0.0, now - heard_at)
+    says_offline = status is not None and status.get("state") == "offline"
+    if says_offline and heard_at is not None and status_at is not None and heard_at > status_at:
+        says_offline = False  # the will is older than the last heartbeat: the node came back
+    stale = heard_at is not None and now - heard_at > timeout_s
+    since: list[float] = []
+    if stale:
+        assert heard_at is not None
+        since.append(heard_at + timeout_s)
+    if says_offline and status_at is not None:
+        since.append(status_at if heard_at is None else max(status_at, heard_at))
+    if stale:
+        reason = f"no heartbeat for {age:.0f} s"
+        return NodeVerdict("offline", reason, age, min(since))
+    if says_offline:
+        return NodeVerdict("offline", "its status says offline", age, min(since, default=None))
+    if heard_at is None:
+        return NodeVerdict("unknown", "no heartbeat heard yet", None)
+    return NodeVerdict("online", f"heartbeat {age:.0f} s ago", age)
