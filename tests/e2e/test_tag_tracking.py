@@ -15,18 +15,10 @@ import docker
 import pytest
 
 from tests.support.dev_stack import DevStackProcess
-from tests.support.docker import docker_client
 from tests.support.services import require_binary
 
 pytestmark = [pytest.mark.docker, pytest.mark.mqtt, pytest.mark.slow]
 TAG = "refs/tags/v1"
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[docker.DockerClient]:
-    c = docker_client()
-    yield c
-    c.close()
 
 
 @pytest.fixture(scope="module")
