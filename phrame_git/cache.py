@@ -25,7 +25,7 @@ from gitdb.exc import BadName, BadObject
 from config_repo import ConfigRepo, Problem, ReadCache, load
 from config_repo.sources import GitSource
 from phrame_git import refs
-from phrame_git.errors import ErrorKinds, GitError
+from phrame_git.errors import ErrorKinds
 from phrame_settings.git_remote import GitRemote, follow_origin, hint
 from phrame_settings.state import private_dir
 
@@ -107,11 +107,13 @@ class GitCache:
 
     def resolve(self, name: str) -> str | None:
         """The commit a local ref of the cache points at (tags peeled), or None."""
-        try:
-            with self.reading() as repo:
+        with self.reading() as repo:  # a cache that cannot be opened is a (transient) GitError
+            try:
                 return str(repo.commit(name).hexsha)
-        except (BadName, BadObject, ValueError, git.GitError, GitError):
-            return None
+            except (BadName, BadObject, ValueError):  # gitdb's "no such ref"
+                return None
+            except (git.GitError, OSError) as e:
+                raise self.errors.git(f"cannot read {name} in {self.path}: {self.why(e)}") from e
 
     def head(self, ref: str) -> str:
         """The commit ``ref`` (``main``, ``refs/heads/main``, ``refs/tags/v1``) points to as
