@@ -114,18 +114,6 @@ class DirectorySource:
         return None  # files on disk change in place: never cached
 
 
-def merge_base(repo_path: str | os.PathLike[str], a: str, b: str) -> str | None:
-    """The commit where ``b``'s history left ``a``'s, in the repository holding ``repo_path``;
-    None when the histories are unrelated, a ref is unknown or there is no repository."""
-    import git  # adapter-only import: gitpython
-
-    try:
-        bases = git.Repo(repo_path, search_parent_directories=True).merge_base(a, b)
-    except (git.exc.GitError, ValueError):  # no repository, or a ref git does not know
-        return None
-    return str(bases[0].hexsha) if bases else None
-
-
 class GitSource:
     """Files of ``ref`` in the git repository at ``repo_path`` (bare or not)."""
 

@@ -6,6 +6,8 @@ a failed pass and retries it on the next trigger or poll, so no error ever ends 
 
 from __future__ import annotations
 
+import phrame_git
+
 
 class SyncError(Exception):
     """Root exception of config_sync."""
@@ -15,8 +17,9 @@ class SettingsError(SyncError):
     """A ``PHRAME_*`` setting is missing or malformed (permanent: fix the settings)."""
 
 
-class GitError(SyncError):
-    """The config repository could not be fetched or a ref resolved (transient)."""
+class GitError(SyncError, phrame_git.GitError):
+    """The config repository could not be fetched or a ref resolved (transient); raised by
+    the shared git adapter (``phrame_git``) in config-sync's name."""
 
 
 class GitLabError(SyncError):

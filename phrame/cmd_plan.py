@@ -16,9 +16,10 @@ import sys
 from typing import Any
 
 from config_repo import ConfigError, load, render, validate
-from config_repo.sources import GitSource, merge_base
+from config_repo.sources import GitSource
 from config_sync.plan import item_changes, plan_markdown
 from phrame.repo_args import open_source
+from phrame_git.cache import merge_base
 from schemas import Topics
 
 

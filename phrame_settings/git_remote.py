@@ -1,6 +1,6 @@
 """How the config repo's remote reaches git, the same way for config-sync and placement.
 
-Both ``git_repo`` adapters build one :class:`GitRemote` from PHRAME_REPO_URL: credentials
+The git adapter (``phrame_git``) builds one :class:`GitRemote` from PHRAME_REPO_URL: credentials
 pasted into the URL (``https://oauth2:TOKEN@host/x.git``) are cut out of it, so git's argv,
 the clone cache's ``config`` and every message see the plain URL, and travel in git's
 environment like PHRAME_GITLAB_TOKEN. Every git error and log line goes through

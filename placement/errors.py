@@ -6,6 +6,8 @@ subclasses tell a transient failure (retry) from a permanent one (report and wai
 
 from __future__ import annotations
 
+import phrame_git
+
 
 class PlacementError(Exception):
     """Root of every error raised by ``placement``."""
@@ -15,15 +17,15 @@ class SettingsError(PlacementError):
     """A ``PHRAME_*`` setting of the reconciler is missing or malformed."""
 
 
-class GitError(PlacementError):
+class GitError(PlacementError, phrame_git.GitError):
     """Git could not fetch, read, commit or push (transient unless a subclass says otherwise)."""
 
 
-class PushRejected(GitError):
+class PushRejected(GitError, phrame_git.PushRejected):
     """The remote branch moved since we read it (compare-and-swap failed): fetch and retry."""
 
 
-class TagTargetError(GitError):
+class TagTargetError(GitError, phrame_git.TagTargetError):
     """A placement commit would land on ``refs/tags/*``; placement never writes to a tag."""
 
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random
 
-from config_repo import ConfigError, ConfigRepo, Problem, load_git, validate
+from config_repo import ConfigError, ConfigRepo, Problem, validate
 from placement import inventory
 from placement.decide import decide
 from placement.errors import (
@@ -227,7 +227,7 @@ class Reconciler:
             log.info("environment %s: closed superseded merge requests %s", environment, closed)
 
     def _load(self, sha: str) -> ConfigRepo:
-        repo, problems = load_git(self.git.path, sha)
+        repo, problems = self.git.load(sha)  # the shared adapter: its git processes end at once
         problems = validate(repo, problems)
         if problems:
             # Semantic problems do not stop a decision (placement may be what fixes a capacity
