@@ -60,8 +60,18 @@ def test_without_a_daemon_processes_run_and_containers_are_errors(
             what="an online status naming the container that cannot run",
         )
         assert agent.proc.poll() is None, agent.log()
-        assert (work / "ticker.txt").read_text() == "tick\n"
-        assert (watcher.item("processes", "e.ticker.0") or {}).get("state") == "running"
+        # the process was started in that pass; its first line lands a moment later
+        ticker_file = work / "ticker.txt"
+        watcher.wait_for(
+            lambda: ticker_file.exists() and ticker_file.read_text() == "tick\n",
+            timeout=20,
+            what="the host process to write its file",
+        )
+        watcher.wait_for(
+            lambda: (watcher.item("processes", "e.ticker.0") or {}).get("state") == "running",
+            timeout=20,
+            what="the process reported running",
+        )
         errors = " ".join(watcher.status()["errors"])
         assert "Docker" in errors, errors
     finally:
