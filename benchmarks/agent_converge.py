@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from node_agent.docker_port import DockerPort  # noqa: E402
-from node_agent.reconcile import Reconciler  # noqa: E402
+from node_agent.reconcile import NodeReconciler  # noqa: E402
 from tests.support import agent_support as spec  # noqa: E402
 from tests.support import docker as docker_support  # noqa: E402
 
@@ -89,7 +89,7 @@ def main() -> int:
         floor_s = parallel_floor(client, items, label)
         docker_support.cleanup(client, label)
         port = DockerPort(f"bench-{tag}", client=client, stop_timeout=1)
-        reconciler = Reconciler(f"bench-{tag}", port, parallelism=PARALLELISM)
+        reconciler = NodeReconciler(f"bench-{tag}", port, parallelism=PARALLELISM)
         start, cpu = time.perf_counter(), time.process_time()
         result = reconciler.run_pass(spec.desired(items, with_manifest=True))
         agent_s = time.perf_counter() - start

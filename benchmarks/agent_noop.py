@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from node_agent.docker_port import DockerPort  # noqa: E402
-from node_agent.reconcile import Reconciler  # noqa: E402
-from node_agent.reporting import Reporter  # noqa: E402
+from node_agent.reconcile import NodeReconciler  # noqa: E402
+from node_agent.reporting import ActualReporter  # noqa: E402
 from schemas import Topics  # noqa: E402
 from tests.support import agent_support as spec  # noqa: E402
 from tests.support import docker as docker_support  # noqa: E402
@@ -65,10 +65,10 @@ def main() -> int:
         ]
         desired = spec.desired(items, with_manifest=True)
         port = DockerPort(node, client=client, stop_timeout=1)
-        setup = Reconciler(node, port, parallelism=16).run_pass(desired)  # not measured
-        reconciler = Reconciler(node, port, parallelism=4)
+        setup = NodeReconciler(node, port, parallelism=16).run_pass(desired)  # not measured
+        reconciler = NodeReconciler(node, port, parallelism=4)
         publisher = CountingPublisher()
-        reporter = Reporter(publisher, Topics(), node, inspect=port.inspect_container)
+        reporter = ActualReporter(publisher, Topics(), node, inspect=port.inspect_container)
         reporter.report_items(desired, reconciler.observe(), {})  # first report: all new
         first_report = publisher.count
         publisher.count = 0

@@ -97,8 +97,8 @@ def main() -> int:
     from config_sync.syncing import Syncer
     from phrame_mqtt import MqttClient, MqttSettings
     from schemas import Topics
-    from tests.integration.test_sync_support import ConfigRemote
     from tests.support.mosquitto import Mosquitto
+    from tests.support.sync_support import ConfigRemote
 
     try:
         # set_tcp_nodelay: without it the broker's small PUBACKs meet Nagle + delayed ACK

@@ -99,9 +99,9 @@ def wait_ready(base: str, proc: subprocess.Popen[bytes], timeout: float = 60.0) 
 def main() -> int:
     import httpx
 
-    from tests.integration.test_sync_support import SAMPLE, WEBHOOKS, ConfigRemote
     from tests.support.mosquitto import Mosquitto
     from tests.support.services import free_port
+    from tests.support.sync_support import SAMPLE, WEBHOOKS, ConfigRemote
 
     try:
         broker = Mosquitto().start()

@@ -1,4 +1,4 @@
-"""The only module that talks to Docker: list, create, start, remove, pull, watch events.
+"""The Docker adapter: list, create, start, remove, pull, watch events (networks: ``docker_networks``).
 
 The executor and the loop call it; it converts every SDK error into ``node_agent.errors``
 and retries transient ones with backoff (tenacity). It lists with a label filter, one

@@ -1,6 +1,6 @@
 """Pure helpers about Docker: which container am I, which image gets credentials, list rows.
 
-``docker_port`` (pulls) and ``phrame node-agent`` (start-up) call them. They read only
+``docker_port`` calls them (pulls, list rows, and ``find_own_container`` at start-up). They read only
 the text they are given (``/proc/self/cgroup`` and ``mountinfo``, an image reference) and
 never call the Docker API.
 """

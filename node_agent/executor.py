@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from node_agent.errors import AgentError, NetworkInUse
-from node_agent.models import Action, Op, Outcome, Plan, Spec
+from node_agent.models import Action, ActionOutcome, Op, Plan, Spec
 from node_agent.plan import dependency_levels
 from node_agent.ports import ContainerRuntime
 
@@ -43,7 +43,7 @@ class Executor:
         self.parallelism = max(1, parallelism)
         self.ready_timeout = ready_timeout
 
-    def apply(self, plan: Plan, *, containers: Collection[str] = ()) -> list[Outcome]:
+    def apply(self, plan: Plan, *, containers: Collection[str] = ()) -> list[ActionOutcome]:
         """Execute ``plan``; return one outcome per action, in the plan's order.
 
         ``containers`` names this node's desired containers: an item depending on one
@@ -51,7 +51,7 @@ class Executor:
         or not.
         """
         by_op = {op: [a for a in plan.actions if a.op is op] for op in Op}
-        results: dict[Action, Outcome] = {}
+        results: dict[Action, ActionOutcome] = {}
         with ThreadPoolExecutor(self.parallelism, thread_name_prefix="agent-exec") as pool:
 
             def run(actions: Iterable[Action], fn: Callable[[Action], None]) -> None:
@@ -88,7 +88,7 @@ class Executor:
     def _item(
         self,
         action: Action,
-        results: dict[Action, Outcome],
+        results: dict[Action, ActionOutcome],
         failed_images: dict[str, str | None],
         containers: Collection[str],
         names: Mapping[str, str],
@@ -128,13 +128,13 @@ def _spec(action: Action) -> Spec:
     return action.spec
 
 
-def _timed(action: Action, fn: Callable[[Action], None]) -> Outcome:
+def _timed(action: Action, fn: Callable[[Action], None]) -> ActionOutcome:
     start = time.monotonic()
     try:
         fn(action)
     except AgentError as e:
-        return Outcome(action, str(e), time.monotonic() - start)
+        return ActionOutcome(action, str(e), time.monotonic() - start)
     except Exception as e:  # a bug in one item must not stop the others
         log.exception("unexpected error in %s", action.describe())
-        return Outcome(action, f"{type(e).__name__}: {e}", time.monotonic() - start)
-    return Outcome(action, None, time.monotonic() - start)
+        return ActionOutcome(action, f"{type(e).__name__}: {e}", time.monotonic() - start)
+    return ActionOutcome(action, None, time.monotonic() - start)

@@ -1,6 +1,6 @@
 """The host's load, memory and disk for the heartbeat: the only psutil use of the reporting.
 
-:meth:`node_agent.reporting.Reporter.heartbeat` calls :func:`host_stats`; the agent's
+:meth:`node_agent.reporting.ActualReporter.heartbeat` calls :func:`host_stats`; the agent's
 process supervision has its own adapter (``processes.py``). Reads only; never acts.
 """
 

@@ -21,9 +21,9 @@ from node_agent.docker_port import DockerPort
 from node_agent.errors import AgentError, DockerError
 from node_agent.handover import wanted
 from node_agent.models import NODE, ObservedProcess, Op
-from node_agent.processes import Supervisor
-from node_agent.reconcile import Reconciler
-from node_agent.reporting import Reporter
+from node_agent.processes import ProcessSupervisor
+from node_agent.reconcile import NodeReconciler
+from node_agent.reporting import ActualReporter
 from node_agent.settings import AgentSettings
 from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings, Will
 from schemas import Topics
@@ -37,7 +37,7 @@ class Agent:
         settings: AgentSettings,
         *,
         docker: DockerPort,
-        supervisor: Supervisor,
+        supervisor: ProcessSupervisor,
         desired_mqtt: MqttSettings,
         actual_mqtt: MqttSettings,
         own_container_id: str | None = None,
@@ -47,7 +47,7 @@ class Agent:
         self.topics = Topics(settings.topic_prefix)
         self.docker = docker
         self.store = DesiredStore(self.topics, self.node, max_payload_bytes=settings.max_payload_bytes)
-        self.reconciler = Reconciler(
+        self.reconciler = NodeReconciler(
             self.node,
             docker,
             supervisor=supervisor,
@@ -84,7 +84,7 @@ class Agent:
         self.desired_client = (
             self.actual_client if same else MqttClient(desired_mqtt, base + "-desired", on_connect=self.wake)
         )
-        self.reporter = Reporter(
+        self.reporter = ActualReporter(
             self.actual_client,
             self.topics,
             self.node,

@@ -182,7 +182,7 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ActionOutcome:
     action: Action
     error: str | None = None
     seconds: float = 0.0

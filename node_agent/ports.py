@@ -25,7 +25,7 @@ class ContainerRuntime(Protocol):
 
 
 class ObservableRuntime(ContainerRuntime, Protocol):
-    """What :class:`~node_agent.reconcile.Reconciler` needs: the executor's calls, plus
+    """What :class:`~node_agent.reconcile.NodeReconciler` needs: the executor's calls, plus
     listing this daemon's managed objects and why Docker is unusable (None when it is)."""
 
     @property

@@ -1,6 +1,6 @@
 """Supervised host processes (``kind: process``): start, watch, restart with backoff, stop.
 
-The executor starts and stops them; the reconcile pass calls :meth:`Supervisor.check` once
+The executor starts and stops them; the reconcile pass calls :meth:`ProcessSupervisor.check` once
 per pass. Each process runs in its own session with its log in
 ``PHRAME_STATE_DIR/processes/<id>/output.log`` and a ``meta.json`` holding pid and start
 time, so a restarted agent re-adopts it instead of starting a duplicate. It must never
@@ -51,7 +51,7 @@ class _Entry:
     error: str | None = None
 
 
-class Supervisor:
+class ProcessSupervisor:
     def __init__(
         self,
         state_dir: Path,

@@ -1,6 +1,6 @@
 """One reconcile pass: observe Docker and processes, plan, execute.
 
-The loop calls :meth:`Reconciler.run_pass` on every trigger and ``--once`` calls it a
+The loop calls :meth:`NodeReconciler.run_pass` on every trigger and ``--once`` calls it a
 single time. It re-reads everything each pass (level-triggered), so a lost or repeated
 trigger is harmless; it never decides anything itself (``plan.py`` does).
 """
@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from node_agent.errors import DockerError
 from node_agent.executor import Executor
 from node_agent.handover import wanted
-from node_agent.models import ActualState, DesiredState, ObservedProcess, Outcome, Plan, Spec
+from node_agent.models import ActionOutcome, ActualState, DesiredState, ObservedProcess, Plan, Spec
 from node_agent.networks import split_duplicates
 from node_agent.plan import compute_plan
 from node_agent.ports import ObservableRuntime
@@ -22,7 +22,9 @@ from node_agent.ports import ObservableRuntime
 log = logging.getLogger(__name__)
 
 
-class Supervisor(Protocol):
+class ObservableProcesses(Protocol):
+    """What the reconciler needs of the agent's processes (``processes.ProcessSupervisor``)."""
+
     def check(self) -> dict[str, ObservedProcess]: ...
     def start(self, spec: Spec) -> None: ...
     def stop(self, item_id: str) -> None: ...
@@ -31,7 +33,7 @@ class Supervisor(Protocol):
 @dataclass(frozen=True)
 class PassResult:
     plan: Plan
-    outcomes: tuple[Outcome, ...]
+    outcomes: tuple[ActionOutcome, ...]
     actual: ActualState  # as observed before acting
     errors: tuple[str, ...] = field(default=())
 
@@ -51,13 +53,13 @@ class PassResult:
         }
 
 
-class Reconciler:
+class NodeReconciler:
     def __init__(
         self,
         node: str,
         docker: ObservableRuntime,
         *,
-        supervisor: Supervisor | None = None,
+        supervisor: ObservableProcesses | None = None,
         parallelism: int = 4,
         own_container_id: str | None = None,
         ready_timeout: float = 120.0,
@@ -100,7 +102,7 @@ class Reconciler:
             log.info("node %s: %s", self.node, note)
         self._said = set(plan.notes)
         if dry_run:
-            outcomes: tuple[Outcome, ...] = ()
+            outcomes: tuple[ActionOutcome, ...] = ()
         else:  # dependants wait for every desired container of this node, not only changed ones
             outcomes = tuple(self.executor.apply(plan, containers=wanted(desired, actual).containers))
         errors = (*plan.errors, *(f"{o.action.describe()}: {o.error}" for o in outcomes if o.error))

@@ -1,6 +1,6 @@
 """Actual-plane payloads (item state, node status, heartbeat) and publishing only changes.
 
-The loop calls :class:`Reporter` after each pass and on the heartbeat timer. Each payload
+The loop calls :class:`ActualReporter` after each pass and on the heartbeat timer. Each payload
 is validated against its ``schemas`` schema before it leaves; an unchanged payload is not
 republished, and an item that vanished is cleared with an empty retained message.
 """
@@ -60,7 +60,7 @@ def missing_payload(spec: Mapping[str, Any], error: str | None) -> dict[str, Any
     return {"state": "missing", "digest": None, "image": spec.get("image"), "error": error}
 
 
-class Reporter:
+class ActualReporter:
     """Publishes this node's actual state; remembers what it sent to skip unchanged payloads."""
 
     def __init__(

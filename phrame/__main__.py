@@ -1,3 +1,7 @@
+"""``python -m phrame``: the same as the ``phrame`` console command (``phrame.cli.main``)."""
+
+from __future__ import annotations
+
 import sys
 
 from phrame.cli import main

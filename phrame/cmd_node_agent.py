@@ -22,8 +22,8 @@ from node_agent.desired import DesiredStore
 from node_agent.docker_port import DockerPort
 from node_agent.errors import AgentError
 from node_agent.loop import Agent
-from node_agent.processes import Supervisor
-from node_agent.reconcile import PassResult, Reconciler
+from node_agent.processes import ProcessSupervisor
+from node_agent.reconcile import NodeReconciler, PassResult
 from node_agent.settings import AgentSettings
 from phrame_mqtt import MqttClient, MqttError, MqttSettings
 from phrame_settings import setup_logging
@@ -88,7 +88,7 @@ def _build_agent(settings: AgentSettings) -> Agent:
     return Agent(
         settings,
         docker=docker,
-        supervisor=Supervisor(
+        supervisor=ProcessSupervisor(
             settings.state_dir, stop_timeout=settings.stop_timeout_s, secrets_dir=settings.secrets_dir
         ),
         desired_mqtt=MqttSettings.from_env(plane="desired"),
@@ -126,10 +126,10 @@ def _run_once(settings: AgentSettings, args: argparse.Namespace) -> int:
         print(f"phrame node-agent: cannot read the desired state: {e}", file=sys.stderr)
         return 1
     docker = _docker(settings)
-    supervisor = Supervisor(
+    supervisor = ProcessSupervisor(
         settings.state_dir, stop_timeout=settings.stop_timeout_s, secrets_dir=settings.secrets_dir
     )
-    reconciler = Reconciler(
+    reconciler = NodeReconciler(
         settings.node,
         docker,
         supervisor=supervisor,

@@ -26,7 +26,7 @@ from placement.gitlab_api import MergeRequests
 from placement.listening import Listening
 from placement.liveness import Liveness
 from placement.lock import ProcessLock
-from placement.reconcile import EnvResult, Reconciler
+from placement.reconcile import EnvResult, PlacementReconciler
 from placement.settings import PlacementSettings
 from schemas import PayloadError, Topics, check_payload, load_json
 
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 class PlacementLoop:
     def __init__(
         self,
-        reconciler: Reconciler,
+        reconciler: PlacementReconciler,
         liveness: Liveness,
         *,
         actual: MqttClient,
@@ -257,7 +257,7 @@ def build_loop(settings: PlacementSettings, *, clock: Callable[[], float] = time
     merge_requests = None
     if settings.git_host == "gitlab" and settings.gitlab_url and settings.gitlab_project:
         merge_requests = MergeRequests(settings.gitlab_url, settings.gitlab_token, settings.gitlab_project)
-    reconciler = Reconciler(
+    reconciler = PlacementReconciler(
         GitRepo(
             settings.repo_url,
             settings.clone_cache,

@@ -64,7 +64,7 @@ def render_document(doc: dict[str, Any]) -> bytes:
     return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
 
 
-class Reconciler:
+class PlacementReconciler:
     def __init__(
         self,
         git: GitRepo,

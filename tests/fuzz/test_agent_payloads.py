@@ -16,7 +16,7 @@ from node_agent.desired import DesiredStore
 from node_agent.errors import MAX_ERROR_CHARS
 from node_agent.models import ENVIRONMENT, MANAGED, NODE, REPLICA, SERVICE, ActualState, ObservedContainer
 from node_agent.plan import compute_plan
-from node_agent.reporting import Reporter
+from node_agent.reporting import ActualReporter
 from phrame_mqtt import Message
 from schemas import Topics, check_payload, load_json
 from tests.fuzz.payloads import encode, hostile_message, mutate, valid_items
@@ -50,7 +50,7 @@ def plan_of(store: DesiredStore) -> Any:
 def report(store: DesiredStore) -> bytes | None:
     """The status the agent publishes with the store's errors (must encode and validate)."""
     out = Recorder()
-    Reporter(out, T, ME, inspect=lambda _ref: {}).report_status(
+    ActualReporter(out, T, ME, inspect=lambda _ref: {}).report_status(
         "online", errors=sorted(store.errors().values())
     )
     ((topic, payload),) = out.sent

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz.profile import fuzz
 from tests.integration.test_sync_app import Running, running  # noqa: F401 (the fixture)
-from tests.integration.test_sync_support import SECRET
+from tests.support.sync_support import SECRET
 
 CHARS = st.characters() | st.characters(categories=["Cs"])  # lone surrogates too
 NAME = st.sampled_from(["main", "feature/x", ""]) | st.text(CHARS, max_size=12)

@@ -17,7 +17,7 @@ import pytest
 from node_agent.docker_port import DockerPort
 from node_agent.errors import DockerError
 from node_agent.models import DIGEST, MANAGED, NODE
-from node_agent.reconcile import Reconciler
+from node_agent.reconcile import NodeReconciler
 from tests.support import agent_support as spec
 from tests.support.agent_support import AgentEnv as Env
 from tests.support.docker import TEST_LABEL
@@ -204,7 +204,7 @@ def test_authenticated_pull_from_the_registry(env: Env, registry):
         env.node, client=env.client, registry_auth=registry.auth_config, registry=registry.url, stop_timeout=1
     )
     try:
-        result = Reconciler(env.node, port).run_pass(spec.desired([web]))
+        result = NodeReconciler(env.node, port).run_pass(spec.desired([web]))
         assert result.converged, result.errors
         assert env.get(web["name"]).status == "running"
     finally:
@@ -227,7 +227,7 @@ def test_credentials_are_not_sent_to_another_registry(env: Env, registry):
                 registry=registry_url,
                 stop_timeout=1,
             )
-            return Reconciler(env.node, port).run_pass(spec.desired([web]))
+            return NodeReconciler(env.node, port).run_pass(spec.desired([web]))
 
         try:
             refused = pass_with(registry.url)  # the credentials are for the first registry

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from node_agent.reconcile import Reconciler
+from node_agent.reconcile import NodeReconciler
 from schemas import Topics
 from tests.support import agent_support as spec
 from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess, RecordingPort
@@ -88,7 +88,7 @@ def test_a_container_docker_restarts_by_its_policy_is_left_to_docker(env: AgentE
     passes run right after each ``die`` (as the loop runs them) never start it themselves."""
     port = RecordingPort(env.node, client=env.client, stop_timeout=1)
     crash = env.container("crash", command=["sh", "-c", "sleep 0.5; exit 3"], restart="always")
-    reconciler = Reconciler(env.node, port)
+    reconciler = NodeReconciler(env.node, port)
     assert (
         reconciler.run_pass(spec.desired([crash], with_manifest=True)).plan.actions[-1].op.value == "create"
     )

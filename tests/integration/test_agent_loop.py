@@ -16,7 +16,7 @@ import pytest
 
 from node_agent.docker_port import DockerPort
 from node_agent.loop import Agent
-from node_agent.processes import Supervisor
+from node_agent.processes import ProcessSupervisor
 from node_agent.settings import AgentSettings
 from phrame_mqtt import Message, MqttSettings
 from schemas import Topics
@@ -122,7 +122,7 @@ def test_a_message_for_another_node_is_reported_and_changes_nothing(
     url = MqttSettings(url=mosquitto.url)
     settings = AgentSettings(node=env.node, state_dir=tmp_path / "state")
     port = DockerPort(env.node, client=env.client, stop_timeout=1)
-    supervisor = Supervisor(settings.state_dir)
+    supervisor = ProcessSupervisor(settings.state_dir)
     agent = Agent(settings, docker=port, supervisor=supervisor, desired_mqtt=url, actual_mqtt=url)
     agent.actual_client.start()
     try:
@@ -213,7 +213,7 @@ def test_rendered_replaces_through_the_loop_with_no_gap(
         assert presence.process_up(), "SIGTERM leaves processes running"
     finally:
         agent.terminate()
-        Supervisor(tmp_path / "state").stop(proc)  # clean up by recorded pid
+        ProcessSupervisor(tmp_path / "state").stop(proc)  # clean up by recorded pid
         for c in env.managed():  # a rendered container cannot carry the test label
             c.remove(force=True)
 

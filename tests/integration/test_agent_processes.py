@@ -18,8 +18,8 @@ import pytest
 
 from node_agent.desired import DesiredStore
 from node_agent.models import DesiredState
-from node_agent.processes import STABLE_AFTER_S, Supervisor
-from node_agent.reconcile import Reconciler
+from node_agent.processes import STABLE_AFTER_S, ProcessSupervisor
+from node_agent.reconcile import NodeReconciler
 from schemas import Topics
 from tests.support import agent_support as spec
 from tests.support.agent_support import AgentEnv
@@ -37,8 +37,8 @@ class FakeClock:
 
 
 @pytest.fixture
-def supervisors(tmp_path: Path) -> Iterator[list[Supervisor]]:
-    made: list[Supervisor] = []
+def supervisors(tmp_path: Path) -> Iterator[list[ProcessSupervisor]]:
+    made: list[ProcessSupervisor] = []
     yield made
     for sup in made:  # stop whatever a test left running, by its recorded pid
         for item_id in list(sup.check()):
@@ -54,7 +54,7 @@ def wait_dead(pid: int) -> None:
 
 def test_restart_with_backoff_and_a_log_per_process(tmp_path: Path, supervisors):
     clock = FakeClock()
-    sup = Supervisor(tmp_path, clock=clock, base_backoff=2.0)
+    sup = ProcessSupervisor(tmp_path, clock=clock, base_backoff=2.0)
     supervisors.append(sup)
     job = spec.process(
         "e", "job", ["sh", "-c", "echo hello $GREETING; exec sleep 600"], env={"GREETING": "you"}
@@ -90,14 +90,14 @@ def test_a_new_agent_re_adopts_running_processes(tmp_path: Path, supervisors):
     job = spec.process("e", "job", ["sleep", "600"])
     # the first agent is a separate Python process that starts the job and exits
     code = (
-        "import json, sys; from pathlib import Path; from node_agent.processes import Supervisor; "
-        "Supervisor(Path(sys.argv[1])).start(json.loads(sys.argv[2]))"
+        "import json, sys; from pathlib import Path; from node_agent.processes import ProcessSupervisor; "
+        "ProcessSupervisor(Path(sys.argv[1])).start(json.loads(sys.argv[2]))"
     )
     subprocess.run([sys.executable, "-c", code, str(tmp_path), json.dumps(job)], check=True)
     pid = json.loads((tmp_path / "processes" / "e.job.0" / "meta.json").read_text())["pid"]
     assert psutil.pid_exists(pid)
     time.sleep(0.3)
-    new = Supervisor(tmp_path, stable_after_s=0.2)  # the agent restarted
+    new = ProcessSupervisor(tmp_path, stable_after_s=0.2)  # the agent restarted
     supervisors.append(new)
     seen = new.check()["e.job.0"]
     assert seen.pid == pid and seen.state == "running" and seen.digest == job["digest"]
@@ -107,7 +107,7 @@ def test_a_new_agent_re_adopts_running_processes(tmp_path: Path, supervisors):
     new.stop("e.job.0")
     assert pid is not None
     wait_dead(pid)
-    assert "e.job.0" not in Supervisor(tmp_path).check()
+    assert "e.job.0" not in ProcessSupervisor(tmp_path).check()
 
 
 @pytest.fixture
@@ -119,7 +119,9 @@ def rendered_env(env: AgentEnv) -> Iterator[AgentEnv]:
         c.remove(force=True)
 
 
-def passes_like_the_loop(reconciler: Reconciler, desired: DesiredState, until: Any, timeout: float) -> list:
+def passes_like_the_loop(
+    reconciler: NodeReconciler, desired: DesiredState, until: Any, timeout: float
+) -> list:
     """Passes back to back, each followed by the loop's reporting observe() (a check too);
     returns (wall time after the pass, its actions) per pass."""
     ops, deadline = [], time.monotonic() + timeout
@@ -144,7 +146,7 @@ def test_rendered_replaces_keeps_the_container_until_the_process_is_stable(
     # what config-sync publishes: the container stays desired next to its replacement
     assert desired.is_complete and old in desired.containers and proc in desired.processes
     assert desired.processes[proc]["replaces"] == [old]
-    sup = Supervisor(tmp_path / "state")
+    sup = ProcessSupervisor(tmp_path / "state")
     supervisors.append(sup)
     reconciler = env.reconciler(supervisor=sup)
 
@@ -175,7 +177,7 @@ def test_a_process_that_dies_soon_after_starting_never_takes_over(
     store.apply_all(render_node(tmp_path / "repo", env, services))
     desired = store.snapshot()
     old = f"{env.env}.legacy.0"
-    sup = Supervisor(tmp_path / "state", base_backoff=0.1, max_backoff=0.2)  # restarts at once
+    sup = ProcessSupervisor(tmp_path / "state", base_backoff=0.1, max_backoff=0.2)  # restarts at once
     supervisors.append(sup)
     reconciler = env.reconciler(supervisor=sup)
     with Presence(env, old, tmp_path / "state") as presence:
@@ -189,7 +191,7 @@ def test_a_process_that_dies_soon_after_starting_never_takes_over(
 def test_a_process_runs_as_its_user_and_an_unknown_user_is_an_error(tmp_path: Path, supervisors):
     if os.geteuid() != 0:
         pytest.skip("switching users needs root (the agent runs as root)")
-    sup = Supervisor(tmp_path)
+    sup = ProcessSupervisor(tmp_path)
     supervisors.append(sup)
     sup.start(spec.process("e", "as-nobody", ["sleep", "600"], user="nobody"))
     running = sup.check()["e.as-nobody.0"]
@@ -205,7 +207,7 @@ def test_each_crash_doubles_the_time_a_process_must_stay_up_to_count_stable(tmp_
     """A process that dies a few seconds in must not hand over (and take back) its container
     again and again: after a crash it must stay up twice as long to count as stable."""
     clock = FakeClock()
-    sup = Supervisor(tmp_path, clock=clock, base_backoff=1.0, stable_after_s=2.0)
+    sup = ProcessSupervisor(tmp_path, clock=clock, base_backoff=1.0, stable_after_s=2.0)
     supervisors.append(sup)
     sup.start(spec.process("e", "mon", ["sleep", "600"]))
     sup.check()

@@ -16,7 +16,7 @@ import docker
 from node_agent.docker_port import DockerPort
 from node_agent.loop import Agent
 from node_agent.models import MANAGED, NODE
-from node_agent.processes import Supervisor
+from node_agent.processes import ProcessSupervisor
 from node_agent.settings import AgentSettings
 from phrame_mqtt import Message, MqttSettings
 from schemas import Topics
@@ -37,7 +37,7 @@ def in_process_agent(
     agent = Agent(
         settings,
         docker=port,
-        supervisor=Supervisor(settings.state_dir, stop_timeout=1),
+        supervisor=ProcessSupervisor(settings.state_dir, stop_timeout=1),
         desired_mqtt=mqtt,
         actual_mqtt=mqtt,
         own_container_id=own_id,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from node_agent.errors import ProcessError
-from node_agent.processes import Supervisor
+from node_agent.processes import ProcessSupervisor
 from tests.support import agent_support as spec
 from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess
 from tests.support.services import wait_until
@@ -112,7 +112,7 @@ def test_only_regular_utf8_files_inside_the_secrets_dir_are_read(
 
 
 def test_a_process_gets_its_secret_and_a_refused_one_fails_that_process_only(tmp_path: Path, secrets: Path):
-    sup = Supervisor(tmp_path / "state", secrets_dir=secrets)
+    sup = ProcessSupervisor(tmp_path / "state", secrets_dir=secrets)
     out = tmp_path / "env.txt"
     script = f'echo "$TOKEN" > {out}; exec sleep 600'
     good = spec.process("e", "good", ["/bin/sh", "-c", script], env={"TOKEN": {"file": "token"}})

@@ -12,7 +12,7 @@ from typing import Any
 
 from node_agent.container_config import managed_labels
 from node_agent.models import NETWORK, NODE
-from node_agent.reconcile import Reconciler
+from node_agent.reconcile import NodeReconciler
 from schemas import Topics
 from tests.support import agent_support as spec
 from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess, RecordingPort
@@ -21,10 +21,12 @@ from tests.support.services import wait_until
 T = Topics()
 
 
-def two_nodes(env: AgentEnv, **kw: Any) -> tuple[Reconciler, Reconciler, RecordingPort, RecordingPort]:
+def two_nodes(
+    env: AgentEnv, **kw: Any
+) -> tuple[NodeReconciler, NodeReconciler, RecordingPort, RecordingPort]:
     a = RecordingPort(env.node, client=env.client, stop_timeout=1)
     b = RecordingPort(env.node + "-b", client=env.client, stop_timeout=1)
-    return Reconciler(a.node, a, **kw), Reconciler(b.node, b, **kw), a, b
+    return NodeReconciler(a.node, a, **kw), NodeReconciler(b.node, b, **kw), a, b
 
 
 def networks_named(env: AgentEnv, name: str) -> list[dict[str, Any]]:
@@ -52,7 +54,7 @@ def first_pass(
     barrier: threading.Barrier,
     results: dict[str, Any],
     key: str,
-    rec: Reconciler,
+    rec: NodeReconciler,
     specs: list[dict[str, Any]],
 ) -> None:
     desired = spec.desired(specs, with_manifest=True)

@@ -29,7 +29,7 @@ from config_sync.service import ConfigSync
 from config_sync.settings import SyncSettings
 from node_agent.docker_port import DockerPort
 from node_agent.loop import Agent
-from node_agent.processes import Supervisor
+from node_agent.processes import ProcessSupervisor
 from node_agent.settings import AgentSettings
 from phrame.cli import main as phrame_main
 from phrame_mqtt import MqttClient, MqttError, MqttSettings, PublishRefused
@@ -239,7 +239,11 @@ def agent_for(broker: SecureBroker, node: str, tmp_path: Path) -> Agent:
     mqtt = broker.settings(f"node-{node}")
     port = DockerPort(node, client=nowhere, attempts=1)
     return Agent(
-        settings, docker=port, supervisor=Supervisor(settings.state_dir), desired_mqtt=mqtt, actual_mqtt=mqtt
+        settings,
+        docker=port,
+        supervisor=ProcessSupervisor(settings.state_dir),
+        desired_mqtt=mqtt,
+        actual_mqtt=mqtt,
     )
 
 

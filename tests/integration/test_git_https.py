@@ -27,10 +27,10 @@ from placement.errors import PushRejected
 from placement.git_repo import GitRepo as PlacementRepo
 from placement.loop import build_loop
 from placement.settings import PlacementSettings
-from tests.integration.test_sync_support import SAMPLE, ConfigRemote
 from tests.support.certs import Pki, make_pki
 from tests.support.git_http import GitHttpServer
 from tests.support.services import require_binary
+from tests.support.sync_support import SAMPLE, ConfigRemote
 
 TOKEN = "glpat-Phr4me-https-test-token"
 WRONG = "glpat-not-the-right-one-0000"

@@ -32,11 +32,11 @@ from placement.loop import build_loop
 from placement.settings import PlacementSettings
 from schemas import Topics
 from tests.integration.test_sync_app import serving
-from tests.integration.test_sync_support import SAMPLE, SECRET, ConfigRemote, reader, running_sync
 from tests.support.certs import Pki, make_pki
 from tests.support.git_http import GitHttpServer
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import require_binary, wait_until
+from tests.support.sync_support import SAMPLE, SECRET, ConfigRemote, reader, running_sync
 
 TOKEN = "glpat-Phr4me-url-token-0001"
 WRONG = "glpat-Phr4me-wrong-url-0002"

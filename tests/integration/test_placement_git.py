@@ -17,7 +17,7 @@ from config_repo import load_git, validate
 from placement.errors import GitError, TagTargetError
 from placement.git_repo import GitRepo, branch_ref
 from placement.liveness import Liveness
-from placement.reconcile import Reconciler
+from placement.reconcile import PlacementReconciler
 from schemas import check_payload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,10 +116,10 @@ def beat(live: Liveness, clock: Clock, nodes: tuple[str, ...] = NODES) -> None:
 
 def make(
     tmp: Path, remote: ConfigRemote, clock: Clock, git_cls: type[GitRepo] = GitRepo, **kw: Any
-) -> Reconciler:
+) -> PlacementReconciler:
     live = Liveness(timeout_s=20, started_at=clock.now)
     beat(live, clock)
-    return Reconciler(
+    return PlacementReconciler(
         git_cls(str(remote.bare), tmp / "cache.git"),
         live,
         clock=clock,

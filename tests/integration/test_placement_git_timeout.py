@@ -9,7 +9,7 @@ from pathlib import Path
 from placement.errors import GitError
 from placement.git_repo import GitRepo
 from tests.integration.test_placement_git import ConfigRemote
-from tests.integration.test_sync_support import finishes_within, silent_git_server
+from tests.support.sync_support import finishes_within, silent_git_server
 
 
 def test_fetch_and_push_to_a_silent_host_time_out(tmp_path: Path) -> None:

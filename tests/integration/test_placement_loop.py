@@ -16,7 +16,7 @@ from phrame_mqtt import MqttClient, MqttSettings
 from placement.git_repo import GitRepo
 from placement.liveness import Liveness
 from placement.loop import PlacementLoop
-from placement.reconcile import Reconciler
+from placement.reconcile import PlacementReconciler
 from schemas import Topics, check_payload
 from tests.integration.test_placement_git import NODES, Clock, ConfigRemote
 from tests.support.mosquitto import Mosquitto
@@ -53,7 +53,7 @@ class Harness:
         self.liveness = Liveness(timeout_s=20, started_at=self.clock.now)
         client = MqttClient(settings, "test-placement")
         self.desired = MqttClient(desired_settings, "test-placement-desired") if desired else client
-        reconciler = Reconciler(
+        reconciler = PlacementReconciler(
             GitRepo(str(self.remote.bare), tmp / "cache.git"),
             self.liveness,
             clock=self.clock,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from node_agent.processes import Supervisor
+from node_agent.processes import ProcessSupervisor
 from phrame_settings.state import private_dir
 from tests.integration.test_placement_git import ConfigRemote
 from tests.integration.test_placement_lock import Heartbeats, Instance, trailers
@@ -164,6 +164,6 @@ def test_private_dir_creates_0700_and_tightens_an_existing_folder_once(
 
 
 def test_a_supervisor_that_starts_nothing_creates_nothing(tmp_path: Path) -> None:
-    """``--once --dry-run`` builds a Supervisor: it must not need a writable state dir."""
-    Supervisor(tmp_path / "state")
+    """``--once --dry-run`` builds a ProcessSupervisor: it must not need a writable state dir."""
+    ProcessSupervisor(tmp_path / "state")
     assert not (tmp_path / "state").exists()

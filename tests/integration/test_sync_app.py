@@ -26,9 +26,9 @@ from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from phrame_settings.http_serving import make_server
 from schemas import Topics
-from tests.integration.test_sync_support import SAMPLE, SECRET, WEBHOOKS, ConfigRemote, reader, settings_for
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import free_port
+from tests.support.sync_support import SAMPLE, SECRET, WEBHOOKS, ConfigRemote, reader, settings_for
 
 T = Topics()
 

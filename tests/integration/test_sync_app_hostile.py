@@ -21,9 +21,9 @@ from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from phrame_settings.http_serving import HttpLimits
 from tests.integration.test_sync_app import Running, delivery, serving
-from tests.integration.test_sync_support import SAMPLE, SECRET, WEBHOOKS, ConfigRemote, settings_for
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import wait_until
+from tests.support.sync_support import SAMPLE, SECRET, WEBHOOKS, ConfigRemote, settings_for
 
 BODY_TIMEOUT_S = 1.0
 HEADER_TIMEOUT_S = 2.0

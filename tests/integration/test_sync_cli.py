@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from phrame.cli import main as phrame_main
-from tests.integration.test_sync_support import SAMPLE, ConfigRemote
+from tests.support.sync_support import SAMPLE, ConfigRemote
 
 SERVICE = "name: asset-cache\nimage: registry.studio.test/cache:1\nplacement:\n  node: core-01\n"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from config_sync.errors import GitError
 from config_sync.git_repo import GitRepo
-from tests.integration.test_sync_support import finishes_within, silent_git_server
+from tests.support.sync_support import finishes_within, silent_git_server
 
 
 def test_fetch_from_a_silent_host_times_out_with_a_clear_error(tmp_path: Path) -> None:

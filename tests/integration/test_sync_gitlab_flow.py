@@ -22,7 +22,9 @@ from config_sync.service import ConfigSync
 from tests.integration.test_sync_app import Running, serving
 from tests.integration.test_sync_deploy import converged_on
 from tests.integration.test_sync_publishing import carried, cli_render, without_sync
-from tests.integration.test_sync_support import (
+from tests.support.mosquitto import Mosquitto
+from tests.support.services import eventually
+from tests.support.sync_support import (
     SAMPLE,
     SECRET,
     ConfigRemote,
@@ -30,8 +32,6 @@ from tests.integration.test_sync_support import (
     reader,
     settings_for,
 )
-from tests.support.mosquitto import Mosquitto
-from tests.support.services import eventually
 
 GITLAB = "http://gitlab.example.test"
 PROJECT = f"{GITLAB}/api/v4/projects/studio%2Fphrame-config"

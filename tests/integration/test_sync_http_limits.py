@@ -22,9 +22,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.test_sync_support import ROOT, SAMPLE, SECRET, ConfigRemote
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import free_port, stop_process, wait_until
+from tests.support.sync_support import ROOT, SAMPLE, SECRET, ConfigRemote
 
 HALF_OPEN = 2_000
 SERVER_FILE_LIMIT = 1024  # far below HALF_OPEN: without a cap the server runs out of descriptors

@@ -18,8 +18,8 @@ from pathlib import Path
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from schemas import Topics
-from tests.integration.test_sync_support import SAMPLE, ConfigRemote, desired_on_broker, reader, settings_for
 from tests.support.mosquitto import Mosquitto
+from tests.support.sync_support import SAMPLE, ConfigRemote, desired_on_broker, reader, settings_for
 
 T = Topics()
 ENV_B = "name: studio-b\ntrack: release\nplacement: auto\n"

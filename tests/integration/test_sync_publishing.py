@@ -26,14 +26,14 @@ from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from phrame.cli import main as phrame_main
 from schemas import Topics, canonical_json, check_payload
-from tests.integration.test_sync_support import (
+from tests.support.mosquitto import Mosquitto
+from tests.support.sync_support import (
     SAMPLE,
     ConfigRemote,
     desired_on_broker,
     reader,
     settings_for,
 )
-from tests.support.mosquitto import Mosquitto
 
 T = Topics()
 SYNC = T.env_sync("studio-a")

@@ -18,8 +18,8 @@ import pytest
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from tests.integration.test_sync_publishing import SYNC, cli_render, without_sync
-from tests.integration.test_sync_support import SAMPLE, ConfigRemote, desired_on_broker, reader, settings_for
 from tests.support.mosquitto import Mosquitto
+from tests.support.sync_support import SAMPLE, ConfigRemote, desired_on_broker, reader, settings_for
 
 SERVICE = "name: asset-cache\nimage: registry.studio.test/cache:1\nplacement:\n  node: core-01\n"
 

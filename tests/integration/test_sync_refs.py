@@ -17,9 +17,9 @@ from config_sync.publishing import Outcome
 from config_sync.service import ConfigSync
 from schemas import Topics
 from tests.integration.test_sync_ownership import started_with_release
-from tests.integration.test_sync_support import SAMPLE, ConfigRemote, desired_on_broker, reader, settings_for
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import eventually
+from tests.support.sync_support import SAMPLE, ConfigRemote, desired_on_broker, reader, settings_for
 
 T = Topics()
 ENV_B = "name: studio-b\ntrack: release\nplacement: auto\n"

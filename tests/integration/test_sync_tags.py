@@ -21,7 +21,9 @@ from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from schemas import Topics
 from tests.integration.test_sync_app import serving
-from tests.integration.test_sync_support import (
+from tests.support.mosquitto import Mosquitto
+from tests.support.services import eventually
+from tests.support.sync_support import (
     SAMPLE,
     SECRET,
     ConfigRemote,
@@ -29,8 +31,6 @@ from tests.integration.test_sync_support import (
     reader,
     settings_for,
 )
-from tests.support.mosquitto import Mosquitto
-from tests.support.services import eventually
 
 T = Topics()
 TAG = "refs/tags/v1"

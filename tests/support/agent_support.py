@@ -22,7 +22,7 @@ import docker.errors
 
 from node_agent.docker_port import DockerPort
 from node_agent.models import ENVIRONMENT, REPLICA, SERVICE, DesiredState, Manifest
-from node_agent.reconcile import Reconciler
+from node_agent.reconcile import NodeReconciler
 from phrame_mqtt import MqttClient, MqttSettings
 from schemas import Topics, check_payload, digest
 from tests.support.docker import TEST_LABEL
@@ -165,9 +165,9 @@ class AgentEnv:
     def network(self, name: str, **kw: Any) -> dict[str, Any]:
         return network(self.env, name, labels={TEST_LABEL: self.label}, **kw)
 
-    def reconciler(self, node: str | None = None, **kw: Any) -> Reconciler:
+    def reconciler(self, node: str | None = None, **kw: Any) -> NodeReconciler:
         port = DockerPort(node or self.node, client=self.client, stop_timeout=1)
-        return Reconciler(node or self.node, port, **kw)
+        return NodeReconciler(node or self.node, port, **kw)
 
     def get(self, name: str) -> Any:
         return self.client.containers.get(name)

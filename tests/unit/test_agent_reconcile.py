@@ -1,4 +1,4 @@
-"""Reconciler.run_pass against a small fake at the ObservableRuntime seam (no Docker)."""
+"""NodeReconciler.run_pass against a small fake at the ObservableRuntime seam (no Docker)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from node_agent.errors import DockerError
 from node_agent.models import ObservedContainer, ObservedNetwork
 from node_agent.ports import ObservableRuntime
-from node_agent.reconcile import Reconciler
+from node_agent.reconcile import NodeReconciler
 from tests.support.agent_support import container, desired
 
 
@@ -54,7 +54,7 @@ class FakeRuntime:
 
 def test_a_pass_over_the_protocol_pulls_then_creates() -> None:
     runtime: ObservableRuntime = FakeRuntime()
-    result = Reconciler("node-a", runtime).run_pass(
+    result = NodeReconciler("node-a", runtime).run_pass(
         desired([container("prod", "web", image="web:1")], with_manifest=True)
     )
     assert isinstance(runtime, FakeRuntime)
@@ -66,6 +66,6 @@ def test_no_daemon_observes_nothing_and_removes_nothing() -> None:
     """A listing error while the runtime says it has no daemon is no failed pass: the
     plan sees no containers, so it can only create, never remove."""
     runtime = FakeRuntime(absent=True)
-    result = Reconciler("node-a", runtime).run_pass(desired([], with_manifest=True))
+    result = NodeReconciler("node-a", runtime).run_pass(desired([], with_manifest=True))
     assert result.actual.containers == {} and result.plan.actions == ()
     assert runtime.calls == []

@@ -1,4 +1,4 @@
-"""Reporter: actual payloads are valid, only changes are published, vanished items cleared."""
+"""ActualReporter: actual payloads are valid, only changes are published, vanished items cleared."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from node_agent.errors import NotFound
 from node_agent.models import DIGEST, MANAGED, NODE, ActualState, ObservedContainer
-from node_agent.reporting import Reporter
+from node_agent.reporting import ActualReporter
 from schemas import Topics, check_payload
 from tests.support import agent_support as spec
 
@@ -37,7 +37,7 @@ def test_items_published_once_then_only_changes_and_clears():
         inspected.append(cid)
         return {"State": {"StartedAt": "2026-01-01T00:00:00Z", "ExitCode": 0}, "RestartCount": 0}
 
-    r = Reporter(pub, T, "a", inspect=inspect)
+    r = ActualReporter(pub, T, "a", inspect=inspect)
     desired = spec.desired([spec.container("e", "web"), spec.container("e", "db")])
     web = container("e.web.0")
     other = container("e.x.0", node="b")  # another node's container is never reported
@@ -63,7 +63,7 @@ def test_items_published_once_then_only_changes_and_clears():
 
 def test_status_only_on_change_and_heartbeat_always():
     pub = RecordingPublisher()
-    r = Reporter(pub, T, "a", inspect=lambda _c: {})
+    r = ActualReporter(pub, T, "a", inspect=lambda _c: {})
     assert r.report_status("online", applied=(3, "abc"), converged=True)
     assert not r.report_status("online", applied=(3, "abc"), converged=True)
     r.forget()
@@ -83,7 +83,7 @@ def test_a_container_gone_before_its_inspect_is_reported_without_details():
     def inspect(cid: str) -> dict[str, Any]:
         raise NotFound(f"inspect {cid}: not found (No such container)")
 
-    r = Reporter(pub, T, "a", inspect=inspect)
+    r = ActualReporter(pub, T, "a", inspect=inspect)
     web = container("e.web.0", state="exited")
     r.report_items(spec.desired([spec.container("e", "web")]), ActualState(containers={web.name: web}), {})
     assert dict(pub.sent)[T.actual_item("a", "containers", "e.web.0")]["started_at"] is None
@@ -93,7 +93,7 @@ def test_a_bug_while_reading_details_is_not_hidden_as_a_vanished_container():
     def inspect(cid: str) -> dict[str, Any]:
         return {"State": None}["Stat"]  # a KeyError: our bug, not Docker's answer
 
-    r = Reporter(RecordingPublisher(), T, "a", inspect=inspect)
+    r = ActualReporter(RecordingPublisher(), T, "a", inspect=inspect)
     web = container("e.web.0")
     with pytest.raises(KeyError):
         r.report_items(

@@ -13,7 +13,7 @@ from config_repo import Problem, load_directory
 from node_agent.commands import RestartCommands
 from node_agent.desired import DesiredStore
 from node_agent.errors import MAX_ERROR_CHARS
-from node_agent.reporting import Reporter
+from node_agent.reporting import ActualReporter
 from phrame_mqtt import Message
 from schemas import Topics
 from tests.support import agent_support as spec
@@ -83,7 +83,7 @@ def test_a_refused_payload_with_a_lone_surrogate_key_leaves_a_status_that_encode
     (error,) = store.errors().values()
     assert "/env/\\ud800" in error
     sent: list[bytes | None] = []
-    reporter = Reporter(Recorder(sent), T, "n1", inspect=lambda _ref: {})
+    reporter = ActualReporter(Recorder(sent), T, "n1", inspect=lambda _ref: {})
     assert reporter.report_status("online", errors=[error])
     assert json.loads(sent[0] or b"")["errors"] == [error]
 
