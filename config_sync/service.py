@@ -14,11 +14,12 @@ import uuid
 from typing import Any
 
 from config_sync.deploy import DeployWatcher
+from config_sync.errors import GitError
 from config_sync.git_repo import GitRepo
 from config_sync.gitlab_api import GitLabReporter, LocalReporter, Reporter
 from config_sync.metrics import Metrics
 from config_sync.publishing import Outcome, Publisher, PublishError
-from config_sync.queue import WorkQueue
+from config_sync.queue import Backoff, WorkQueue
 from config_sync.settings import SyncSettings
 from config_sync.status_views import full_view, public_view
 from config_sync.syncing import Syncer
@@ -72,7 +73,14 @@ class ConfigSync:
             deployer=self.deployer,
             on_outcome=self._record,
         )
-        self.queue = WorkQueue(poll_s=settings.poll_s, debounce_s=settings.debounce_s)
+        # a fetch or a publication that failed runs again with backoff, not at the next poll;
+        # an invalid commit is no failure (it is reported) and waits for a new head
+        self.queue = WorkQueue(
+            poll_s=settings.poll_s,
+            debounce_s=settings.debounce_s,
+            transient=(GitError, PublishError),
+            backoff=Backoff(settings.retry_min_s, max(settings.retry_min_s, settings.retry_max_s)),
+        )
         self.sync_counts: dict[str, int] = {}
         self.started_at: float | None = None
         self._lock = threading.Lock()
@@ -175,7 +183,7 @@ class ConfigSync:
         return self.queue.worker("reviews").trigger(f"mr:{iid}", job, max_pending=self.max_pending_reviews)
 
     def _ref_worker(self, ref: str) -> Any:
-        return self.queue.worker(f"ref:{ref}", poll=lambda: self._sync(ref))
+        return self.queue.worker(f"ref:{ref}", poll=lambda: self._sync(ref), poll_key=ref)
 
     # -- work (worker threads)
     def _sync(self, ref: str) -> None:
