@@ -6,7 +6,7 @@ key, which re-reads the current head (level-triggered, DESIGN §5); ``debounce_s
 a new trigger that long so a burst coalesces even before the first run; ``max_pending``
 bounds the distinct keys waiting (a new key beyond it is refused, a pending one still
 takes its latest job). A job failing with one of the ``transient`` errors is run again
-after a capped exponential backoff per key (:class:`Backoff`, reset by a success, as
+after a capped exponential backoff per key (:class:`~config_sync.models.Backoff`, reset by a success, as
 sample-controller's ``AddRateLimited``); any other failure is logged and waits for the
 next trigger or poll. The worker never dies. ``poll_s`` re-runs the poll job when idle.
 Time comes from ``clock`` (monotonic seconds), so tests drive backoff with a fake clock.
@@ -20,21 +20,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from config_sync.models import Backoff
+
 log = logging.getLogger(__name__)
 
 Job = Callable[[], object]  # the result is ignored
 Clock = Callable[[], float]
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """Delay before retry ``n`` (1-based) of a key: ``min_s`` doubling up to ``max_s``."""
-
-    min_s: float = 1.0
-    max_s: float = 60.0
-
-    def delay(self, failures: int) -> float:
-        return min(self.max_s, self.min_s * 2 ** min(max(failures - 1, 0), 62))
+DEFAULT_BACKOFF = Backoff()  # 1 s doubling up to 60 s
 
 
 @dataclass
@@ -57,7 +49,7 @@ class Worker:
         debounce_s: float = 0.0,
         max_pending: int | None = None,
         transient: tuple[type[BaseException], ...] = (),
-        backoff: Backoff = Backoff(),
+        backoff: Backoff = DEFAULT_BACKOFF,
         clock: Clock = time.monotonic,
     ) -> None:
         self.name = name
@@ -203,7 +195,7 @@ class WorkQueue:
         poll_s: float | None = None,
         debounce_s: float = 0.0,
         transient: tuple[type[BaseException], ...] = (),
-        backoff: Backoff = Backoff(),
+        backoff: Backoff = DEFAULT_BACKOFF,
         clock: Clock = time.monotonic,
     ) -> None:
         self.poll_s = poll_s

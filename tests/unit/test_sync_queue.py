@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from config_sync.queue import Backoff, Worker, WorkQueue
+from config_sync.models import Backoff
+from config_sync.queue import Worker, WorkQueue
 from tests.support.services import eventually
 
 
