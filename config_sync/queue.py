@@ -94,6 +94,11 @@ class Worker:
         with self._cond:
             self._cond.notify_all()
 
+    def retrying(self) -> dict[str, int]:
+        """Per key, the transient failures in a row while its retry waits (for /status)."""
+        with self._cond:
+            return dict(self.retries)
+
     def retry_due(self, key: str) -> float | None:
         """When the retry of ``key`` runs (the clock's time), or None if none waits."""
         with self._cond:
@@ -163,7 +168,8 @@ class Worker:
             try:
                 job()
                 self.runs += 1
-                self.retries.pop(key, None)
+                with self._cond:
+                    self.retries.pop(key, None)
             except Exception as e:  # the loop never dies from one pass
                 self._failed(key, job, e)
             finally:
@@ -175,15 +181,16 @@ class Worker:
         self.failures += 1
         self.last_error = f"{type(e).__name__}: {e}"
         if not isinstance(e, self._transient):
-            self.retries.pop(key, None)
+            with self._cond:
+                self.retries.pop(key, None)
             log.exception("worker %s: a pass failed; the next trigger or poll retries", self.name)
             return
-        n = self.retries[key] = self.retries.get(key, 0) + 1
-        delay = self.backoff.delay(n)
-        log.warning("worker %s: %s failed (%s); retry %d in %g s", self.name, key, self.last_error, n, delay)
         with self._cond:
+            n = self.retries[key] = self.retries.get(key, 0) + 1
+            delay = self.backoff.delay(n)
             if key not in self._pending:  # a newer trigger already waits: it runs at its own time
                 self._pending[key] = _Pending(job, self._clock() + delay, retry=True)
+        log.warning("worker %s: %s failed (%s); retry %d in %g s", self.name, key, self.last_error, n, delay)
 
 
 class WorkQueue:

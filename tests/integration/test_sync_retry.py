@@ -52,10 +52,14 @@ def test_a_sync_that_failed_on_an_unreachable_remote_is_retried_once_it_is_back(
     away = remote.bare_path.with_name("moved-away.git")
     remote.bare_path.rename(away)
     worker = service.queue.workers["ref:main"]
-    before = worker.failures
     assert service.trigger_sync("main")
-    wait_until(lambda: worker.failures > before, "the sync to fail on the missing remote", timeout=30)
+
+    def retrying() -> dict[str, int]:
+        return dict(service.status()["workers"]["ref:main"]["retrying"])
+
+    wait_until(lambda: retrying().get("main", 0) >= 1, "the sync to fail and wait for a retry", timeout=30)
     assert "GitError" in str(worker.last_error)
     away.rename(remote.bare_path)
     # no trigger, and the poll is an hour away: only a retry publishes the new head
     wait_until(lambda: synced_commit(mosquitto.url) == sha, "the retried sync to publish", timeout=30)
+    wait_until(lambda: retrying() == {}, "the backoff to reset after the success")

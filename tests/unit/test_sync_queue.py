@@ -145,7 +145,7 @@ def test_a_transient_failure_is_retried_with_capped_exponential_backoff_and_rese
             assert ran.acquire(timeout=5)
             assert eventually(lambda: worker.retry_due("main") is not None)
             assert worker.retry_due("main") == clock.now + expected
-            assert worker.is_idle()  # a waiting retry is scheduled work, not pending work
+            assert eventually(worker.is_idle)  # a waiting retry is scheduled work, not pending work
             clock.now += expected - 0.01
             worker.wake()
             assert not ran.acquire(timeout=0.1)  # not yet due: not run
