@@ -93,7 +93,8 @@ def main() -> int:
 
     from config_sync.git_repo import GitRepo
     from config_sync.gitlab_api import LocalReporter
-    from config_sync.publishing import Publisher
+    from config_sync.models import Claim
+    from config_sync.publishing import DesiredPublisher
     from config_sync.syncing import Syncer
     from phrame_mqtt import MqttClient, MqttSettings
     from schemas import Topics
@@ -118,7 +119,7 @@ def main() -> int:
             client.start(timeout=10)
             try:
                 topics = Topics()
-                publisher = Publisher(client, topics, timeout=120)
+                publisher = DesiredPublisher(client, topics, timeout=120)
                 syncer = Syncer(
                     GitRepo(str(remote.bare_path), Path(tmp, "state")), publisher, LocalReporter(), topics
                 )
@@ -141,7 +142,7 @@ def main() -> int:
                         publisher.publish_commit(
                             ref=o.ref,
                             commit=o.commit,
-                            environments=o.environments,
+                            claim=Claim(frozenset(o.environments)),
                             rendered=rendered[o.ref],
                             errors=[],
                         )

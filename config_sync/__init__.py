@@ -2,7 +2,7 @@
 
 GitLab webhooks and a poll trigger passes that fetch the head of each tracked ref,
 validate, render, diff against what is published and publish the difference, then
-report to GitLab (statuses, merge-request plan notes). It never publishes a commit that
+report to GitLab (statuses, merge-request review notes). It never publishes a commit that
 failed validation and never makes a webhook response wait on git or MQTT.
 """
 

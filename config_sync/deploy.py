@@ -22,7 +22,7 @@ from typing import Any
 
 from config_sync.deploy_verdict import failure, verdict, waiting_for, waiting_text
 from config_sync.errors import GitLabError
-from config_sync.gitlab_api import Reporter
+from config_sync.gitlab_api import CommitReporter
 from config_sync.node_watch import NodeWatch
 from phrame_mqtt import Message
 from schemas import Topics, load_json
@@ -43,7 +43,7 @@ class Deployment:
 class DeployWatcher:
     def __init__(
         self,
-        reporter: Reporter,
+        reporter: CommitReporter,
         topics: Topics,
         *,
         timeout_s: float,

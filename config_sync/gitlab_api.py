@@ -1,8 +1,8 @@
-"""Telling the git host what config-sync found and did (DESIGN §7): statuses and plan notes.
+"""Telling the git host what config-sync found and did (DESIGN §7): statuses and review notes.
 
-The sync and review passes call a :class:`Reporter`. ``GitLabReporter`` is the only
+The sync and review passes call a :class:`CommitReporter`. ``GitLabReporter`` is the only
 module importing python-gitlab: commit statuses under one stable name each (a repeated
-transition counts as success), one plan note per merge request found again by its hidden
+transition counts as success), one review note per merge request found again by its hidden
 marker and edited in place; it never writes a branch or a tag.
 ``LocalReporter`` (PHRAME_GIT_HOST=local) logs and keeps the latest for ``/status``.
 """
@@ -19,7 +19,7 @@ import requests
 from gitlab import exceptions as gl_exc
 
 from config_sync.errors import GitLabError
-from config_sync.plan import PLAN_MARKER
+from config_sync.review_note import REVIEW_NOTE_MARKER
 
 log = logging.getLogger(__name__)
 
@@ -27,15 +27,15 @@ STATES = ("pending", "running", "success", "failed", "canceled")
 _KEEP = 50  # statuses kept in memory for /status and for skipping repeats
 
 
-class Reporter(Protocol):
-    """Statuses and plan notes on the git host. A call raises :class:`GitLabError` when the
+class CommitReporter(Protocol):
+    """Statuses and review notes on the git host. A call raises :class:`GitLabError` when the
     host refuses or cannot be reached (callers log it and go on); anything else is a bug."""
 
     def set_status(
         self, sha: str, name: str, state: str, description: str, *, ref: str | None = None
     ) -> None: ...
 
-    def upsert_plan_note(self, mr_iid: int, body: str) -> None: ...
+    def upsert_review_note(self, mr_iid: int, body: str) -> None: ...
 
     def snapshot(self) -> dict[str, Any]: ...
 
@@ -102,7 +102,7 @@ class LocalReporter:
             log.info("status %s of %s: %s (%s)", name, sha[:12], state, description)
         self.memory.remember(sha, name, state, description, ref)
 
-    def upsert_plan_note(self, mr_iid: int, body: str) -> None:
+    def upsert_review_note(self, mr_iid: int, body: str) -> None:
         log.info("plan for !%d:\n%s", mr_iid, body)
         with self.memory.lock:
             self.memory.notes[mr_iid] = body
@@ -112,7 +112,7 @@ class LocalReporter:
 
 
 class GitLabReporter:
-    """Statuses and plan notes through GitLab's REST API (token scope ``api``)."""
+    """Statuses and review notes through GitLab's REST API (token scope ``api``)."""
 
     def __init__(self, url: str, token: str, project: str | int, *, timeout: float = 10.0) -> None:
         # No retries here: a sync pass must not stall on a GitLab outage; a status that
@@ -140,14 +140,15 @@ class GitLabReporter:
             raise self.memory.failed(f"status {name}={state} on {sha[:12]}: {_why(e)}") from e
         self.memory.remember(sha, name, state, description, ref)
 
-    def upsert_plan_note(self, mr_iid: int, body: str) -> None:
-        """Edit the note carrying :data:`PLAN_MARKER`, or create it: never two plan notes."""
-        if PLAN_MARKER not in body:
-            body = f"{PLAN_MARKER}\n{body}"
+    def upsert_review_note(self, mr_iid: int, body: str) -> None:
+        """Edit the note carrying :data:`REVIEW_NOTE_MARKER`, or create it: never two review notes."""
+        if REVIEW_NOTE_MARKER not in body:
+            body = f"{REVIEW_NOTE_MARKER}\n{body}"
         try:
             mr = self.project.mergerequests.get(mr_iid, lazy=True)
             existing = next(
-                (n for n in mr.notes.list(iterator=True, sort="asc") if PLAN_MARKER in (n.body or "")), None
+                (n for n in mr.notes.list(iterator=True, sort="asc") if REVIEW_NOTE_MARKER in (n.body or "")),
+                None,
             )
             if existing is None:
                 mr.notes.create({"body": body})

@@ -1,10 +1,12 @@
 """Publishing a commit's desired state: diff against what the broker holds, send the rest.
 
-The sync pass calls :meth:`Publisher.publish_commit`. What is published is rebuilt from
+The sync pass calls :meth:`DesiredPublisher.publish_commit`. What is published is rebuilt from
 the retained topics at start-up (and after any failed batch), so a restart republishes
 nothing unchanged and a half-published pass is completed by the next one. An invalid
 commit publishes only its environments' ``sync`` topics; it never touches desired items.
-Items go out as one acknowledged batch, then manifests and sync topics as another.
+What goes out, and in which order, is :func:`config_sync.publication.publication_order`'s
+decision; this module only sends its two steps (items and clears, then manifests and
+``sync`` topics) as acknowledged batches and keeps what the broker holds.
 """
 
 from __future__ import annotations
@@ -12,14 +14,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from config_sync.desired import decode
 from config_sync.errors import PublishError
-from config_sync.plan import PublishPlan, decode, desired_state, publish_plan, sync_payload
+from config_sync.models import Claim
+from config_sync.publication import json_object, publication_order
 from phrame_mqtt import MqttError
-from schemas import Topics, canonical_json, load_json
+from schemas import Topics
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +45,7 @@ class Broker(Protocol):
 
 
 @dataclass
-class Outcome:
+class SyncOutcome:
     """What one publication did (for /status, metrics, the deploy watch and tests)."""
 
     ref: str
@@ -57,7 +61,7 @@ class Outcome:
     tracked: bool = True  # False: the ref is no longer tracked, nothing was done
 
 
-class Publisher:
+class DesiredPublisher:
     def __init__(
         self,
         broker: Broker,
@@ -95,7 +99,7 @@ class Publisher:
 
     def _note_generations(self, manifests: Iterable[tuple[str, bytes | None]]) -> None:
         for topic, raw in manifests:
-            doc = _json(raw)
+            doc = json_object(raw)
             node = self._manifest_node(topic)
             if doc is None or node is None or not isinstance(doc.get("generation"), int):
                 continue
@@ -129,20 +133,13 @@ class Publisher:
         *,
         ref: str,
         commit: str,
-        environments: Collection[str],
+        claim: Claim,
         rendered: Mapping[str, dict[str, Any]] | None,
         errors: list[dict[str, Any]],
-        handed_over: Collection[str] = (),
-        nodes: Collection[str] | None = None,
-        declared: Collection[str] | None = None,
-    ) -> Outcome:
-        """Publish ``rendered`` (the topics of ``environments`` at ``commit``) or, with
-        ``errors``, only the sync topics that report them. ``handed_over``: environments
-        this commit still declares but another ref tracks; that ref publishes (or clears)
-        them, so this one never clears them on the way. ``nodes``: the fleet (the default
-        ref's inventory; ``None``: the nodes of ``rendered``). ``declared``: every environment
-        the default ref declares, when it is the default ref publishing; any other
-        environment found published is cleared (no ref owns it any more)."""
+    ) -> SyncOutcome:
+        """Publish ``rendered`` (the topics of ``claim.environments`` at ``commit``) or, with
+        ``errors``, only the sync topics that report them, in the order
+        :func:`~config_sync.publication.publication_order` decides."""
         started = time.monotonic()
         with self._lock:  # one publication at a time: each diffs against the last
             if self._stale.is_set():
@@ -151,52 +148,38 @@ class Publisher:
             if self.published is None:
                 self.rebuild()
             published = self.published or {}
-            plan = PublishPlan()
-            desired: dict[str, dict[str, Any]] = {}
-            gone: list[str] = []
-            if not errors and rendered is not None:
-                # environments this ref published before but no longer declares: clear them too
-                mine = self._environments_of(ref, published)
-                if declared is not None:
-                    mine |= self._environments_of(None, published) - set(declared)
-                gone = sorted(mine - set(environments) - set(handed_over))
-                scope = {*environments, *gone}
-                previous = decode(published, self.topics, self._decoded)
-                desired = desired_state(
-                    rendered,
-                    published,
-                    topics=self.topics,
-                    commit=commit,
-                    environments=scope,
-                    previous=previous,
-                    nodes=nodes,
-                    floor=self._floor(),
-                )
-                plan = publish_plan(desired, published, self.topics, previous=previous)
-            items: list[tuple[str, bytes | None]] = [*plan.items, *((t, None) for t in plan.clears)]
-            tail = self._sync_messages(ref, commit, environments, errors, published)
-            tail += [(self.topics.env_sync(env), None) for env in gone]
-            # Two acknowledged steps: a manifest goes out only once every item it names is
-            # on the broker, so an agent never prunes on a half-published generation.
-            steps = [items, [*plan.manifests, *tail]]
-            messages = [m for step in steps for m in step]
+            fresh = not errors and rendered is not None
+            decision = publication_order(
+                ref=ref,
+                commit=commit,
+                claim=claim,
+                rendered=rendered,
+                errors=errors,
+                published=published,
+                topics=self.topics,
+                now=self.clock(),
+                previous=decode(published, self.topics, self._decoded) if fresh else None,
+                floor=self._floor() if fresh else None,
+            )
+            order = decision.order
+            messages = order.publication_messages()
             sending = time.monotonic()
-            for step in steps:
+            for step in order.steps():  # two acknowledged steps: manifests only after their items
                 self._send(step, commit, published)
-            self._note_generations(plan.manifests)
-            changed = plan.changed_nodes(self.topics)
+            self._note_generations(order.manifests)
+            changed = order.changed_nodes(self.topics)
             generations = {n: self.generations[n] for n in changed}
-            for topic, doc in desired.items():  # what we just published needs no decoding later
+            for topic, doc in decision.desired.items():  # just published: no decoding later
                 if topic in published:
                     self._decoded[topic] = (published[topic], doc)
             sent_s = time.monotonic() - sending
             self.published = published
             self.messages_total += len(messages)
-        outcome = Outcome(
+        outcome = SyncOutcome(
             ref=ref,
             commit=commit,
             ok=not errors,
-            environments=sorted(environments),
+            environments=sorted(claim.environments),
             errors=errors,
             messages=messages,
             changed_nodes=changed,
@@ -211,32 +194,12 @@ class Publisher:
             ref,
             commit[:12],
             len(messages),
-            len(plan.items),
-            len(plan.clears),
-            len(plan.manifests),
+            len(order.items),
+            len(order.clears),
+            len(order.manifests),
             len(errors),
         )
         return outcome
-
-    def _sync_messages(
-        self,
-        ref: str,
-        commit: str,
-        environments: Collection[str],
-        errors: list[dict[str, Any]],
-        published: Mapping[str, bytes],
-    ) -> list[tuple[str, bytes | None]]:
-        out: list[tuple[str, bytes | None]] = []
-        for env in sorted(environments):
-            topic = self.topics.env_sync(env)
-            previous = _json(published.get(topic))
-            payload = sync_payload(
-                environment=env, ref=ref, commit=commit, errors=errors, previous=previous, now=self.clock()
-            )
-            raw = canonical_json(payload)
-            if raw != published.get(topic):
-                out.append((topic, raw))
-        return out
 
     def _send(self, step: list[tuple[str, bytes | None]], commit: str, published: dict[str, bytes]) -> None:
         if not step:
@@ -253,30 +216,7 @@ class Publisher:
                 published.pop(topic, None)
                 self._decoded.pop(topic, None)
 
-    def _environments_of(self, ref: str | None, published: Mapping[str, bytes]) -> set[str]:
-        """Environments whose sync topic names ``ref`` (``None``: any ref)."""
-        found = set()
-        for topic, raw in published.items():
-            try:
-                parsed = self.topics.parse(topic)
-            except ValueError:
-                continue
-            doc = _json(raw) if parsed.kind == "sync" else None
-            if doc is not None and ref in (None, doc.get("ref")) and parsed.environment:
-                found.add(parsed.environment)
-        return found
-
     def sync_state(self, env: str) -> dict[str, Any] | None:
         """The environment's sync topic as last published (for /status)."""
         with self._lock:
-            return _json((self.published or {}).get(self.topics.env_sync(env)))
-
-
-def _json(raw: bytes | None) -> dict[str, Any] | None:
-    if not raw:
-        return None
-    try:
-        doc = load_json(raw)
-    except ValueError:
-        return None
-    return doc if isinstance(doc, dict) else None
+            return json_object((self.published or {}).get(self.topics.env_sync(env)))

@@ -14,10 +14,12 @@ import uuid
 from typing import Any
 
 from config_sync.deploy import DeployWatcher
+from config_sync.errors import GitError
 from config_sync.git_repo import GitRepo
-from config_sync.gitlab_api import GitLabReporter, LocalReporter, Reporter
+from config_sync.gitlab_api import CommitReporter, GitLabReporter, LocalReporter
 from config_sync.metrics import Metrics
-from config_sync.publishing import Outcome, Publisher, PublishError
+from config_sync.models import Backoff
+from config_sync.publishing import DesiredPublisher, PublishError, SyncOutcome
 from config_sync.queue import WorkQueue
 from config_sync.settings import SyncSettings
 from config_sync.status_views import full_view, public_view
@@ -30,7 +32,7 @@ log = logging.getLogger(__name__)
 MAX_PENDING_REVIEWS = 100  # merge requests waiting for a review; each costs a fetch and a plan
 
 
-def make_reporter(settings: SyncSettings) -> Reporter:
+def make_reporter(settings: SyncSettings) -> CommitReporter:
     if settings.git_host == "gitlab":
         assert settings.gitlab_url and settings.gitlab_token and settings.gitlab_project
         return GitLabReporter(settings.gitlab_url, settings.gitlab_token, settings.gitlab_project)
@@ -38,7 +40,7 @@ def make_reporter(settings: SyncSettings) -> Reporter:
 
 
 class ConfigSync:
-    def __init__(self, settings: SyncSettings, *, reporter: Reporter | None = None) -> None:
+    def __init__(self, settings: SyncSettings, *, reporter: CommitReporter | None = None) -> None:
         self.settings = settings
         self.topics = Topics(settings.topic_prefix)
         suffix = uuid.uuid4().hex[:8]
@@ -62,7 +64,7 @@ class ConfigSync:
         deploy_s, node_s = settings.deploy_timeout_s, settings.node_timeout_s
         self.deployer = DeployWatcher(self.reporter, self.topics, timeout_s=deploy_s, node_timeout_s=node_s)
         # changed manifests go out above what agents applied (subscribed before any publication)
-        self.publisher = Publisher(self.mqtt, self.topics, applied=self.deployer.applied_generations)
+        self.publisher = DesiredPublisher(self.mqtt, self.topics, applied=self.deployer.applied_generations)
         self.syncer = Syncer(
             self.git,
             self.publisher,
@@ -72,7 +74,14 @@ class ConfigSync:
             deployer=self.deployer,
             on_outcome=self._record,
         )
-        self.queue = WorkQueue(poll_s=settings.poll_s, debounce_s=settings.debounce_s)
+        # a fetch or a publication that failed runs again with backoff, not at the next poll;
+        # an invalid commit is no failure (it is reported) and waits for a new head
+        self.queue = WorkQueue(
+            poll_s=settings.poll_s,
+            debounce_s=settings.debounce_s,
+            transient=(GitError, PublishError),
+            backoff=Backoff(settings.retry_min_s, max(settings.retry_min_s, settings.retry_max_s)),
+        )
         self.sync_counts: dict[str, int] = {}
         self.started_at: float | None = None
         self._lock = threading.Lock()
@@ -165,7 +174,7 @@ class ConfigSync:
         assert route.mr_iid is not None and route.source_branch and route.ref
         iid, source, target = route.mr_iid, route.source_branch, route.ref
         with self._lock:
-            if self.started_at is None:  # its plan compares with what is published: not read yet
+            if self.started_at is None:  # its review note compares with what is published: not read yet
                 deferred = self._deferred_reviews
                 if iid not in deferred and len(deferred) >= self.max_pending_reviews:
                     return False
@@ -175,7 +184,7 @@ class ConfigSync:
         return self.queue.worker("reviews").trigger(f"mr:{iid}", job, max_pending=self.max_pending_reviews)
 
     def _ref_worker(self, ref: str) -> Any:
-        return self.queue.worker(f"ref:{ref}", poll=lambda: self._sync(ref))
+        return self.queue.worker(f"ref:{ref}", poll=lambda: self._sync(ref), poll_key=ref)
 
     # -- work (worker threads)
     def _sync(self, ref: str) -> None:
@@ -232,7 +241,7 @@ class ConfigSync:
         for ref in sorted(self.syncer.tracked):
             self.trigger_sync(ref)
 
-    def _record(self, outcome: Outcome) -> None:
+    def _record(self, outcome: SyncOutcome) -> None:
         self.metrics.syncs.labels(outcome.ref, "applied" if outcome.ok else "invalid").inc()
         self.metrics.messages.inc(len(outcome.messages))
 

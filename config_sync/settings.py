@@ -36,6 +36,8 @@ class SyncSettings:
     listen: str = DEFAULT_LISTEN
     poll_s: float = 60.0
     debounce_s: float = 0.5
+    retry_min_s: float = 1.0  # a transiently failed sync runs again after this, doubling ...
+    retry_max_s: float = 60.0  # ... up to this (per ref; reset by a success)
     deploy_timeout_s: float = 600.0
     node_timeout_s: float = 20.0  # a node whose heartbeat is older is offline (as placement)
     git_timeout_s: float = 120.0  # a git fetch running longer is killed (a transient error)
@@ -108,6 +110,8 @@ class SyncSettings:
             listen=e.text("PHRAME_LISTEN", DEFAULT_LISTEN) or DEFAULT_LISTEN,
             poll_s=e.number("PHRAME_POLL_S", 60.0, minimum=1.0),
             debounce_s=e.number("PHRAME_DEBOUNCE_S", 0.5, minimum=0.0),
+            retry_min_s=e.number("PHRAME_RETRY_MIN_S", 1.0, minimum=0.1),
+            retry_max_s=e.number("PHRAME_RETRY_MAX_S", 60.0, minimum=1.0),
             deploy_timeout_s=e.number("PHRAME_DEPLOY_TIMEOUT_S", 600.0, minimum=1.0),
             node_timeout_s=e.number("PHRAME_NODE_TIMEOUT_S", 20.0, minimum=0.1),
             git_timeout_s=e.number("PHRAME_GIT_TIMEOUT_S", 120.0, minimum=1.0),

@@ -44,7 +44,13 @@ def full_view(service: ConfigSync) -> dict[str, Any]:
         for ref, o in sorted(service.syncer.last.items())
     }
     workers = {
-        name: {"runs": w.runs, "failures": w.failures, "last_error": w.last_error, "queued": w.queued}
+        name: {
+            "runs": w.runs,
+            "failures": w.failures,
+            "last_error": w.last_error,
+            "queued": w.queued,
+            "retrying": w.retrying(),  # key -> transient failures in a row (a retry waits)
+        }
         for name, w in sorted(service.queue.workers.items())
     }
     return {

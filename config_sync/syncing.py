@@ -14,35 +14,21 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
 from config_sync.deploy import DeployWatcher
 from config_sync.errors import GitLabError
 from config_sync.git_repo import GitRepo, RefMissing
-from config_sync.gitlab_api import Reporter
-from config_sync.plan import item_changes, plan_markdown
-from config_sync.publishing import Outcome, Publisher
+from config_sync.gitlab_api import CommitReporter
+from config_sync.models import Claim, Reading
+from config_sync.publishing import DesiredPublisher, SyncOutcome
+from config_sync.review_note import item_changes, review_note
 from schemas import Topics
 
 log = logging.getLogger(__name__)
 VALIDATE = "phrame/validate"
 READINGS_KEPT = 4
-
-
-@dataclass(frozen=True)
-class Reading:
-    """What one commit holds, as far as a sync cares (cached by sha: a commit never changes)."""
-
-    sha: str
-    tracks: dict[str, str]  # environment -> the ref it tracks (best effort on an invalid repo)
-    errors: list[dict[str, Any]]
-    rendered: dict[str, dict[str, Any]] | None  # every desired topic; None when invalid
-    nodes: frozenset[str] = frozenset()  # the inventory (nodes/) at this commit
-
-    def tracking(self, ref: str) -> set[str]:
-        return {env for env, track in self.tracks.items() if track == ref}
 
 
 def _tracks(repo: ConfigRepo, default_ref: str) -> dict[str, str]:
@@ -53,13 +39,13 @@ class Syncer:
     def __init__(
         self,
         git: GitRepo,
-        publisher: Publisher,
-        reporter: Reporter,
+        publisher: DesiredPublisher,
+        reporter: CommitReporter,
         topics: Topics,
         *,
         default_ref: str = "main",
         deployer: DeployWatcher | None = None,
-        on_outcome: Callable[[Outcome], None] | None = None,
+        on_outcome: Callable[[SyncOutcome], None] | None = None,
     ) -> None:
         self.git, self.publisher, self.reporter, self.topics = git, publisher, reporter, topics
         self.default_ref = default_ref
@@ -71,7 +57,7 @@ class Syncer:
         self.owners: dict[str, str] = {}  # environment -> the ref that publishes it
         self.fleet: frozenset[str] | None = None  # the inventory's nodes: each gets a manifest
         self.envs_by_ref: dict[str, set[str]] = {}
-        self.last: dict[str, Outcome] = {}  # by ref
+        self.last: dict[str, SyncOutcome] = {}  # by ref
         self._lock = threading.Lock()
         # held from deciding what a ref owns to the end of its publication, so a ref never
         # publishes under an ownership the default ref has just taken back
@@ -117,7 +103,7 @@ class Syncer:
         except GitLabError as e:  # the adapter's own error; anything else is a bug and is raised
             log.warning("could not report %s=%s on %s: %s", VALIDATE, state, sha[:12], e)
 
-    def sync_ref(self, ref: str) -> Outcome:
+    def sync_ref(self, ref: str) -> SyncOutcome:
         """Publish the head of ``ref`` (or, if it is invalid, only its errors).
 
         A ref no longer tracked (the default ref took its environments back) publishes,
@@ -139,7 +125,7 @@ class Syncer:
                     return _untracked(ref, sha)
                 claimed = True
                 outcome = self.publisher.publish_commit(
-                    ref=ref, commit=sha, rendered=reading.rendered, errors=errors, **claim
+                    ref=ref, commit=sha, claim=claim, rendered=reading.rendered, errors=errors
                 )
         finally:
             if claimed:
@@ -154,7 +140,7 @@ class Syncer:
                 self.deployer.unchanged(ref, sha)  # a README edit deserves its green tick too
         return outcome
 
-    def _keep_last(self, ref: str, missing: RefMissing) -> Outcome:
+    def _keep_last(self, ref: str, missing: RefMissing) -> SyncOutcome:
         """A tracked ref gone from the remote (a deleted tag, a release not tagged yet):
         nothing is cleared or deployed; its environments' ``sync`` topics report why, at the
         commit they last attempted, so ``phrame status`` shows it while the last good state runs."""
@@ -169,10 +155,10 @@ class Syncer:
             commit = last.commit if last is not None else self._last_attempted(envs)
             if commit:
                 outcome = self.publisher.publish_commit(
-                    ref=ref, commit=commit, environments=envs, rendered=None, errors=errors
+                    ref=ref, commit=commit, claim=Claim(frozenset(envs)), rendered=None, errors=errors
                 )
             else:  # never deployed: no commit to report against; /status and the log say it
-                outcome = Outcome(ref=ref, commit="", ok=False, environments=sorted(envs), errors=errors)
+                outcome = SyncOutcome(ref=ref, commit="", ok=False, environments=sorted(envs), errors=errors)
         if last is None or last.errors != errors:  # once per disappearance, not every poll
             log.warning("%s; %d environment(s) keep running %s", text, len(envs), commit[:12] or "nothing")
         self.last[ref] = outcome
@@ -188,7 +174,7 @@ class Syncer:
                 return commit
         return ""
 
-    def _is_new_commit(self, outcome: Outcome) -> bool:
+    def _is_new_commit(self, outcome: SyncOutcome) -> bool:
         """Whether ``outcome`` published an environment's ``sync`` topic: it moved to a new
         commit (an idle poll, or a restart on the same head, publishes none)."""
         for topic, payload in outcome.messages:
@@ -199,7 +185,7 @@ class Syncer:
                 continue
         return False
 
-    def _claim(self, ref: str, reading: Reading) -> dict[str, Any] | None:
+    def _claim(self, ref: str, reading: Reading) -> Claim | None:
         """What ``ref`` publishes from ``reading``: its environments, those it must leave
         alone, the fleet; ``None`` when it is not tracked (any more)."""
         with self._lock:
@@ -222,12 +208,12 @@ class Syncer:
             handed = {env for env, track in reading.tracks.items() if track != ref} - owned
             handed |= {env for env, owner in self.owners.items() if owner != ref}
             default = ref == self.default_ref and adopted
-            return {
-                "environments": envs,
-                "handed_over": handed,
-                "nodes": self.fleet,
-                "declared": set(self.owners) if default else None,
-            }
+            return Claim(
+                environments=frozenset(envs),
+                handed_over=frozenset(handed),
+                nodes=self.fleet,
+                declared=frozenset(self.owners) if default else None,
+            )
 
     def _adopt(self, reading: Reading) -> None:
         """Take ownership and the fleet from a valid reading of the default ref (lock held)."""
@@ -242,7 +228,7 @@ class Syncer:
                 self.envs_by_ref[ref] &= {e for e, owner in self.owners.items() if owner == ref}
 
     def review(self, mr_iid: int, source_branch: str, target_ref: str) -> str:
-        """Validate a merge request's head and upsert its plan note; returns the note."""
+        """Validate a merge request's head and upsert its review note; returns the note."""
         self.git.fetch()
         mr_ref = f"merge-requests/{mr_iid}"
         sha = self.git.head(mr_ref if self.git.has_branch(mr_ref) else source_branch)
@@ -256,12 +242,12 @@ class Syncer:
         changes = []
         if new.rendered is not None:
             changes = item_changes(old.rendered or {}, new.rendered, self.topics)
-        body = plan_markdown(changes, errors, commit=sha, ref=target_ref)
-        self.reporter.upsert_plan_note(mr_iid, body)
+        body = review_note(changes, errors, commit=sha, ref=target_ref)
+        self.reporter.upsert_review_note(mr_iid, body)
         log.info("reviewed !%d at %s: %d change(s), %d error(s)", mr_iid, sha[:12], len(changes), len(errors))
         return body
 
 
-def _untracked(ref: str, commit: str = "") -> Outcome:
+def _untracked(ref: str, commit: str = "") -> SyncOutcome:
     log.info("%s is no longer tracked by the default ref: nothing synced", ref)
-    return Outcome(ref=ref, commit=commit, ok=True, environments=[], tracked=False)
+    return SyncOutcome(ref=ref, commit=commit, ok=True, environments=[], tracked=False)

@@ -17,7 +17,7 @@ from typing import Any
 
 from config_repo import ConfigError, load, render, validate
 from config_repo.sources import GitSource
-from config_sync.plan import item_changes, plan_markdown
+from config_sync.review_note import item_changes, review_note
 from phrame.repo_args import open_source
 from phrame_git.cache import merge_base
 from schemas import Topics
@@ -63,5 +63,5 @@ def run(args: argparse.Namespace) -> int:
     if old_errors:
         print(f"phrame plan: {args.from_ref} is itself invalid; planning from nothing", file=sys.stderr)
     changes = item_changes(old, new, topics) if not errors else []
-    print(plan_markdown(changes, errors, commit=commit, ref=args.from_ref), end="")
+    print(review_note(changes, errors, commit=commit, ref=args.from_ref), end="")
     return 1 if errors else 0

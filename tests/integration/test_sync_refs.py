@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from config_sync.gitlab_api import LocalReporter
-from config_sync.publishing import Outcome
+from config_sync.publishing import SyncOutcome
 from config_sync.service import ConfigSync
 from schemas import Topics
 from tests.integration.test_sync_ownership import started_with_release
@@ -124,9 +124,9 @@ def test_the_last_job_of_a_retired_worker_never_stops_the_new_one(
     old = service.queue.workers["ref:release"]
     real = service.syncer.sync_ref
     reached, go_sync, synced, go_on = (threading.Event() for _ in range(4))
-    outcomes: list[Outcome] = []
+    outcomes: list[SyncOutcome] = []
 
-    def gated(ref: str) -> Outcome:  # holds the old worker's job at two points
+    def gated(ref: str) -> SyncOutcome:  # holds the old worker's job at two points
         if ref != "release" or not old.is_current():
             return real(ref)
         reached.set()

@@ -16,7 +16,7 @@ import responses
 
 from config_sync.errors import GitLabError
 from config_sync.gitlab_api import GitLabReporter
-from config_sync.plan import PLAN_MARKER
+from config_sync.review_note import REVIEW_NOTE_MARKER
 
 GITLAB = "http://gitlab.example.test"
 PROJECT = f"{GITLAB}/api/v4/projects/studio%2Fphrame-config"
@@ -115,21 +115,21 @@ def note(note_id: int, body: str) -> dict[str, Any]:
 
 
 def test_open_then_update_upserts_one_note(api: responses.RequestsMock, reporter: GitLabReporter) -> None:
-    first = f"{PLAN_MARKER}\n### Phrame plan\n1 to add"
-    second = f"{PLAN_MARKER}\n### Phrame plan\n2 to add"
+    first = f"{REVIEW_NOTE_MARKER}\n### Phrame plan\n1 to add"
+    second = f"{REVIEW_NOTE_MARKER}\n### Phrame plan\n2 to add"
     # MR opened: only a human comment exists -> create
     api.get(NOTES, json=[note(1, "LGTM?")])
     api.post(NOTES, json=note(2, first), status=201)
-    reporter.upsert_plan_note(7, first)
+    reporter.upsert_review_note(7, first)
     assert body_of(api.calls[1]) == {"body": first}
     # MR updated: the plan note is found by its marker and edited in place
     api.get(NOTES, json=[note(1, "LGTM?"), note(2, first)])
     api.put(f"{NOTES}/2", json=note(2, second))
-    reporter.upsert_plan_note(7, second)
+    reporter.upsert_review_note(7, second)
     assert body_of(api.calls[3]) == {"body": second}
     # the same plan again: found, unchanged, nothing written
     api.get(NOTES, json=[note(1, "LGTM?"), note(2, second)])
-    reporter.upsert_plan_note(7, second)
+    reporter.upsert_review_note(7, second)
     methods = [c.request.method for c in api.calls]
     assert methods == ["GET", "POST", "GET", "PUT", "GET"]
     assert methods.count("POST") == 1
@@ -146,4 +146,4 @@ def test_unreachable_gitlab_becomes_gitlab_error_and_is_kept_for_status(
     assert reporter.snapshot()["last_error"].startswith("status phrame/validate=success")
     assert reporter.snapshot()["statuses"] == []  # not remembered: the next pass sets it again
     with pytest.raises(GitLabError, match="GitLab unreachable: Timeout"):
-        reporter.upsert_plan_note(7, "plan")
+        reporter.upsert_review_note(7, "plan")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import threading
 
+from config_sync.models import Backoff
 from config_sync.queue import Worker, WorkQueue
+from tests.support.services import eventually
 
 
 def test_burst_while_running_coalesces_to_one_more_run() -> None:
@@ -105,3 +107,85 @@ def test_retire_only_if_still_that_worker() -> None:
         assert queue.retire("ref:release", only_if=new) and "ref:release" not in queue.workers
     finally:
         queue.stop()
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Flaky(Exception):
+    """A transient failure (as GitError and PublishError are to config-sync)."""
+
+
+def test_backoff_doubles_from_min_to_the_cap() -> None:
+    backoff = Backoff(1.0, 60.0)
+    assert [backoff.delay(n) for n in range(1, 9)] == [1, 2, 4, 8, 16, 32, 60, 60]
+    assert backoff.delay(10_000) == 60
+
+
+def test_a_transient_failure_is_retried_with_capped_exponential_backoff_and_reset_on_success() -> None:
+    clock = FakeClock()
+    outcomes = [Flaky("fetch"), Flaky("fetch"), Flaky("fetch"), None, Flaky("fetch")]
+    ran = threading.Semaphore(0)
+
+    def job() -> None:
+        ran.release()
+        error = outcomes.pop(0)
+        if error is not None:
+            raise error
+
+    worker = Worker("ref:main", transient=(Flaky,), backoff=Backoff(1.0, 3.0), clock=clock).start()
+    try:
+        worker.trigger("main", job)
+        for expected in (1.0, 2.0, 3.0):  # 1, 2, then capped at 3 (not 4)
+            assert ran.acquire(timeout=5)
+            assert eventually(lambda: worker.retry_due("main") is not None)
+            assert worker.retry_due("main") == clock.now + expected
+            assert eventually(worker.is_idle)  # a waiting retry is scheduled work, not pending work
+            clock.now += expected - 0.01
+            worker.wake()
+            assert not ran.acquire(timeout=0.1)  # not yet due: not run
+            clock.now += 0.01
+            worker.wake()
+        assert ran.acquire(timeout=5)  # the fourth run succeeds: no retry, count reset
+        assert worker.wait_idle(5) and worker.retry_due("main") is None and "main" not in worker.retries
+        worker.trigger("main", job)  # fails again: starts over at 1 s
+        assert ran.acquire(timeout=5)
+        assert eventually(lambda: worker.retry_due("main") is not None)
+        assert worker.retry_due("main") == clock.now + 1.0 and worker.failures == 4
+    finally:
+        worker.stop()
+
+
+def test_a_permanent_failure_is_not_retried() -> None:
+    clock = FakeClock()
+    worker = Worker("ref:main", transient=(Flaky,), clock=clock).start()
+    try:
+        worker.trigger("main", lambda: 1 / 0)
+        assert worker.wait_idle(5)
+        assert worker.failures == 1 and worker.retry_due("main") is None and worker.queued == 0
+    finally:
+        worker.stop()
+
+
+def test_a_trigger_runs_at_once_although_a_retry_of_its_key_waits() -> None:
+    clock = FakeClock()
+    runs: list[str] = []
+
+    def failing() -> None:
+        runs.append("failed")
+        raise Flaky("broker down")
+
+    worker = Worker("ref:main", transient=(Flaky,), backoff=Backoff(30.0, 60.0), clock=clock).start()
+    try:
+        worker.trigger("main", failing)
+        assert eventually(lambda: worker.retry_due("main") == clock.now + 30.0)
+        worker.trigger("main", lambda: runs.append("triggered"))  # a push: maybe a fix
+        assert worker.wait_idle(5) and runs == ["failed", "triggered"]
+        assert worker.queued == 0 and "main" not in worker.retries
+    finally:
+        worker.stop()

@@ -35,6 +35,11 @@ def test_defaults_and_overrides(tmp_path: Path) -> None:
     assert s2.poll_s == 5 and s2.listen_address == ("0.0.0.0", 9000)
     assert s.git_timeout_s == 120
     assert SyncSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_GIT_TIMEOUT_S": "7.5"}).git_timeout_s == 7.5
+    assert (s.retry_min_s, s.retry_max_s) == (1, 60)
+    s3 = SyncSettings.from_env(
+        {"PHRAME_REPO_URL": "x", "PHRAME_RETRY_MIN_S": "2", "PHRAME_RETRY_MAX_S": "300"}
+    )
+    assert (s3.retry_min_s, s3.retry_max_s) == (2, 300)
 
 
 @pytest.mark.parametrize(

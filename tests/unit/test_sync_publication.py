@@ -1,4 +1,5 @@
-"""config_sync.plan: the publish list and the human plan, from the sample repo's rendering."""
+"""config_sync.desired and config_sync.publication: what is published, cleared and in which
+order, from the sample repo's rendering (the very function the publisher calls)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,9 @@ from typing import Any
 import pytest
 
 from config_repo import load_directory, render, validate
-from config_sync.plan import (
-    PLAN_MARKER,
-    Change,
-    desired_state,
-    item_changes,
-    plan_markdown,
-    publish_plan,
-    sync_payload,
-)
+from config_sync.desired import desired_diff, desired_state, sync_payload
+from config_sync.models import Claim
+from config_sync.publication import Decision, publication_order
 from schemas import Topics, canonical_json, check_payload
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
@@ -40,19 +35,19 @@ def published_of(desired: dict[str, dict[str, Any]]) -> dict[str, bytes]:
 def test_first_sync_publishes_exactly_the_rendering_with_manifests_last(rendered: dict[str, Any]) -> None:
     desired = desired_state(rendered, {}, topics=T, commit=SHA1)
     assert desired == rendered
-    plan = publish_plan(desired, {}, T)
-    messages = plan.messages()
+    plan = desired_diff(desired, {}, T)
+    messages = plan.publication_messages()
     assert dict(messages) == published_of(rendered)
     kinds = [T.parse(t).kind for t, _ in messages]
     first_manifest = kinds.index("manifest")
     assert all(k == "manifest" for k in kinds[first_manifest:])
-    assert plan.clears == []
+    assert plan.clears == ()
 
 
 def test_second_identical_sync_publishes_nothing(rendered: dict[str, Any]) -> None:
     published = published_of(rendered)
     desired = desired_state(rendered, published, topics=T, commit=SHA2)
-    assert publish_plan(desired, published, T).is_empty
+    assert desired_diff(desired, published, T).is_empty
 
 
 def test_changed_item_keeps_others_byte_for_byte_and_bumps_one_manifest(rendered: dict[str, Any]) -> None:
@@ -61,7 +56,7 @@ def test_changed_item_keeps_others_byte_for_byte_and_bumps_one_manifest(rendered
     topic = next(t for t in new if "/containers/" in t)
     new[topic]["image"] = "registry.example.test/changed:2"
     new[topic]["digest"] = "sha256:" + "f" * 64
-    plan = publish_plan(desired_state(new, published, topics=T, commit=SHA2), published, T)
+    plan = desired_diff(desired_state(new, published, topics=T, commit=SHA2), published, T)
     assert [t for t, _ in plan.items] == [topic]
     node = T.parse(topic).node
     assert [t for t, _ in plan.manifests] == [T.manifest(str(node))]
@@ -89,24 +84,24 @@ def test_removed_service_clears_its_topics_and_updates_manifests(rendered: dict[
     published = published_of(rendered)
     victim = next(T.parse(t).service for t in rendered if "/containers/" in t)
     new = {t: p for t, p in rendered.items() if T.parse(t).service != victim}
-    plan = publish_plan(desired_state(new, published, topics=T, commit=SHA2), published, T)
-    assert plan.items == []
+    plan = desired_diff(desired_state(new, published, topics=T, commit=SHA2), published, T)
+    assert plan.items == ()
     assert plan.clears and all(T.parse(t).service == victim for t in plan.clears)
     assert T.env_service("studio-a", str(victim)) in plan.clears
     nodes = {T.parse(t).node for t in plan.clears if T.parse(t).node}
     assert {T.parse(t).node for t, _ in plan.manifests} == nodes
-    assert plan.messages()[-1][0].endswith("/manifest")
+    assert plan.publication_messages()[-1][0].endswith("/manifest")
 
 
 def test_scope_keeps_other_environments_items(rendered: dict[str, Any]) -> None:
     published = published_of(rendered)
     desired = desired_state({}, published, topics=T, commit=SHA2, environments={"other-env"})
-    assert publish_plan(desired, published, T).is_empty
+    assert desired_diff(desired, published, T).is_empty
 
 
 def test_unowned_topics_are_never_cleared(rendered: dict[str, Any]) -> None:
     published = {**published_of(rendered), T.env_sync("studio-a"): b"{}", T.env_placement("studio-a"): b"{}"}
-    plan = publish_plan(desired_state(rendered, published, topics=T, commit=SHA1), published, T)
+    plan = desired_diff(desired_state(rendered, published, topics=T, commit=SHA1), published, T)
     assert plan.is_empty
 
 
@@ -123,39 +118,6 @@ def test_sync_payload_keeps_last_applied_across_an_invalid_commit() -> None:
     assert bad["last_applied"] == ok["last_applied"]
 
 
-def test_item_changes_and_markdown(rendered: dict[str, Any]) -> None:
-    new = render_changed(rendered, SHA2)
-    items = [t for t in new if "/containers/" in t]
-    changed, removed = items[0], items[1]
-    new[changed] = {**new[changed], "image": "x:2", "digest": "sha256:" + "e" * 64}
-    del new[removed]
-    added = T.desired_item("edge-01", "containers", "studio-a.extra.0")
-    new[added] = {"digest": "sha256:" + "d" * 64}
-    changes = item_changes(rendered, new, T)
-    by_action = {c.action: c for c in changes}
-    assert set(by_action) == {"add", "change", "remove"}
-    assert by_action["change"].fields == ("image",)
-    assert by_action["add"].item_id == "studio-a.extra.0"
-    text = plan_markdown(changes, [], commit=SHA2, ref="main")
-    assert text.startswith(PLAN_MARKER)
-    assert "1 to add, 1 to change, 1 to remove" in text
-    assert "| change | container |" in text and "`image`" in text
-
-
-def test_markdown_lists_every_error_and_escapes_pipes() -> None:
-    errors = [
-        {"file": "a.yaml", "line": 3, "column": 5, "rule": "schema", "message": "x | y"},
-        {"file": "b.yaml", "line": 1, "column": 1, "rule": "unknown-node", "message": "no node"},
-    ]
-    text = plan_markdown([Change("n", "containers", "e.s.0", "add")], errors, commit=SHA1)
-    assert "2 problem(s)" in text and "`a.yaml:3:5`" in text and "x \\| y" in text
-    assert "unknown-node" in text
-
-
-def test_no_changes_says_so() -> None:
-    assert "No changes" in plan_markdown([], [], commit=SHA1)
-
-
 def test_the_fleet_decides_which_nodes_get_a_manifest(rendered: dict[str, Any]) -> None:
     """Every ref builds manifests for the default ref's inventory: a ref whose own nodes/
     lacks a node neither clears that node's manifest nor invents one for a node it alone has."""
@@ -167,7 +129,7 @@ def test_the_fleet_decides_which_nodes_get_a_manifest(rendered: dict[str, Any]) 
     # edge-03 holds items (the mixer), so it keeps a manifest though outside the fleet
     assert T.manifest("edge-03") in published
     again = desired_state(rendered, published, topics=T, commit=SHA2, nodes=fleet)
-    assert publish_plan(again, published, T).is_empty
+    assert desired_diff(again, published, T).is_empty
 
 
 def test_a_manifest_published_again_continues_above_the_highest_generation(
@@ -187,3 +149,90 @@ def json_of(raw: bytes) -> dict[str, Any]:
     doc = json.loads(raw)
     assert isinstance(doc, dict)
     return doc
+
+
+def sync_of(env: str, ref: str, commit: str = SHA1) -> bytes:
+    doc = sync_payload(environment=env, ref=ref, commit=commit, errors=[], previous=None, now=1.0)
+    return canonical_json(doc)
+
+
+def order_for(
+    rendered: dict[str, Any],
+    published: dict[str, bytes],
+    claim: Claim,
+    errors: list[dict[str, Any]] | None = None,
+) -> Decision:
+    return publication_order(
+        ref="main",
+        commit=SHA2,
+        claim=claim,
+        rendered=None if errors else rendered,
+        errors=errors or [],
+        published=published,
+        topics=T,
+        now=2.0,
+    )
+
+
+STUDIO_A = Claim(frozenset({"studio-a"}))
+
+
+def test_publication_order_is_items_clears_manifests_then_the_sync_topic(rendered: dict[str, Any]) -> None:
+    """The order the publisher sends, decided here: a changed item, a removed service."""
+    published = {**published_of(rendered), T.env_sync("studio-a"): sync_of("studio-a", "main")}
+    new = render_changed(rendered, SHA2)
+    victim = next(T.parse(t).service for t in rendered if "/containers/" in t)
+    new = {t: p for t, p in new.items() if T.parse(t).service != victim}
+    changed = next(t for t in new if "/containers/" in t)
+    new[changed] = {**new[changed], "image": "x:2", "digest": "sha256:" + "e" * 64}
+    order = order_for(new, published, STUDIO_A).order
+    messages = order.publication_messages()
+    phases = [
+        "sync"
+        if T.parse(t).kind == "sync"
+        else "manifest"
+        if t.endswith("/manifest")
+        else "clear"
+        if p is None
+        else "item"
+        for t, p in messages
+    ]
+    assert phases == sorted(phases, key=["item", "clear", "manifest", "sync"].index)
+    assert {"item", "clear", "manifest", "sync"} == set(phases) and phases[-1] == "sync"
+    first, second = order.steps()
+    assert first == messages[: len(first)] and not any(t.endswith("/manifest") for t, _ in first)
+    assert second[0][0].endswith("/manifest") and second[-1][0] == T.env_sync("studio-a")
+
+
+def test_an_environment_the_ref_no_longer_publishes_is_cleared_with_its_sync_topic_last(
+    rendered: dict[str, Any],
+) -> None:
+    gone_item = T.desired_item("edge-01", "containers", "old-env.cache.0")
+    published = {
+        **published_of(rendered),
+        gone_item: canonical_json({"digest": "sha256:" + "a" * 64}),
+        T.env_sync("old-env"): sync_of("old-env", "main"),
+    }
+    decision = order_for(rendered, published, STUDIO_A)
+    assert decision.gone == ("old-env",)
+    assert gone_item in decision.order.clears
+    assert decision.order.publication_messages()[-1] == (T.env_sync("old-env"), None)
+    # handed over to another ref: that ref's to clear, never cleared on the way
+    handed = order_for(rendered, published, Claim(frozenset({"studio-a"}), frozenset({"old-env"})))
+    assert handed.gone == () and gone_item not in handed.order.clears
+
+
+def test_the_default_ref_clears_an_environment_no_ref_declares_any_more(rendered: dict[str, Any]) -> None:
+    published = {**published_of(rendered), T.env_sync("retired"): sync_of("retired", "release/x")}
+    assert order_for(rendered, published, STUDIO_A).gone == ()  # not main's to clear
+    default = Claim(frozenset({"studio-a"}), declared=frozenset({"studio-a"}))
+    assert order_for(rendered, published, default).gone == ("retired",)
+
+
+def test_an_invalid_commit_orders_only_its_sync_topics(rendered: dict[str, Any]) -> None:
+    published = published_of(rendered)
+    errors = [{"file": "a.yaml", "line": 1, "column": 1, "rule": "schema", "message": "bad"}]
+    order = order_for(rendered, published, STUDIO_A, errors).order
+    assert order.items == () and order.clears == () and order.manifests == ()
+    [(topic, raw)] = order.publication_messages()
+    assert topic == T.env_sync("studio-a") and raw is not None and json_of(raw)["ok"] is False

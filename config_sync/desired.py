@@ -1,47 +1,23 @@
-"""The pure decisions of a sync: what to publish, what to clear, and the human plan.
+"""The desired plane, purely: what a rendering makes of what is published, and the diff.
 
 ``desired_state`` merges a rendering into what is published (only the environments a
-ref owns); ``publish_plan`` orders the messages: changed items first, then clears, then
-each changed node's manifest, so an agent never prunes on a half-published generation.
-``item_changes`` and ``plan_markdown`` describe a commit for people (MR note, CLI).
-No I/O here: callers hand in payloads and get actions back.
+ref owns); ``desired_diff`` lists what changed (items, clears, manifests: unordered
+parts of a :class:`PublicationOrder`); ``sync_payload`` is an environment's ``sync`` topic.
+``publication.publication_order`` combines them. No I/O here: payloads in, values out.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from config_repo.render import carry_forward
+from config_sync.models import PublicationOrder
 from schemas import Topic, Topics, canonical_json, load_json
 from schemas.topics import ITEM_KINDS
 
-PLAN_MARKER = "<!-- phrame:plan -->"
 OWNED = (*ITEM_KINDS, "manifest", "service")  # the sync topic is decided separately
-_BOOKKEEPING = ("digest", "commit")
-
-
-@dataclass(frozen=True)
-class PublishPlan:
-    items: list[tuple[str, bytes]] = field(default_factory=list)  # items and service declarations
-    clears: list[str] = field(default_factory=list)
-    manifests: list[tuple[str, bytes]] = field(default_factory=list)
-
-    def messages(self) -> list[tuple[str, bytes | None]]:
-        """Publication order: items, clears (empty retained payload), manifests last."""
-        out: list[tuple[str, bytes | None]] = list(self.items)
-        out += [(t, None) for t in self.clears]
-        out += self.manifests
-        return out
-
-    @property
-    def is_empty(self) -> bool:
-        return not (self.items or self.clears or self.manifests)
-
-    def changed_nodes(self, topics: Topics) -> list[str]:
-        return sorted({n for t, _ in self.manifests if (n := topics.parse(t).node) is not None})
 
 
 @functools.lru_cache(maxsize=1 << 16)  # a sync parses each topic several times
@@ -51,6 +27,11 @@ def _parse(topics: Topics, topic: str) -> Topic | None:
     except ValueError:
         return None
     return parsed if parsed.plane == "desired" and parsed.kind in OWNED else None
+
+
+def owned_topic(topics: Topics, topic: str) -> Topic | None:
+    """``topic`` parsed if it is a desired-plane topic config-sync owns (not ``sync``), else None."""
+    return _parse(topics, topic)
 
 
 class _CachedTopics(Topics):
@@ -155,16 +136,18 @@ def desired_state(
     return out
 
 
-def publish_plan(
+def desired_diff(
     desired: Mapping[str, dict[str, Any]],
     published: Mapping[str, bytes],
     topics: Topics,
     *,
     previous: Mapping[str, dict[str, Any]] | None = None,
-) -> PublishPlan:
-    """Messages that turn ``published`` into ``desired`` (owned topics only; sorted).
-    A payload that is the very object decoded from ``published`` (``previous``) is unchanged."""
-    plan = PublishPlan()
+) -> PublicationOrder:
+    """Messages that turn ``published`` into ``desired`` (owned topics only; sorted; no
+    ``sync`` topics). A payload that is the very object decoded from ``published``
+    (``previous``) is unchanged."""
+    items: list[tuple[str, bytes]] = []
+    manifests: list[tuple[str, bytes]] = []
     for topic in sorted(desired):
         parsed = _parse(topics, topic)
         if parsed is None:
@@ -174,11 +157,11 @@ def publish_plan(
         payload = canonical_json(desired[topic])
         if published.get(topic) == payload:
             continue
-        (plan.manifests if parsed.kind == "manifest" else plan.items).append((topic, payload))
-    for topic in sorted(published):
-        if topic not in desired and published[topic] and _parse(topics, topic) is not None:
-            plan.clears.append(topic)
-    return plan
+        (manifests if parsed.kind == "manifest" else items).append((topic, payload))
+    clears = [
+        t for t in sorted(published) if t not in desired and published[t] and _parse(topics, t) is not None
+    ]
+    return PublicationOrder(items=tuple(items), clears=tuple(clears), manifests=tuple(manifests))
 
 
 def sync_payload(
@@ -210,64 +193,3 @@ def sync_payload(
         "last_applied": applied,
         "ts": now,
     }
-
-
-@dataclass(frozen=True, order=True)
-class Change:
-    node: str
-    kind: str
-    item_id: str
-    action: str  # add | change | remove
-    fields: tuple[str, ...] = ()
-
-
-def item_changes(
-    old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]], topics: Topics
-) -> list[Change]:
-    """Per node, the items a move from ``old`` to ``new`` adds, changes (which fields) or removes."""
-    changes = []
-    for topic in sorted(set(old) | set(new)):
-        parsed = _parse(topics, topic)
-        if parsed is None or parsed.kind not in ITEM_KINDS:
-            continue
-        before, after = old.get(topic), new.get(topic)
-        node, kind, item = str(parsed.node), parsed.kind, str(parsed.item_id)
-        if before is None and after is not None:
-            changes.append(Change(node, kind, item, "add"))
-        elif after is None and before is not None:
-            changes.append(Change(node, kind, item, "remove"))
-        elif before is not None and after is not None and before.get("digest") != after.get("digest"):
-            keys = (set(before) | set(after)) - set(_BOOKKEEPING)
-            fields = tuple(sorted(k for k in keys if before.get(k) != after.get(k)))
-            changes.append(Change(node, kind, item, "change", fields))
-    return sorted(changes)
-
-
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def plan_markdown(
-    changes: list[Change], errors: list[dict[str, Any]], *, commit: str, ref: str | None = None
-) -> str:
-    """The plan as Markdown: errors first, then one table per node (the MR note body)."""
-    where = f" into `{ref}`" if ref else ""
-    lines = [PLAN_MARKER, f"### Phrame plan for `{commit[:12]}`{where}", ""]
-    if errors:
-        lines += [f"**{len(errors)} problem(s): this commit will not be deployed.**", ""]
-        lines += ["| file | rule | message |", "|---|---|---|"]
-        for e in errors:
-            place = f"{e.get('file', '?')}:{e.get('line', 1)}:{e.get('column', 1)}"
-            lines.append(f"| `{_cell(place)}` | {_cell(e.get('rule', ''))} | {_cell(e.get('message', ''))} |")
-        return "\n".join(lines) + "\n"
-    if not changes:
-        return "\n".join([*lines, "No changes to any node."]) + "\n"
-    counts = {a: sum(c.action == a for c in changes) for a in ("add", "change", "remove")}
-    lines += [f"{counts['add']} to add, {counts['change']} to change, {counts['remove']} to remove.", ""]
-    for node in sorted({c.node for c in changes}):
-        lines += [f"#### {node}", "", "| action | kind | item | changed fields |", "|---|---|---|---|"]
-        for c in (c for c in changes if c.node == node):
-            fields = ", ".join(f"`{f}`" for f in c.fields)
-            lines.append(f"| {c.action} | {c.kind[:-1]} | `{c.item_id}` | {fields} |")
-        lines.append("")
-    return "\n".join(lines)

@@ -1,0 +1,89 @@
+"""The value types config-sync's decisions pass around (frozen: a decision never edits them).
+
+``syncing`` builds a :class:`Reading` per commit and a :class:`Claim` per publication;
+``publication.publication_order`` turns them into a :class:`PublicationOrder`, which
+``publishing`` sends step by step; ``review_note`` describes a commit as :class:`Change` s;
+the work queue spaces the retries of a failed sync by :class:`Backoff`.
+No I/O and no behaviour beyond reading the fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from schemas import Topics
+
+Message = tuple[str, bytes | None]  # topic, payload (None: clear the retained topic)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one commit holds, as far as a sync cares (cached by sha: a commit never changes)."""
+
+    sha: str
+    tracks: dict[str, str]  # environment -> the ref it tracks (best effort on an invalid repo)
+    errors: list[dict[str, Any]]
+    rendered: dict[str, dict[str, Any]] | None  # every desired topic; None when invalid
+    nodes: frozenset[str] = frozenset()  # the inventory (nodes/) at this commit
+
+    def tracking(self, ref: str) -> set[str]:
+        return {env for env, track in self.tracks.items() if track == ref}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a ref publishes from one reading (decided by ``Syncer`` from the default ref)."""
+
+    environments: frozenset[str]  # the ref publishes these
+    handed_over: frozenset[str] = frozenset()  # declared here but another ref's: never cleared
+    nodes: frozenset[str] | None = None  # the fleet; None: the nodes of the rendering
+    declared: frozenset[str] | None = None  # the default ref's environments (it alone clears others)
+
+
+@dataclass(frozen=True)
+class PublicationOrder:
+    """One publication, in order: items, clears, then each changed manifest, then the
+    environments' ``sync`` topics. Sent as two acknowledged steps (:meth:`steps`), so a
+    manifest goes out only once every item it names is on the broker."""
+
+    items: tuple[tuple[str, bytes], ...] = ()  # items and service declarations
+    clears: tuple[str, ...] = ()
+    manifests: tuple[tuple[str, bytes], ...] = ()
+    sync: tuple[Message, ...] = ()  # sync topics, and clears of environments gone
+
+    def steps(self) -> tuple[list[Message], list[Message]]:
+        return [*self.items, *((t, None) for t in self.clears)], [*self.manifests, *self.sync]
+
+    def publication_messages(self) -> list[Message]:
+        first, second = self.steps()
+        return first + second
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.items or self.clears or self.manifests or self.sync)
+
+    def changed_nodes(self, topics: Topics) -> list[str]:
+        return sorted({n for t, _ in self.manifests if (n := topics.parse(t).node) is not None})
+
+
+@dataclass(frozen=True, order=True)
+class Change:
+    """One item a commit adds, changes (which fields) or removes on a node (the review note)."""
+
+    node: str
+    kind: str
+    item_id: str
+    action: str  # add | change | remove
+    fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Delay before retry ``n`` (1-based) of a key: ``min_s`` doubling up to ``max_s``."""
+
+    min_s: float = 1.0
+    max_s: float = 60.0
+
+    def delay(self, failures: int) -> float:
+        return min(self.max_s, self.min_s * 2 ** min(max(failures - 1, 0), 62))

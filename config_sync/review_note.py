@@ -1,0 +1,73 @@
+"""The review note: what a commit would change on each node, for people.
+
+``Syncer.review`` posts it on a merge request (through the reporter) and ``phrame plan``
+prints it. ``item_changes`` compares two renderings; ``review_note`` writes the Markdown.
+Pure: renderings in, text out; it never decides what is published.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from config_sync.desired import owned_topic
+from config_sync.models import Change
+from schemas import Topics
+from schemas.topics import ITEM_KINDS
+
+# the marker GitLab notes already carry ("plan" kept in it: existing notes are edited, not duplicated)
+REVIEW_NOTE_MARKER = "<!-- phrame:plan -->"
+_BOOKKEEPING = ("digest", "commit")
+
+
+def item_changes(
+    old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]], topics: Topics
+) -> list[Change]:
+    """Per node, the items a move from ``old`` to ``new`` adds, changes (which fields) or removes."""
+    changes = []
+    for topic in sorted(set(old) | set(new)):
+        parsed = owned_topic(topics, topic)
+        if parsed is None or parsed.kind not in ITEM_KINDS:
+            continue
+        before, after = old.get(topic), new.get(topic)
+        node, kind, item = str(parsed.node), parsed.kind, str(parsed.item_id)
+        if before is None and after is not None:
+            changes.append(Change(node, kind, item, "add"))
+        elif after is None and before is not None:
+            changes.append(Change(node, kind, item, "remove"))
+        elif before is not None and after is not None and before.get("digest") != after.get("digest"):
+            keys = (set(before) | set(after)) - set(_BOOKKEEPING)
+            fields = tuple(sorted(k for k in keys if before.get(k) != after.get(k)))
+            changes.append(Change(node, kind, item, "change", fields))
+    return sorted(changes)
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def review_note(
+    changes: list[Change], errors: list[dict[str, Any]], *, commit: str, ref: str | None = None
+) -> str:
+    """The review note as Markdown: errors first, then one table per node (the MR note
+    body, and what ``phrame plan`` prints)."""
+    where = f" into `{ref}`" if ref else ""
+    lines = [REVIEW_NOTE_MARKER, f"### Phrame plan for `{commit[:12]}`{where}", ""]
+    if errors:
+        lines += [f"**{len(errors)} problem(s): this commit will not be deployed.**", ""]
+        lines += ["| file | rule | message |", "|---|---|---|"]
+        for e in errors:
+            place = f"{e.get('file', '?')}:{e.get('line', 1)}:{e.get('column', 1)}"
+            lines.append(f"| `{_cell(place)}` | {_cell(e.get('rule', ''))} | {_cell(e.get('message', ''))} |")
+        return "\n".join(lines) + "\n"
+    if not changes:
+        return "\n".join([*lines, "No changes to any node."]) + "\n"
+    counts = {a: sum(c.action == a for c in changes) for a in ("add", "change", "remove")}
+    lines += [f"{counts['add']} to add, {counts['change']} to change, {counts['remove']} to remove.", ""]
+    for node in sorted({c.node for c in changes}):
+        lines += [f"#### {node}", "", "| action | kind | item | changed fields |", "|---|---|---|---|"]
+        for c in (c for c in changes if c.node == node):
+            fields = ", ".join(f"`{f}`" for f in c.fields)
+            lines.append(f"| {c.action} | {c.kind[:-1]} | `{c.item_id}` | {fields} |")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,65 @@
+"""config-sync retries a failed sync with backoff instead of waiting for the poll.
+
+A real bare git remote goes away (renamed) and comes back: the sync that failed to fetch
+is run again on its own, within seconds, although the poll is an hour away
+(PHRAME_POLL_S=3600) and nothing triggers it. (A broker outage is no such test: the
+reconnect itself triggers a sync; the backoff of a failed publication is unit-tested.)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from config_sync.service import ConfigSync
+from tests.integration.test_sync_publishing import SYNC
+from tests.support.mosquitto import Mosquitto
+from tests.support.services import wait_until
+from tests.support.sync_support import SAMPLE, ConfigRemote, reader, running_sync, settings_for
+
+TAMS = SAMPLE / "environments" / "studio-a" / "services" / "tams.yaml"
+TAMS_V2 = TAMS.read_text().replace("tams:1.0.3", "tams:1.0.4")
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> ConfigRemote:
+    remote = ConfigRemote(tmp_path)
+    remote.commit("sample", copy_from=SAMPLE)
+    return remote
+
+
+@pytest.fixture
+def service(remote: ConfigRemote, tmp_path: Path, mosquitto: Mosquitto) -> Iterator[ConfigSync]:
+    settings = settings_for(remote, tmp_path / "state", mosquitto.url, poll_s=3600, debounce_s=0)
+    with running_sync(settings) as service:
+        assert service.queue.wait_idle(30)
+        yield service
+
+
+def synced_commit(url: str) -> str | None:
+    with reader(url) as client:
+        raw = client.collect_retained(SYNC, settle=0.2).get(SYNC)
+    return json.loads(raw)["commit"] if raw else None
+
+
+def test_a_sync_that_failed_on_an_unreachable_remote_is_retried_once_it_is_back(
+    remote: ConfigRemote, service: ConfigSync, mosquitto: Mosquitto
+) -> None:
+    sha = remote.commit("tams 1.0.4", files={"environments/studio-a/services/tams.yaml": TAMS_V2})
+    away = remote.bare_path.with_name("moved-away.git")
+    remote.bare_path.rename(away)
+    worker = service.queue.workers["ref:main"]
+    assert service.trigger_sync("main")
+
+    def retrying() -> dict[str, int]:
+        return dict(service.status()["workers"]["ref:main"]["retrying"])
+
+    wait_until(lambda: retrying().get("main", 0) >= 1, "the sync to fail and wait for a retry", timeout=30)
+    assert "GitError" in str(worker.last_error)
+    away.rename(remote.bare_path)
+    # no trigger, and the poll is an hour away: only a retry publishes the new head
+    wait_until(lambda: synced_commit(mosquitto.url) == sha, "the retried sync to publish", timeout=30)
+    wait_until(lambda: retrying() == {}, "the backoff to reset after the success")
