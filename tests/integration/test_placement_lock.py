@@ -122,24 +122,27 @@ def test_two_instances_one_acts_the_other_takes_over_when_it_is_killed(
         b = Instance(tmp_path, "b", env)
         instances.append(b)
         wait_until(lambda: "standing by" in b.text(), "instance b standing by")
-        time.sleep(1.0)  # both running: only a decides
+        # both running, and there is something to decide (edge-02 goes silent): only a decides
+        beats.alive.discard("edge-02")
+        wait_until(lambda: len(trailers(remote)) == 2, "a's second commit", timeout=15)
+        assert trailers(remote) == [a.owner, a.owner]
+        assert "edge-02 offline" in remote.message()
         assert lock_file.read_text().strip() == a.owner
         assert "is active" in a.text() and "is active" not in b.text()
-        assert trailers(remote) == [a.owner]
 
+        # how fast b takes over is a benchmark's figure; here: that it does, because a died
         os.kill(a.proc.pid, signal.SIGKILL)
-        killed = time.monotonic()
         a.proc.wait(10)
         wait_until(lambda: lock_file.read_text().strip() == b.owner, "b takes the lock", timeout=5)
-        assert time.monotonic() - killed < 1.0
-        wait_until(lambda: "is active" in b.text(), "b active", timeout=2)
+        wait_until(lambda: "is active" in b.text(), "b active", timeout=5)
 
-        # b now acts: edge-02 goes silent and b moves its replica
-        beats.alive.discard("edge-02")
-        wait_until(lambda: len(trailers(remote)) == 2, "b's commit", timeout=15)
-        assert trailers(remote) == [b.owner, a.owner]
-        assert "edge-02 offline" in remote.message()
-        assert "edge-02" not in remote.node_json()["assignments"]["mixer"]
+        # b now acts: edge-02 is back, edge-03 goes silent and b moves its replica
+        beats.alive.add("edge-02")
+        beats.alive.discard("edge-03")
+        wait_until(lambda: len(trailers(remote)) == 3, "b's commit", timeout=15)
+        assert trailers(remote) == [b.owner, a.owner, a.owner]
+        assert "edge-03 offline" in remote.message()
+        assert "edge-03" not in remote.node_json()["assignments"]["mixer"]
 
         b.proc.send_signal(signal.SIGTERM)
         assert b.proc.wait(10) == 0
@@ -155,10 +158,18 @@ def test_lock_is_exclusive_and_released(tmp_path: Path) -> None:
     assert not second.try_acquire() and second.holder() == "one"
     stop = threading.Event()
     got: list[bool] = []
+    tries: list[bool] = []
+    attempt = second.try_acquire
+
+    def counted() -> bool:  # the real attempt, counted: "still standing by" after known tries
+        tries.append(attempt())
+        return tries[-1]
+
+    second.try_acquire = counted  # type: ignore[method-assign]
     waiter = threading.Thread(target=lambda: got.append(second.acquire(stop)))
     waiter.start()
-    time.sleep(0.1)
-    assert got == []  # still standing by
+    wait_for(lambda: len(tries) >= 3, "three attempts of the standing-by lock", observe=lambda: tries)
+    assert got == [] and not any(tries)  # still standing by
     first.release()
     waiter.join(2)
     assert got == [True] and second.holder() == "two"
@@ -208,7 +219,7 @@ def test_sigterm_while_waiting_for_the_broker_ends_placement_cleanly(
     }
     a = Instance(tmp_path, "a", env)
     instances.append(a)
-    time.sleep(2.0)
+    wait_for(lambda: "cannot connect" in a.text(), "placement trying the broker", 10, observe=a.text)
     a.proc.send_signal(signal.SIGTERM)
     assert a.proc.wait(5) == 0, a.text()
     assert "stopped before it reached the broker" in a.text()
