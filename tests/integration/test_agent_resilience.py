@@ -134,19 +134,23 @@ def test_heartbeats_flow_while_a_pass_waits_and_sigterm_ends_the_wait(
         str(tmp_path / "agent.log"),
     )
     try:
-        deadline = time.monotonic() + 30
-        while not (env.exists(db["name"]) and env.get(db["name"]).status == "running"):
-            assert time.monotonic() < deadline, agent.log()
-            time.sleep(0.1)
-        time.sleep(0.5)  # the pass now waits for db to be healthy (up to 120 s)
+        wait_for(
+            lambda: env.exists(db["name"]) and env.get(db["name"]).status == "running",
+            "db running",
+            30,
+            observe=agent.log,
+        )
 
         def seq() -> int:
             return int((watcher.latest.get(T.heartbeat(env.node)) or {}).get("seq", -1))
 
-        first = seq()
-        time.sleep(3.0)
+        # the pass now waits for db to be healthy (up to 120 s): six heartbeats flow meanwhile,
+        # and they show that no pass ended or began (the counter stands) and web is not created
+        watcher.wait_for(lambda: watcher.passes() > 0, 10, "a heartbeat counting the waiting pass")
+        first, waiting = seq(), watcher.passes()
+        watcher.wait_for(lambda: seq() - first >= 6, 10, f"six heartbeats after {first} during the pass")
+        assert watcher.passes() == waiting, "the pass should still be waiting for db"
         assert not env.exists(web["name"]), "the pass should still be waiting for db"
-        assert seq() - first >= 6, f"heartbeats stalled during the pass: {first} -> {seq()}"
     finally:
         began = time.monotonic()
         code = agent.terminate()
@@ -190,7 +194,7 @@ def test_sigterm_while_waiting_for_the_broker_ends_the_agent_cleanly(env: AgentE
         env.process_env(str(tmp_path / "state"), PHRAME_DESIRED_MQTT_URL=nowhere),
         str(tmp_path / "agent.log"),
     )
-    time.sleep(2.0)
+    wait_for(lambda: "cannot connect" in agent.log(), "the agent trying the broker", 10, observe=agent.log)
     assert agent.proc.poll() is None, agent.log()
     began = time.monotonic()
     code = agent.terminate()
