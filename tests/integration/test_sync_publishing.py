@@ -34,6 +34,7 @@ from tests.integration.test_sync_support import (
     settings_for,
 )
 from tests.support.mosquitto import Mosquitto
+from tests.support.waiting import wait_for
 
 T = Topics()
 SYNC = T.env_sync("studio-a")
@@ -190,14 +191,18 @@ def test_a_broker_that_lost_its_retained_topics_gets_them_back(
     with reader(mosquitto.url) as client:
         before = desired_on_broker(client)
     mosquitto.restart()  # persistence off: every retained topic is gone
-    deadline = time.monotonic() + 20
     after: dict[str, bytes] = {}
-    while time.monotonic() < deadline and unnumbered(after) != unnumbered(before):
-        time.sleep(0.3)
+
+    def republished() -> bool:
+        nonlocal after
         if service.mqtt.is_connected and service.queue.wait_idle(10):
             with reader(mosquitto.url, "test-reader-2") as client:
                 after = desired_on_broker(client)
-    assert unnumbered(after) == unnumbered(before)
+        return unnumbered(after) == unnumbered(before)
+
+    wait_for(
+        republished, "the retained topics published again", 20, interval=0.3, observe=lambda: sorted(after)
+    )
     assert json.loads(after[SYNC])["last_applied"]["commit"] == remote.work.head.commit.hexsha
     # the manifests come back above the generations published before: they only ever grow
     manifests = [t for t in before if t.endswith("/manifest")]
