@@ -13,7 +13,6 @@ import logging
 import shutil
 import signal
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 
 from config_repo.render import carry_forward
-from config_sync.errors import GitLabError
+from config_sync.errors import GitLabError, PublishError
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from phrame.cli import main as phrame_main
@@ -254,8 +253,14 @@ def test_a_publish_refused_half_way_sends_no_manifest_and_the_next_pass_complete
         acl.write_text("topic readwrite #\n")
         assert broker.proc is not None
         broker.proc.send_signal(signal.SIGHUP)  # mosquitto re-reads its ACL
-        time.sleep(0.5)
-        outcome = svc.syncer.sync_ref("main")
+
+        def sync_once_allowed() -> Any:
+            try:  # until the reload, the denied topic is refused again (and nothing after it sent)
+                return svc.syncer.sync_ref("main")
+            except PublishError:
+                return None
+
+        outcome = wait_for(sync_once_allowed, "a sync after the ACL reload", 10, interval=0.1)
         sent = [t for t, _ in outcome.messages]
         assert sent[0] == denied and all(t.endswith("/manifest") for t in sent[1:-1]) and sent[-1] == SYNC
         with reader(broker.url) as client:
