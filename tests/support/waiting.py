@@ -38,17 +38,3 @@ def wait_for(
             last = observe() if observe is not None else value
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}; last observed: {last!r}")
         time.sleep(interval)
-
-
-def passes_after(counter: Callable[[], int], more: int, what: str, timeout: float = 10.0) -> int:
-    """Wait until ``counter()`` (a pass counter) moved ``more`` past its value now; the new value.
-
-    "Nothing happened" is only worth asserting once a pass has run: this makes that known.
-    """
-    start = counter()
-    return wait_for(
-        lambda: counter() if counter() >= start + more else 0,
-        f"{more} more {what}",
-        timeout,
-        observe=lambda: f"{counter()} (started at {start})",
-    )
