@@ -119,8 +119,9 @@ class MqttClient:
     def _await(self, done: Callable[[], bool], deadline: float | None) -> bool:
         """Wait until ``done()``, the deadline (None: none) or :meth:`stop`; whether done.
 
-        Without a deadline it says once, after 10 s, why the broker does not answer."""
-        said = time.monotonic() + 10.0
+        Without a deadline it says once, after ``settings.no_connection_warn_s`` (10 s by
+        default), why the broker does not answer."""
+        said = time.monotonic() + self.settings.no_connection_warn_s
         while True:
             now = time.monotonic()
             step = 0.25 if deadline is None else max(0.0, min(0.25, deadline - now))

@@ -41,6 +41,7 @@ class MqttSettings:
     will_delay_s: int = 10
     reconnect_min_s: int = 1
     reconnect_max_s: int = 30
+    no_connection_warn_s: float = 10.0  # a start without a deadline says why, once, after this
 
     def __post_init__(self) -> None:
         self.broker  # noqa: B018 -- parse now so a bad URL fails at start-up, not at connect
@@ -120,4 +121,5 @@ class MqttSettings:
             session_expiry_s=r.integer("PHRAME_MQTT_SESSION_EXPIRY_S", 300),
             will_delay_s=r.integer("PHRAME_MQTT_WILL_DELAY_S", 10),
             reconnect_max_s=r.integer("PHRAME_MQTT_RECONNECT_MAX_S", 30),
+            no_connection_warn_s=r.number("PHRAME_MQTT_NO_CONNECTION_WARN_S", 10.0),
         )

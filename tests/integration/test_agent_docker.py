@@ -23,6 +23,7 @@ from tests.support.agent_support import AgentEnv as Env
 from tests.support.docker import TEST_LABEL
 from tests.support.registry import Registry
 from tests.support.services import free_port
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture
@@ -273,11 +274,13 @@ def test_a_crash_looping_dependency_is_not_ready(env: Env):
         labels={TEST_LABEL: env.label},
     )
     port = DockerPort(env.node, client=env.client, stop_timeout=1)
-    deadline = time.monotonic() + 30
-    while c.attrs["RestartCount"] < 3:  # its restart delay has grown past the start time
-        assert time.monotonic() < deadline, "the container never crash-looped"
-        time.sleep(0.2)
+
+    def restarts() -> int:
         c.reload()
+        return int(c.attrs["RestartCount"])
+
+    # its restart delay has grown past the start time
+    wait_for(lambda: restarts() >= 3, "the container crash-looping", 30, interval=0.2, observe=restarts)
     said = []
     for _ in range(5):  # a call may land in one of its running moments: then it returns
         began = time.monotonic()

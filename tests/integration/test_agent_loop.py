@@ -8,7 +8,6 @@ broker restart without persistence, and SIGTERM.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from tests.support import agent_support as spec
 from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess
 from tests.support.handover import Presence, handover_services, render_node
 from tests.support.services import wait_until
+from tests.support.waiting import wait_for
 
 T = Topics()
 
@@ -108,9 +108,13 @@ def test_bad_payloads_are_reported_and_change_nothing(
     big = T.desired_item(env.node, "containers", f"{env.env}.big.0")
     watcher.client.publish_batch([(big, b"x" * (60 * 1024 * 1024))], timeout=60)
     watcher.wait_for(lambda: any("exceeds" in e for e in watcher.status()["errors"]), 60)
-    time.sleep(1.5)  # a resync passes
+    # a whole pass after the last bad payload: the bad items changed nothing, and the status
+    # that pass published still names both (errors are state, not a one-off event)
+    watcher.wait_passes(2)
     assert [c.id for c in env.managed()] == [web_id]
-    assert not watcher.status()["converged"] or watcher.status()["errors"]
+    errors = watcher.status()["errors"]
+    assert any(bad["name"] in e and "required" in e for e in errors), errors
+    assert any(f"{env.env}.big.0" in e and "exceeds" in e for e in errors), errors
     watcher.client.publish_batch([(big, None), (item, None)])  # clear the retained junk
 
 
@@ -163,7 +167,7 @@ def test_broker_restart_without_persistence_keeps_everything_running(
     watcher.wait_for(lambda: watcher.counts[first] > before[first], 40, "items again")
     watcher.wait_for(lambda: watcher.status()["state"] == "online", 10, "online again")
     assert watcher.counts[status] > before[status]
-    time.sleep(2)  # two more resyncs
+    watcher.wait_passes(3)  # two whole passes after the reconnect
     assert sorted(c.id for c in env.managed()) == ids
     assert all(c.status == "running" for c in env.managed())
 
@@ -196,14 +200,10 @@ def test_rendered_replaces_through_the_loop_with_no_gap(
     try:
         with Presence(env, old, tmp_path / "state") as presence:
             watcher.client.publish_batch(sorted(rendered.items()))
-            deadline = time.monotonic() + 40
-            while not env.exists(old) and time.monotonic() < deadline:  # made with the process
-                time.sleep(0.1)
-            while env.exists(old) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert not env.exists(old), "the replaced container should be removed"
+            wait_for(lambda: env.exists(old), "the replaced container made with the process", 40)
+            wait_for(lambda: not env.exists(old), "the replaced container removed", 40)
             watcher.wait_for(lambda: converged_on(watcher), what="converged on the rendering")
-            time.sleep(2.5)  # more resyncs: the container is not created again
+            watcher.wait_passes(3)  # two whole passes more: the container is not created again
         assert not env.exists(old) and presence.process_up()
         assert presence.gaps() == []
         assert watcher.status()["errors"] == [] and converged_on(watcher)

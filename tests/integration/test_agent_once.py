@@ -6,13 +6,13 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from schemas import Topics
 from tests.support import agent_support as spec
 from tests.support.agent_support import ActualWatcher, AgentEnv
+from tests.support.waiting import wait_for
 
 PHRAME = [sys.executable, "-m", "phrame"]
 
@@ -70,11 +70,9 @@ def test_sigkill_mid_converge_then_the_next_run_finishes_without_duplicates(env:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while len(env.managed()) < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
+        wait_for(lambda: len(env.managed()) >= 3, "three containers made", 60, interval=0.05)
     finally:
+        proc.send_signal(signal.SIGKILL)
         proc.wait(10)
     first = len(env.managed())
     assert 3 <= first < 10, "the kill should land in the middle of the converge"

@@ -10,7 +10,6 @@ agent shares another container's network (and so sees that one's /etc bind mount
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from tests.support import docker as docker_support
 from tests.support.agent_container import logs, managed_labels, start_agent_container, stop_quietly
 from tests.support.agent_support import ActualWatcher, AgentEnv
 from tests.support.services import wait_until
+from tests.support.waiting import wait_for
 
 T = Topics()
 REFUSED = "it is the agent's own container"
@@ -69,26 +69,28 @@ def start_agent(env: AgentEnv, mosquitto: Any, twin: Any, tmp_path: Path) -> Ite
 
 
 def wait(watcher: ActualWatcher, box: Any, predicate: Callable[[], object], what: str) -> None:
-    """Wait up to 30 s for ``predicate``; fail at once (with the agent's log) if it exits."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            watcher.wait_for(predicate, 1, what)
-            return
-        except AssertionError as e:
-            box.reload()
-            if box.status != "running" or time.monotonic() > deadline:
-                raise AssertionError(f"{e}\nagent container {box.status}; its log:\n{logs(box)}") from None
+    """:func:`tests.support.waiting.wait_for` up to 30 s for ``predicate``; fails at once (with
+    the agent's log) if the agent's container stops running."""
+
+    def holds() -> object:
+        if predicate():
+            return True
+        box.reload()
+        if box.status != "running":
+            raise AssertionError(f"agent container {box.status} waiting for {what}; its log:\n{logs(box)}")
+        return False
+
+    try:
+        wait_for(holds, what, 30, interval=0.2, observe=lambda: f"status={watcher.status()}")
+    except AssertionError as e:
+        if box.status != "running":
+            raise
+        raise AssertionError(f"{e}\nits log:\n{logs(box)}") from None
 
 
 def state_of(box: Any) -> dict[str, Any]:
     box.reload()
     return dict(box.attrs["State"]) | {"Id": box.id, "RestartCount": box.attrs["RestartCount"]}
-
-
-def passes(watcher: ActualWatcher) -> int:
-    beat = watcher.latest.get(T.heartbeat(watcher.node)) or {}
-    return int((beat.get("counts") or {}).get("passes", 0))
 
 
 def check_keeps_itself(env: AgentEnv, watcher: ActualWatcher, box: Any, twin: Any) -> dict[str, Any]:
@@ -112,8 +114,8 @@ def check_keeps_itself(env: AgentEnv, watcher: ActualWatcher, box: Any, twin: An
     assert own_item["state"] == "running" and own_item["digest"] is None, own_item
 
     # across further resyncs (PHRAME_RESYNC_S=1) it is still left alone
-    seen = passes(watcher)
-    wait(watcher, box, lambda: passes(watcher) >= seen + 2, "two more passes")
+    seen = watcher.passes()
+    wait(watcher, box, lambda: watcher.passes() >= seen + 2, "two more passes")
     assert state_of(box) == before
     assert [c.name for c in env.managed() if c.name != own] == [web["name"]]
 

@@ -24,6 +24,7 @@ from schemas import Topics
 from tests.support import agent_support as spec
 from tests.support.agent_support import AgentEnv
 from tests.support.handover import Presence, handover_services, render_node
+from tests.support.waiting import wait_for
 
 T = Topics()
 
@@ -45,11 +46,15 @@ def supervisors(tmp_path: Path) -> Iterator[list[ProcessSupervisor]]:
             sup.stop(item_id)
 
 
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def wait_dead(pid: int) -> None:
-    deadline = time.monotonic() + 5
-    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-        assert time.monotonic() < deadline, f"pid {pid} still alive"
-        time.sleep(0.02)
+    wait_for(lambda: gone(pid), f"pid {pid} to end", 5)
 
 
 def test_restart_with_backoff_and_a_log_per_process(tmp_path: Path, supervisors):
@@ -78,12 +83,12 @@ def test_restart_with_backoff_and_a_log_per_process(tmp_path: Path, supervisors)
 
 def wait_for_lines(path: Path, text: str, count: int, timeout: float = 10.0) -> bool:
     """Bounded wait until ``path`` holds ``text`` exactly ``count`` times (the child writes it)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().count(text) == count:
-            return True
-        time.sleep(0.05)
-    return False
+
+    def seen() -> int:
+        return path.read_text().count(text) if path.exists() else 0
+
+    wait_for(lambda: seen() == count, f"{count} x {text!r} in {path.name}", timeout, observe=seen)
+    return True
 
 
 def test_a_new_agent_re_adopts_running_processes(tmp_path: Path, supervisors):
@@ -96,7 +101,8 @@ def test_a_new_agent_re_adopts_running_processes(tmp_path: Path, supervisors):
     subprocess.run([sys.executable, "-c", code, str(tmp_path), json.dumps(job)], check=True)
     pid = json.loads((tmp_path / "processes" / "e.job.0" / "meta.json").read_text())["pid"]
     assert psutil.pid_exists(pid)
-    time.sleep(0.3)
+    # up for longer than the new agent's stable_after_s (0.2 s) before it first looks
+    wait_for(lambda: time.time() - psutil.Process(pid).create_time() > 0.3, "the job up for 0.3 s", 5)
     new = ProcessSupervisor(tmp_path, stable_after_s=0.2)  # the agent restarted
     supervisors.append(new)
     seen = new.check()["e.job.0"]

@@ -24,6 +24,7 @@ from tests.support import agent_support as spec
 from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess
 from tests.support.docker import TEST_LABEL
 from tests.support.services import free_port
+from tests.support.waiting import wait_for
 
 T = Topics()
 RESTART = b'{"requested_by": "test"}'
@@ -133,19 +134,23 @@ def test_heartbeats_flow_while_a_pass_waits_and_sigterm_ends_the_wait(
         str(tmp_path / "agent.log"),
     )
     try:
-        deadline = time.monotonic() + 30
-        while not (env.exists(db["name"]) and env.get(db["name"]).status == "running"):
-            assert time.monotonic() < deadline, agent.log()
-            time.sleep(0.1)
-        time.sleep(0.5)  # the pass now waits for db to be healthy (up to 120 s)
+        wait_for(
+            lambda: env.exists(db["name"]) and env.get(db["name"]).status == "running",
+            "db running",
+            30,
+            observe=agent.log,
+        )
 
         def seq() -> int:
             return int((watcher.latest.get(T.heartbeat(env.node)) or {}).get("seq", -1))
 
-        first = seq()
-        time.sleep(3.0)
+        # the pass now waits for db to be healthy (up to 120 s): six heartbeats flow meanwhile,
+        # and they show that no pass ended or began (the counter stands) and web is not created
+        watcher.wait_for(lambda: watcher.passes() > 0, 10, "a heartbeat counting the waiting pass")
+        first, waiting = seq(), watcher.passes()
+        watcher.wait_for(lambda: seq() - first >= 6, 10, f"six heartbeats after {first} during the pass")
+        assert watcher.passes() == waiting, "the pass should still be waiting for db"
         assert not env.exists(web["name"]), "the pass should still be waiting for db"
-        assert seq() - first >= 6, f"heartbeats stalled during the pass: {first} -> {seq()}"
     finally:
         began = time.monotonic()
         code = agent.terminate()
@@ -159,13 +164,17 @@ def test_an_agent_that_boots_before_its_broker_waits_for_it(env: AgentEnv, mosqu
     mosquitto.stop()
     web = env.container("web")
     agent = AgentProcess(
-        env.process_env(str(tmp_path / "state"), PHRAME_DESIRED_MQTT_URL=mosquitto.url),
+        env.process_env(
+            str(tmp_path / "state"),
+            PHRAME_DESIRED_MQTT_URL=mosquitto.url,
+            PHRAME_MQTT_NO_CONNECTION_WARN_S="0.5",
+        ),
         str(tmp_path / "agent.log"),
     )
     try:
-        time.sleep(11.0)  # past the 10 s a plain MqttClient.start() would give up after
+        # only a start without a deadline warns: seeing the warning shows the agent waits
+        wait_for(lambda: "still no connection" in agent.log(), "the 'still no connection' warning", 8)
         assert agent.proc.poll() is None, f"the agent gave up without a broker:\n{agent.log()}"
-        assert "still no connection" in agent.log()
         mosquitto.start()
         watcher = ActualWatcher(mosquitto.url, env.node)
         try:
@@ -185,7 +194,7 @@ def test_sigterm_while_waiting_for_the_broker_ends_the_agent_cleanly(env: AgentE
         env.process_env(str(tmp_path / "state"), PHRAME_DESIRED_MQTT_URL=nowhere),
         str(tmp_path / "agent.log"),
     )
-    time.sleep(2.0)
+    wait_for(lambda: "cannot connect" in agent.log(), "the agent trying the broker", 10, observe=agent.log)
     assert agent.proc.poll() is None, agent.log()
     began = time.monotonic()
     code = agent.terminate()

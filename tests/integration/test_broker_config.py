@@ -222,9 +222,10 @@ def test_config_sync_reads_node_statuses_for_its_deploy_status(broker: SecureBro
         ("phrame/actual/nodes/edge-01/heartbeat", b'{"seq": 1}'),
         ("phrame/actual/nodes/edge-01/status", b'{"state": "online"}'),
     ])  # fmt: skip
+    # both readable topics arrive (waited for each: one arriving says nothing of the other's order)
     assert inbox.wait_for("phrame/actual/nodes/edge-01/status")
-    with inbox.cond:  # the item was sent first: it would have arrived by now
-        assert "phrame/actual/nodes/edge-01/heartbeat" in inbox.topics
+    assert inbox.wait_for("phrame/actual/nodes/edge-01/heartbeat")
+    with inbox.cond:  # the item was sent before both: it would have arrived by now
         assert "phrame/actual/nodes/edge-01/containers/studio-a.mixer.0" not in inbox.topics
 
 

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.support import waiting
 from tests.support.services import free_port, require_binary
 
 
@@ -26,10 +27,8 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def wait_for(condition, what: str, output: Path, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}:\n{output.read_text()}"
-        time.sleep(0.05)
+    """:func:`tests.support.waiting.wait_for`, showing the command's output on a timeout."""
+    waiting.wait_for(condition, what, timeout, interval=0.05, observe=output.read_text)
 
 
 def test_a_taken_port_is_a_clear_error_before_anything_starts(tmp_path: Path):

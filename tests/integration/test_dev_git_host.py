@@ -22,6 +22,7 @@ from config_sync.webhooks import is_token_valid, route
 from dev_stack import git_host, sample
 from dev_stack.settings import DevSettings
 from tests.support.services import free_port
+from tests.support.waiting import wait_for
 
 RECORDED = json.loads(Path("fixtures/webhooks/push.json").read_text())
 
@@ -38,10 +39,7 @@ def recording_server(port: int) -> Iterator[list[tuple[dict[str, str], dict[str,
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started, "uvicorn did not start"
+    wait_for(lambda: server.started, "uvicorn to start", 20)
     try:
         yield seen
     finally:

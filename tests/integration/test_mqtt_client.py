@@ -21,6 +21,7 @@ from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings, PublishTim
 from tests.support.mosquitto import Mosquitto
 from tests.support.mqtt import Inbox
 from tests.support.services import eventually, free_port, wait_for_port
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.mqtt
 ROOT = Path(__file__).parents[2]
@@ -60,17 +61,19 @@ def test_collect_retained_settles_while_retained_heartbeats_keep_coming(
     agent = connect(clients, settings(broker.url), "agent")
     agent.publish_batch([("phrame/actual/nodes/a/status", b'{"state":"online"}')])
     stop = threading.Event()
+    beats: list[int] = []
 
     def beat() -> None:  # retained heartbeats every 50 ms, as a busy fleet sends them
         for i in range(400):
             if stop.wait(0.05):
                 return
             agent.publish("phrame/actual/nodes/a/heartbeat", str(i).encode())
+            beats.append(i)
 
     beater = threading.Thread(target=beat)
     beater.start()
     try:
-        time.sleep(0.2)
+        wait_for(lambda: len(beats) >= 3, "the heartbeats to flow", 5)  # collected while they keep coming
         got = reader.collect_retained("phrame/actual/#", settle=0.3, timeout=5)
     finally:
         stop.set()

@@ -19,6 +19,7 @@ from phrame_mqtt import MqttClient, MqttError, MqttSettings
 from tests.support.mqtt import Inbox
 from tests.support.oauth_server import TokenBroker, TokenServer, mint_token
 from tests.support.services import eventually, require
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.mqtt
 SECRET = "test-signing-key"
@@ -100,11 +101,18 @@ def test_refresh_before_expiry_keeps_subscriptions_and_inflight_messages(
     agent.subscribe("cmd/#", inbox_agent)
     watcher = observer(clients, broker)
     watcher.subscribe("out/#", inbox_obs)
-    # Publish a steady stream across at least two token refreshes (every 2.25 s).
-    payloads = [f"m{i}".encode() for i in range(120)]
-    for i, payload in enumerate(payloads):
-        agent.publish(f"out/{i % 7}", payload, retain=False)
-        time.sleep(0.05)
+    # Publish a steady stream (one message per poll) until two token refreshes (every 2.25 s)
+    # happened under it: the stream ends on that progress, not after a fixed count.
+    payloads: list[bytes] = []
+
+    def stream() -> bool:
+        payloads.append(f"m{len(payloads)}".encode())
+        agent.publish(f"out/{len(payloads) % 7}", payloads[-1], retain=False)
+        return agent.connect_count >= 3
+
+    wait_for(
+        stream, "two token refreshes under the stream", 20, interval=0.05, observe=lambda: agent.connect_count
+    )
     agent.publish_batch([("out/end", b"end")], retain=False, timeout=10)
     assert inbox_obs.wait_for(payload=b"end")
     with inbox_obs.cond:
@@ -221,14 +229,25 @@ def test_refresh_under_mqtt5_keeps_the_session_both_ways(
     assert agent.subscribe("cmd/#", to_agent)
     peer = start(clients, MqttSettings(url=mosquitto.url), "peer")
     assert peer.subscribe("out/#", from_agent)
-    count = 2500  # about 6 s of a message every 2 ms each way: at least two refreshes
-    sent_in = [f"in{i}".encode() for i in range(count)]
-    sent_out = [f"out{i}".encode() for i in range(count)]
-    for i in range(count):
+    # a message every 2 ms each way until two token refreshes happened under the stream
+    sent_in: list[bytes] = []
+    sent_out: list[bytes] = []
+
+    def stream() -> bool:
+        i = len(sent_in)
+        sent_in.append(f"in{i}".encode())
+        sent_out.append(f"out{i}".encode())
         peer.publish(f"cmd/{i % 5}", sent_in[i], retain=False)
         agent.publish(f"out/{i % 5}", sent_out[i], retain=False)
-        time.sleep(0.002)
-    assert agent.connect_count >= 3, "no token refresh happened"
+        return agent.connect_count >= 3
+
+    wait_for(
+        stream,
+        "two token refreshes under the stream",
+        20,
+        interval=0.002,
+        observe=lambda: agent.connect_count,
+    )
     assert token_server.issued() >= 3
     with to_agent.cond:
         assert to_agent.cond.wait_for(lambda: set(sent_in) <= set(to_agent.payloads), 10), (

@@ -13,7 +13,6 @@ import logging
 import shutil
 import signal
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 
 from config_repo.render import carry_forward
-from config_sync.errors import GitLabError
+from config_sync.errors import GitLabError, PublishError
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from phrame.cli import main as phrame_main
@@ -34,6 +33,7 @@ from tests.support.sync_support import (
     reader,
     settings_for,
 )
+from tests.support.waiting import wait_for
 
 T = Topics()
 SYNC = T.env_sync("studio-a")
@@ -190,14 +190,18 @@ def test_a_broker_that_lost_its_retained_topics_gets_them_back(
     with reader(mosquitto.url) as client:
         before = desired_on_broker(client)
     mosquitto.restart()  # persistence off: every retained topic is gone
-    deadline = time.monotonic() + 20
     after: dict[str, bytes] = {}
-    while time.monotonic() < deadline and unnumbered(after) != unnumbered(before):
-        time.sleep(0.3)
+
+    def republished() -> bool:
+        nonlocal after
         if service.mqtt.is_connected and service.queue.wait_idle(10):
             with reader(mosquitto.url, "test-reader-2") as client:
                 after = desired_on_broker(client)
-    assert unnumbered(after) == unnumbered(before)
+        return unnumbered(after) == unnumbered(before)
+
+    wait_for(
+        republished, "the retained topics published again", 20, interval=0.3, observe=lambda: sorted(after)
+    )
     assert json.loads(after[SYNC])["last_applied"]["commit"] == remote.work.head.commit.hexsha
     # the manifests come back above the generations published before: they only ever grow
     manifests = [t for t in before if t.endswith("/manifest")]
@@ -250,8 +254,14 @@ def test_a_publish_refused_half_way_sends_no_manifest_and_the_next_pass_complete
         acl.write_text("topic readwrite #\n")
         assert broker.proc is not None
         broker.proc.send_signal(signal.SIGHUP)  # mosquitto re-reads its ACL
-        time.sleep(0.5)
-        outcome = svc.syncer.sync_ref("main")
+
+        def sync_once_allowed() -> Any:
+            try:  # until the reload, the denied topic is refused again (and nothing after it sent)
+                return svc.syncer.sync_ref("main")
+            except PublishError:
+                return None
+
+        outcome = wait_for(sync_once_allowed, "a sync after the ACL reload", 10, interval=0.1)
         sent = [t for t, _ in outcome.messages]
         assert sent[0] == denied and all(t.endswith("/manifest") for t in sent[1:-1]) and sent[-1] == SYNC
         with reader(broker.url) as client:

@@ -20,17 +20,9 @@ from config_sync.service import ConfigSync
 from tests.integration.test_sync_publishing import SYNC, cli_render, without_sync
 from tests.support.mosquitto import Mosquitto
 from tests.support.sync_support import SAMPLE, ConfigRemote, desired_on_broker, reader, settings_for
+from tests.support.waiting import wait_for
 
 SERVICE = "name: asset-cache\nimage: registry.studio.test/cache:1\nplacement:\n  node: core-01\n"
-
-
-def until(cond: object, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if callable(cond) and cond():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def unnumbered(topics: dict[str, Any]) -> dict[str, Any]:
@@ -56,12 +48,11 @@ def test_broker_restart_during_a_publish_neither_blocks_nor_loses_topics(
 ) -> None:
     service, remote = synced
     mosquitto.kill()  # persistence off: every retained topic is gone with it
-    assert until(lambda: not service.mqtt.is_connected, 10)
+    wait_for(lambda: not service.mqtt.is_connected, "the service to see the broker gone", 10)
     sha = remote.commit("add", files={"environments/studio-a/services/asset-cache.yaml": SERVICE})
     assert service.trigger_sync("main")
     # the publication now holds the publisher's lock, waiting for PUBACKs of a dead broker
-    assert until(service.publisher._lock.locked, 10)
-    time.sleep(0.3)
+    wait_for(service.publisher._lock.locked, "the publication holding the publisher's lock", 10)
     started = time.monotonic()
     mosquitto.start()
     assert service.queue.wait_idle(60)

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from node_agent.reconcile import NodeReconciler
 from phrame_mqtt import MqttClient, MqttSettings
 from schemas import Topics, check_payload, digest
 from tests.support.docker import TEST_LABEL
+from tests.support.waiting import wait_for
 
 COMMIT = "0" * 40
 
@@ -262,13 +262,27 @@ class ActualWatcher:
         return self.latest.get(self.topics.actual_item(self.node, kind, item_id))
 
     def wait_for(self, predicate: Any, timeout: float = 30.0, what: str = "condition") -> None:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not predicate():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"timed out waiting for {what}; status={self.status()}")
-                self._cond.wait(min(left, 0.2))
+        """:func:`tests.support.waiting.wait_for`, naming the node's last status on a timeout."""
+
+        def holds() -> object:
+            with self._cond:  # the predicate reads what the network thread writes
+                return predicate()
+
+        wait_for(holds, what, timeout, observe=lambda: f"status={self.status()}")
+
+    def passes(self) -> int:
+        """The agent's pass counter, as its last heartbeat carried it (0 before any)."""
+        beat = self.latest.get(self.topics.heartbeat(self.node)) or {}
+        return int((beat.get("counts") or {}).get("passes", 0))
+
+    def wait_passes(self, more: int = 2, timeout: float = 30.0) -> None:
+        """Wait until ``more`` passes began after now: all but the last of them have finished.
+
+        (The counter counts a pass when it starts; ``more=2`` means one whole pass ran.)"""
+        start = self.passes()
+        self.wait_for(
+            lambda: self.passes() >= start + more, timeout, f"{more} more agent passes after {start}"
+        )
 
     def publish(self, doc: dict[str, Any]) -> None:
         """Publish ``{topic: payload}`` retained (payload None clears), waiting for PUBACKs."""

@@ -25,6 +25,7 @@ from typing import Any
 
 from phrame_mqtt import Message, MqttClient, MqttSettings
 from tests.support.services import free_port
+from tests.support.waiting import wait_for
 
 # Short grace periods so a node loss is decided in seconds (placement's defaults are 20 s + 60 s).
 FAST = {
@@ -129,14 +130,20 @@ class DevStackProcess:
     def wait(self, condition: Callable[[], object], what: str, timeout: float = 60.0) -> float:
         """Poll until ``condition``; the seconds it took. Fails with the stack's log tails."""
         start = time.monotonic()
-        while not condition():
-            if self.proc.poll() is not None:
+
+        def done() -> bool:
+            if self.proc.poll() is not None:  # no use waiting for a stack that is gone
                 raise AssertionError(
                     f"phrame dev exited ({self.proc.returncode}) waiting for {what}\n{self.log_tails()}"
                 )
-            if time.monotonic() - start > timeout:
-                raise AssertionError(f"timed out after {timeout:g} s waiting for {what}\n{self.log_tails()}")
-            time.sleep(0.05)
+            return bool(condition())
+
+        try:
+            wait_for(done, what, timeout, interval=0.05)
+        except AssertionError as e:
+            if self.proc.poll() is not None:
+                raise
+            raise AssertionError(f"{e}\n{self.log_tails()}") from None
         return time.monotonic() - start
 
     def _on_status(self, msg: Message) -> None:

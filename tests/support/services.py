@@ -11,10 +11,11 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Callable
 
 import pytest
+
+from tests.support.waiting import wait_for
 
 
 def services_required() -> bool:
@@ -46,15 +47,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def wait_for_port(port: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            s.settimeout(0.2)
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return True
-        time.sleep(0.05)
-    return False
+    """Whether 127.0.0.1:``port`` accepted a connection within ``timeout`` (callers add context)."""
+    return eventually(lambda: listening(port), timeout, interval=0.05)
 
 
 def stop_process(proc: subprocess.Popen[bytes] | None, timeout: float = 5.0) -> None:
@@ -70,16 +71,15 @@ def stop_process(proc: subprocess.Popen[bytes] | None, timeout: float = 5.0) -> 
 
 
 def eventually(condition: Callable[[], object], timeout: float = 10.0, interval: float = 0.02) -> bool:
-    """Poll ``condition`` until it is true or ``timeout`` passes (a bounded wait)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(interval)
-    return bool(condition())
+    """:func:`tests.support.waiting.wait_for` as a bool, for callers that fail with their own
+    message (``assert eventually(...), why``) or branch on the answer."""
+    try:
+        wait_for(condition, "condition", timeout, interval=interval)
+    except AssertionError:
+        return False
+    return True
 
 
 def wait_until(condition: Callable[[], object], what: str = "condition", timeout: float = 10.0) -> None:
-    """:func:`eventually`, failing the test with ``what`` when it never became true."""
-    if not eventually(condition, timeout):
-        raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+    """:func:`tests.support.waiting.wait_for` (kept as a name: many tests call it)."""
+    wait_for(condition, what, timeout)

@@ -122,11 +122,14 @@ def test_tuning_settings_are_read() -> None:
             "PHRAME_MQTT_WILL_DELAY_S": "7",
             "PHRAME_MQTT_RECONNECT_MAX_S": "5",
             "PHRAME_OAUTH2_RETRY_MAX_S": "2.5",
+            "PHRAME_MQTT_NO_CONNECTION_WARN_S": "0.5",
         }
     )
     assert (s.protocol, s.tls_verify_hostname, s.keepalive_s) == ("3.1.1", False, 15)
     assert (s.session_expiry_s, s.will_delay_s, s.reconnect_max_s) == (60, 7, 5)
     assert s.oauth2_retry_max_s == 2.5
+    assert s.no_connection_warn_s == 0.5
+    assert MqttSettings.from_env(env={}).no_connection_warn_s == 10.0  # the default stays 10 s
 
 
 def test_the_client_id_is_the_user_name_when_there_is_one() -> None:
