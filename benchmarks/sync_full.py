@@ -91,7 +91,7 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     from repo_gen import write_repo
 
-    from config_sync.git_repo import GitRepo
+    from config_sync.git_repo import SyncRepo
     from config_sync.gitlab_api import LocalReporter
     from config_sync.models import Claim
     from config_sync.publishing import DesiredPublisher
@@ -121,7 +121,7 @@ def main() -> int:
                 topics = Topics()
                 publisher = DesiredPublisher(client, topics, timeout=120)
                 syncer = Syncer(
-                    GitRepo(str(remote.bare_path), Path(tmp, "state")), publisher, LocalReporter(), topics
+                    SyncRepo(str(remote.bare_path), Path(tmp, "state")), publisher, LocalReporter(), topics
                 )
                 publisher.rebuild()
                 start = time.perf_counter()

@@ -1,6 +1,6 @@
 """config-sync's clone cache: ``phrame_git.GitCache`` at ``<state>/config-sync/config-repo.git``.
 
-The sync and review passes call :meth:`GitRepo.fetch` then :meth:`GitRepo.head` and read
+The sync and review passes call :meth:`SyncRepo.fetch` then :meth:`SyncRepo.head` and read
 trees at a sha, never checking anything out; this cache never pushes. The ref policy
 (branches, ``refs/tags/<tag>`` with forced fetch), credentials, redaction, timeout and
 following a changed URL are all ``phrame_git``'s; this wrapper only places the cache,
@@ -25,7 +25,7 @@ class RefMissing(GitError, phrame_git.RefMissing):
 ERRORS = ErrorKinds(git=GitError, ref_missing=RefMissing)
 
 
-class GitRepo(GitCache):
+class SyncRepo(GitCache):
     """A bare clone of ``url`` at ``<state_dir>/config-sync/config-repo.git``; thread-safe."""
 
     def __init__(

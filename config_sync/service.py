@@ -15,7 +15,7 @@ from typing import Any
 
 from config_sync.deploy import DeployWatcher
 from config_sync.errors import GitError
-from config_sync.git_repo import GitRepo
+from config_sync.git_repo import SyncRepo
 from config_sync.gitlab_api import CommitReporter, GitLabReporter, LocalReporter
 from config_sync.metrics import Metrics
 from config_sync.models import Backoff
@@ -52,7 +52,7 @@ class ConfigSync:
             else MqttClient(actual, f"config-sync-a-{suffix}")
         )
         token = settings.gitlab_token if settings.git_host == "gitlab" else None
-        self.git = GitRepo(
+        self.git = SyncRepo(
             settings.repo_url,
             settings.state_dir,
             token=token,

@@ -19,7 +19,7 @@ from typing import Any
 from config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
 from config_sync.deploy import DeployWatcher
 from config_sync.errors import GitLabError
-from config_sync.git_repo import GitRepo, RefMissing
+from config_sync.git_repo import RefMissing, SyncRepo
 from config_sync.gitlab_api import CommitReporter
 from config_sync.models import Claim, Reading
 from config_sync.publishing import DesiredPublisher, SyncOutcome
@@ -38,7 +38,7 @@ def _tracks(repo: ConfigRepo, default_ref: str) -> dict[str, str]:
 class Syncer:
     def __init__(
         self,
-        git: GitRepo,
+        git: SyncRepo,
         publisher: DesiredPublisher,
         reporter: CommitReporter,
         topics: Topics,

@@ -24,7 +24,7 @@ def branch_ref(branch: str) -> str:
     return refs.writable_ref(branch, ERRORS)
 
 
-class GitRepo(GitWriter):
+class PlacementRepo(GitWriter):
     """A bare clone of the config repo at ``cache``, fetched from ``url`` (path or URL)."""
 
     def __init__(

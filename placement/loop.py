@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings
-from placement.git_repo import GitRepo
+from placement.git_repo import PlacementRepo
 from placement.gitlab_api import MergeRequests
 from placement.listening import Listening
 from placement.liveness import Liveness
@@ -258,7 +258,7 @@ def build_loop(settings: PlacementSettings, *, clock: Callable[[], float] = time
     if settings.git_host == "gitlab" and settings.gitlab_url and settings.gitlab_project:
         merge_requests = MergeRequests(settings.gitlab_url, settings.gitlab_token, settings.gitlab_project)
     reconciler = PlacementReconciler(
-        GitRepo(
+        PlacementRepo(
             settings.repo_url,
             settings.clone_cache,
             token=settings.git_token,

@@ -27,7 +27,7 @@ from placement.errors import (
     PushRejected,
     TagTargetError,
 )
-from placement.git_repo import GitRepo
+from placement.git_repo import PlacementRepo
 from placement.liveness import Liveness, gc_candidates
 from placement.models import Decision
 from placement.problem_log import ProblemLog
@@ -67,7 +67,7 @@ def render_document(doc: dict[str, Any]) -> bytes:
 class PlacementReconciler:
     def __init__(
         self,
-        git: GitRepo,
+        git: PlacementRepo,
         liveness: Liveness,
         *,
         clock: Callable[[], float],

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import phrame_git
-from config_sync.git_repo import GitRepo as SyncRepo
+from config_sync.git_repo import SyncRepo
 from phrame import cmd_plan
-from placement.git_repo import GitRepo as PlacementRepo
+from placement.git_repo import PlacementRepo
 from tests.support.services import require_binary
 
 

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from config_sync.errors import GitError as SyncGitError
-from config_sync.git_repo import GitRepo as SyncRepo
+from config_sync.git_repo import SyncRepo
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from config_sync.settings import SyncSettings
 from placement.errors import GitError as PlacementGitError
 from placement.errors import PushRejected
-from placement.git_repo import GitRepo as PlacementRepo
+from placement.git_repo import PlacementRepo
 from placement.loop import build_loop
 from placement.settings import PlacementSettings
 from tests.support.certs import Pki, make_pki

@@ -21,13 +21,13 @@ import git
 import httpx
 import pytest
 
-from config_sync.git_repo import GitRepo as SyncRepo
+from config_sync.git_repo import SyncRepo
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from config_sync.settings import SyncSettings
 from phrame_mqtt import MqttSettings
 from placement.errors import GitError as PlacementGitError
-from placement.git_repo import GitRepo as PlacementRepo
+from placement.git_repo import PlacementRepo
 from placement.loop import build_loop
 from placement.settings import PlacementSettings
 from schemas import Topics

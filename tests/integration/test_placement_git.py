@@ -15,7 +15,7 @@ import pytest
 
 from config_repo import load_git, validate
 from placement.errors import GitError, TagTargetError
-from placement.git_repo import GitRepo, branch_ref
+from placement.git_repo import PlacementRepo, branch_ref
 from placement.liveness import Liveness
 from placement.reconcile import PlacementReconciler
 from schemas import check_payload
@@ -115,7 +115,7 @@ def beat(live: Liveness, clock: Clock, nodes: tuple[str, ...] = NODES) -> None:
 
 
 def make(
-    tmp: Path, remote: ConfigRemote, clock: Clock, git_cls: type[GitRepo] = GitRepo, **kw: Any
+    tmp: Path, remote: ConfigRemote, clock: Clock, git_cls: type[PlacementRepo] = PlacementRepo, **kw: Any
 ) -> PlacementReconciler:
     live = Liveness(timeout_s=20, started_at=clock.now)
     beat(live, clock)
@@ -278,7 +278,7 @@ def test_concurrent_commit_is_rebased_and_retried_without_losing_it(
 ) -> None:
     recorder = "name: recorder\nimage: rec:1\nresources: {cpus: 1, memory: 1Gi}\nplacement:\n  labels: {role: edge}\n"
 
-    class RacingGit(GitRepo):
+    class RacingGit(PlacementRepo):
         """A real repo in which someone else pushes right after our first commit is built."""
 
         raced: str | None = None
@@ -315,7 +315,7 @@ def test_auto_placement_on_a_tag_is_refused(tmp_path: Path, remote: ConfigRemote
 def test_push_to_a_tag_ref_is_refused(tmp_path: Path, remote: ConfigRemote) -> None:
     with pytest.raises(TagTargetError, match="never writes to a tag"):
         branch_ref("refs/tags/v1")
-    git = GitRepo(str(remote.bare), tmp_path / "cache.git")
+    git = PlacementRepo(str(remote.bare), tmp_path / "cache.git")
     git.fetch()
     with pytest.raises(TagTargetError):
         git.push(remote.head(), "refs/tags/v1")
@@ -459,14 +459,14 @@ def test_an_invalid_head_is_logged_once_and_its_recovery_once(
     assert [(r.levelno, "placement works again" in r.getMessage()) for r in said] == [(logging.INFO, True)]
 
 
-class MissingCommit(GitRepo):
+class MissingCommit(PlacementRepo):
     """The default ref names a commit the cache does not hold (config_repo: ConfigError)."""
 
     def head(self, ref: str) -> str:
         return "f" * 40
 
 
-class BuggyHead(GitRepo):
+class BuggyHead(PlacementRepo):
     """A programming error in the adapter, as a stand-in for any bug under run_pass."""
 
     def head(self, ref: str) -> str:
@@ -494,7 +494,7 @@ def test_a_bug_under_a_pass_is_raised_to_the_loop_not_called_a_config_problem(
         rec.run_pass()
 
 
-class LosesItsCommit(GitRepo):
+class LosesItsCommit(PlacementRepo):
     """The default ref reads at the start of the pass, then names a commit the cache lacks."""
 
     calls = 0

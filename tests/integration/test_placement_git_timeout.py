@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from placement.errors import GitError
-from placement.git_repo import GitRepo
+from placement.git_repo import PlacementRepo
 from tests.integration.test_placement_git import ConfigRemote
 from tests.support.sync_support import finishes_within, silent_git_server
 
@@ -15,10 +15,10 @@ from tests.support.sync_support import finishes_within, silent_git_server
 def test_fetch_and_push_to_a_silent_host_time_out(tmp_path: Path) -> None:
     remote = ConfigRemote(tmp_path)
     cache = tmp_path / "cache.git"
-    GitRepo(str(remote.bare), cache).fetch()  # a cache holding main, so there is a commit to push
+    PlacementRepo(str(remote.bare), cache).fetch()  # a cache holding main, so there is a commit to push
     head = remote.head("main")
     with silent_git_server() as url:
-        repo = GitRepo(url, cache, timeout_s=1.5)
+        repo = PlacementRepo(url, cache, timeout_s=1.5)
         for what, work in (("fetch", repo.fetch), ("push", lambda: repo.push(head, "main"))):
             started = time.monotonic()
             error = finishes_within(20, work)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from phrame_mqtt import MqttClient, MqttSettings
-from placement.git_repo import GitRepo
+from placement.git_repo import PlacementRepo
 from placement.liveness import Liveness
 from placement.loop import PlacementLoop
 from placement.reconcile import PlacementReconciler
@@ -54,7 +54,7 @@ class Harness:
         client = MqttClient(settings, "test-placement")
         self.desired = MqttClient(desired_settings, "test-placement-desired") if desired else client
         reconciler = PlacementReconciler(
-            GitRepo(str(self.remote.bare), tmp / "cache.git"),
+            PlacementRepo(str(self.remote.bare), tmp / "cache.git"),
             self.liveness,
             clock=self.clock,
             reschedule_after_s=60,

@@ -7,13 +7,13 @@ import time
 from pathlib import Path
 
 from config_sync.errors import GitError
-from config_sync.git_repo import GitRepo
+from config_sync.git_repo import SyncRepo
 from tests.support.sync_support import finishes_within, silent_git_server
 
 
 def test_fetch_from_a_silent_host_times_out_with_a_clear_error(tmp_path: Path) -> None:
     with silent_git_server() as url:
-        repo = GitRepo(url, tmp_path / "state", timeout_s=1.5)
+        repo = SyncRepo(url, tmp_path / "state", timeout_s=1.5)
         started = time.monotonic()
         error = finishes_within(20, repo.fetch)
         took = time.monotonic() - started
