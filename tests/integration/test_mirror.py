@@ -1,0 +1,170 @@
+"""The mirror against a real mosquitto: debounced snapshots of a 10,000-update burst, clears,
+atomic files under a polling reader, and a full disk (a 64 KiB tmpfs) that keeps the last good file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from phrame_mqtt import MqttClient, MqttSettings
+from tests.support.mirror import mirror_settings, running_mirror
+from tests.support.mosquitto import Mosquitto
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.mqtt
+PREFIX = "phrame/actual"
+BURST_QUEUE = "max_queued_messages 20000"
+
+
+def client(url: str, cid: str, clients: list[MqttClient]) -> MqttClient:
+    c = MqttClient(MqttSettings(url=url, reconnect_max_s=1), cid)
+    c.start(timeout=5)
+    clients.append(c)
+    return c
+
+
+def read(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def snapshot_has(path: Path, topics: dict) -> bool:
+    try:
+        return path.exists() and read(path)["topics"] == topics
+    except ValueError:
+        return False
+
+
+@pytest.fixture
+def deep_broker() -> Iterator[Mosquitto]:
+    """mosquitto queueing a whole burst per client: its default (1,000 queued, 20 in flight)
+    drops what the mirror's connection has not drained yet (README "Mirror")."""
+    broker = Mosquitto([BURST_QUEUE]).start()
+    yield broker
+    proc = broker.proc
+    broker.stop()
+    if proc is not None and proc.stderr is not None:
+        proc.stderr.close()
+
+
+def test_burst_is_debounced_and_the_last_snapshot_is_the_retained_state(
+    deep_broker: Mosquitto, clients: list, tmp_path: Path
+) -> None:
+    mosquitto = deep_broker
+    settings = mirror_settings(mosquitto.url, tmp_path / "snap", debounce_s=0.25, max_delay_s=2.0)
+    writer = client(mosquitto.url, "writer", clients)
+    path = settings.snapshot_path
+    torn: list[str] = []
+    stop = threading.Event()
+
+    def poll() -> None:  # a reader during the burst: every read must parse
+        while not stop.wait(0.002):  # a busy reader, but not one that starves the others of the GIL
+            try:
+                text = path.read_text()
+            except FileNotFoundError:
+                continue
+            try:
+                json.loads(text)
+            except ValueError:
+                torn.append(text[-80:])
+
+    with running_mirror(settings) as loop:
+        reader = threading.Thread(target=poll)
+        reader.start()
+        try:
+            started = time.monotonic()
+            for batch in range(10):  # 10,000 retained updates over 1,000 topics
+                writer.publish_batch(
+                    [
+                        (f"{PREFIX}/nodes/n{i % 1000}/items/x", json.dumps({"v": batch * 1000 + i}).encode())
+                        for i in range(1000)
+                    ]
+                )
+            writer.publish_batch([(f"{PREFIX}/nodes/n7/items/x", b"not json{")])
+            duration = time.monotonic() - started
+            retained = client(mosquitto.url, "checker", clients).collect_retained(f"{PREFIX}/#", settle=0.3)
+            expected = {t: json.loads(p) for t, p in retained.items() if t != f"{PREFIX}/nodes/n7/items/x"}
+            wait_for(
+                lambda: snapshot_has(path, expected),
+                "the snapshot to equal the broker's retained state",
+                10,
+                observe=lambda: (loop.messages, len(retained), len(read(path)["topics"]), loop.writer.writes),
+            )
+            wait_for(lambda: loop.messages >= 10_001 and not loop._first_unflushed, "the last flush", 5)
+        finally:
+            stop.set()
+            reader.join()
+        writes = loop.writer.writes
+    assert len(expected) == 999
+    snap = read(path)
+    assert snap["plane"] == "actual" and snap["generated_at"]
+    assert snap["invalid"][f"{PREFIX}/nodes/n7/items/x"]["raw"] == "not json{"
+    assert writes <= duration / 0.25 + 2, (writes, duration)
+    assert torn == []
+
+
+def test_a_retained_clear_removes_the_topic(mosquitto: Mosquitto, clients: list, tmp_path: Path) -> None:
+    settings = mirror_settings(mosquitto.url, tmp_path, debounce_s=0.05, max_delay_s=0.5)
+    writer = client(mosquitto.url, "writer", clients)
+    writer.publish_batch([(f"{PREFIX}/a", b'{"x":1}'), (f"{PREFIX}/b", b'"keep"')])
+    with running_mirror(settings):
+        wait_for(
+            lambda: snapshot_has(settings.snapshot_path, {f"{PREFIX}/a": {"x": 1}, f"{PREFIX}/b": "keep"}),
+            "both",
+            5,
+        )
+        writer.publish_batch([(f"{PREFIX}/a", None)])
+        wait_for(lambda: snapshot_has(settings.snapshot_path, {f"{PREFIX}/b": "keep"}), "the clear", 5)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a 64 KiB tmpfs needs root")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_full_disk_is_reported_once_and_the_last_good_snapshot_stays(
+    mosquitto: Mosquitto, clients: list, tiny_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = mirror_settings(mosquitto.url, tiny_disk, debounce_s=0.05, max_delay_s=0.5)
+    writer = client(mosquitto.url, "writer", clients)
+    good = {f"{PREFIX}/small": {"ok": True}}
+    writer.publish_batch([(f"{PREFIX}/small", b'{"ok": true}')])
+    caplog.set_level(logging.INFO, logger="mirror")
+    with running_mirror(settings) as loop:
+        wait_for(lambda: snapshot_has(settings.snapshot_path, good), "the first good snapshot", 5)
+        big = json.dumps("x" * 20_000).encode()  # 5 x 20 KB > the 64 KiB disk
+        writer.publish_batch([(f"{PREFIX}/big{i}", big) for i in range(5)])
+        wait_for(lambda: loop.writer.failures >= 2, "failed writes (retried)", 5)
+        assert read(settings.snapshot_path)["topics"] == good  # the last good one, intact
+        assert [p.name for p in tiny_disk.iterdir()] == ["actual.json"]  # no temp file left
+        writer.publish_batch([(f"{PREFIX}/big{i}", None) for i in range(5)])  # space again
+        wait_for(
+            lambda: snapshot_has(settings.snapshot_path, good) and loop.writer.last_error is None,
+            "recovery",
+            5,
+        )
+    errors = [
+        r for r in caplog.records if r.levelno == logging.ERROR and "cannot write snapshot" in r.getMessage()
+    ]
+    assert len(errors) == 1, [r.getMessage() for r in errors]
+    assert "No space left" in errors[0].getMessage()
