@@ -9,6 +9,7 @@ failure counted and logged once per condition until a write succeeds again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -45,11 +46,9 @@ class SnapshotWriter:
             self._failed(e)
             return False
         finally:
-            if tmp is not None:
-                try:
+            if tmp is not None:  # a failed write leaves no temp file behind
+                with contextlib.suppress(OSError):
                     os.unlink(tmp)
-                except OSError:
-                    pass  # never created, or the folder is gone: nothing left to clean
         self.writes += 1
         if self.last_error is not None:
             log.info("snapshot %s written again (after: %s)", self.path, self.last_error)

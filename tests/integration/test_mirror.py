@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -168,3 +169,85 @@ def test_a_full_disk_is_reported_once_and_the_last_good_snapshot_stays(
     ]
     assert len(errors) == 1, [r.getMessage() for r in errors]
     assert "No space left" in errors[0].getMessage()
+
+
+def test_the_command_mirrors_a_plane_and_flushes_on_sigterm(
+    mosquitto: Mosquitto, clients: list, tmp_path: Path
+) -> None:
+    writer = client(mosquitto.url, "writer", clients)
+    writer.publish_batch([("phrame/desired/nodes/a/manifest", b'{"items":[]}'), (f"{PREFIX}/x", b"1")])
+    env = {
+        **os.environ,
+        "PHRAME_DESIRED_MQTT_URL": mosquitto.url,
+        "PHRAME_STATE_DIR": str(tmp_path / "state"),
+        "PHRAME_MIRROR_DEBOUNCE_MS": "50",
+    }
+    cmd = [sys.executable, "-m", "phrame.cli", "mirror", "--plane", "desired"]
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, cwd=Path(__file__).parents[2])
+    path = tmp_path / "state" / "mirror" / "desired.json"
+    try:
+        wait_for(
+            lambda: snapshot_has(path, {"phrame/desired/nodes/a/manifest": {"items": []}}), "the snapshot", 10
+        )
+        assert (path.parent.stat().st_mode & 0o777, path.stat().st_mode & 0o777) == (0o700, 0o600)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err.decode()
+
+
+def test_the_command_refuses_bad_settings() -> None:
+    env = {**os.environ, "PHRAME_MIRROR_DEBOUNCE_MS": "500", "PHRAME_MIRROR_MAX_DELAY_MS": "100"}
+    done = subprocess.run(
+        [sys.executable, "-m", "phrame.cli", "mirror", "--plane", "actual"],
+        env=env,
+        capture_output=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert b"PHRAME_MIRROR_MAX_DELAY_MS (100) must be at least PHRAME_MIRROR_DEBOUNCE_MS (500)" in done.stderr
+
+
+def test_a_reader_polling_during_many_writes_never_sees_a_half_written_file(
+    deep_broker: Mosquitto, clients: list, tmp_path: Path
+) -> None:
+    # a tiny window: many writes of a ~0.5 MB file while the reader polls
+    settings = mirror_settings(deep_broker.url, tmp_path, debounce_s=0.005, max_delay_s=0.02)
+    writer = client(deep_broker.url, "writer", clients)
+    path, reads, torn = settings.snapshot_path, [0], []
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(0.001):
+            try:
+                text = path.read_text()
+            except FileNotFoundError:
+                continue
+            reads[0] += 1
+            try:
+                json.loads(text)
+            except ValueError:
+                torn.append(len(text))
+
+    with running_mirror(settings) as loop:
+        reader = threading.Thread(target=poll)
+        reader.start()
+        try:
+            for batch in range(3):
+                writer.publish_batch(
+                    [
+                        (f"{PREFIX}/t{i}", json.dumps({"v": batch, "pad": "p" * 200}).encode())
+                        for i in range(1000)
+                    ]
+                )
+            wait_for(
+                lambda: loop.messages >= 3000 and loop.writer.writes >= 10,
+                "many writes",
+                10,
+                observe=lambda: loop.writer.writes,
+            )
+        finally:
+            stop.set()
+            reader.join()
+    assert reads[0] >= 10
+    assert torn == [], f"{len(torn)} of {reads[0]} reads were half-written"
