@@ -20,7 +20,7 @@ from typing import Any
 from mirror.debounce import wait_before_flush
 from mirror.settings import MirrorSettings
 from mirror.snapshot import SnapshotWriter
-from phrame_mqtt import Message, MqttClient
+from phrame_mqtt import Message, MqttClient, MqttError
 from phrame_settings import private_dir
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,7 @@ class MirrorLoop:
         self._first_unflushed: float | None = None
         self._not_before = 0.0
         self._stopping = False
+        self._connecting = False
         self.messages = 0  # messages applied so far
         self.last_message_at: float | None = None
         self.written: list[tuple[float, int]] = []  # (clock at write, messages it holds): for benchmarks
@@ -77,16 +78,32 @@ class MirrorLoop:
             private_dir(folder)
         else:
             folder.mkdir(parents=True, exist_ok=True)
-        self.client.start(timeout=None)
+        with self._cond:
+            self._connecting = True
+        try:
+            self.client.start(timeout=None)
+        finally:
+            with self._cond:
+                self._connecting = False
         self.client.subscribe(self.settings.topic_filter, self.on_message)
 
     def stop(self) -> None:
+        """Safe from a signal handler: ends the wait for a broker, or :meth:`serve` after a last flush."""
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
+            connecting = self._connecting
+        if connecting:
+            # Off this thread: a signal handler may have interrupted the client's own lock.
+            threading.Thread(target=self.client.stop, name="mirror-stop", daemon=True).start()
 
     def run(self) -> int:
-        self.start()
+        try:
+            self.start()
+        except MqttError:
+            if self._stopping:  # stopped before the broker answered: a clean exit
+                return 0
+            raise
         try:
             self.serve()
         finally:

@@ -19,6 +19,7 @@ import pytest
 from phrame_mqtt import MqttClient, MqttSettings
 from tests.support.mirror import mirror_settings, running_mirror
 from tests.support.mosquitto import Mosquitto
+from tests.support.services import free_port
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.mqtt
@@ -251,3 +252,22 @@ def test_a_reader_polling_during_many_writes_never_sees_a_half_written_file(
             reader.join()
     assert reads[0] >= 10
     assert torn == [], f"{len(torn)} of {reads[0]} reads were half-written"
+
+
+def test_sigterm_while_waiting_for_the_broker_ends_the_command(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "PHRAME_ACTUAL_MQTT_URL": f"mqtt://127.0.0.1:{free_port()}",  # nobody listens
+        "PHRAME_MIRROR_DIR": str(tmp_path / "m"),
+    }
+    cmd = [sys.executable, "-m", "phrame.cli", "mirror", "--plane", "actual"]
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, cwd=Path(__file__).parents[2])
+    try:
+        wait_for(lambda: (tmp_path / "m").is_dir(), "the mirror to start (its folder)", 10)
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err.decode()
