@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("phrame.cmd_replay", "post a recorded GitLab webhook delivery to a running config-sync"),
     "placement": ("phrame.cmd_placement", "choose nodes for label-placed services, commit node.json"),
     "status": ("phrame.cmd_status", "show nodes and environments as the broker reports them"),
+    "mirror": ("phrame.cmd_mirror", "write one plane's retained topics as a JSON snapshot file"),
     "dev": ("phrame.cmd_dev", "run the whole loop on this machine (make up); --down removes it"),
 }
 

@@ -1,0 +1,156 @@
+"""The mirror loop: one subscription to a plane, topic → payload in memory, debounced snapshots.
+
+``phrame mirror`` builds one :class:`MirrorLoop` and calls :meth:`run` until SIGTERM. The MQTT
+callback only updates the in-memory state (network thread); the writer thread decides with
+:func:`mirror.debounce.wait_before_flush` and writes outside the lock. An invalid payload
+never stops the loop: it is listed under ``invalid`` with the reason, not under ``topics``.
+It never publishes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from mirror.debounce import wait_before_flush
+from mirror.settings import MirrorSettings
+from mirror.snapshot import SnapshotWriter
+from phrame_mqtt import Message, MqttClient, MqttError
+from phrame_settings import private_dir
+
+log = logging.getLogger(__name__)
+RAW_LIMIT = 200  # characters of an invalid payload kept in the snapshot, for a person to see
+
+
+class MirrorLoop:
+    def __init__(
+        self,
+        settings: MirrorSettings,
+        client: MqttClient | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.client = client or MqttClient(settings.mqtt, f"phrame-mirror-{settings.plane}")
+        self.writer = SnapshotWriter(settings.snapshot_path)
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._topics: dict[str, Any] = {}
+        self._invalid: dict[str, dict[str, str]] = {}
+        self._last_change: float | None = None
+        self._first_unflushed: float | None = None
+        self._not_before = 0.0
+        self._stopping = False
+        self._connecting = False
+        self.messages = 0  # messages applied so far
+        self.last_message_at: float | None = None
+        self.written: list[tuple[float, int]] = []  # (clock at write, messages it holds): for benchmarks
+
+    # -- MQTT side (network thread)
+    def on_message(self, message: Message) -> None:
+        topic = message.topic
+        with self._cond:
+            self._topics.pop(topic, None)
+            self._invalid.pop(topic, None)
+            if message.payload:  # empty: a retained clear removes the topic
+                try:
+                    self._topics[topic] = json.loads(message.payload)
+                except (UnicodeDecodeError, ValueError) as e:
+                    raw = message.payload[:RAW_LIMIT].decode("utf-8", "replace")
+                    self._invalid[topic] = {"error": f"not JSON: {e}", "raw": raw}
+            now = self._clock()
+            self.messages += 1
+            self.last_message_at = now
+            self._last_change = now
+            if self._first_unflushed is None:
+                self._first_unflushed = now
+            self._cond.notify_all()
+
+    # -- lifecycle
+    def start(self) -> None:
+        """Make the folder, connect (waiting as long as it takes) and subscribe once."""
+        folder = self.settings.directory
+        if self.settings.directory_is_default:
+            private_dir(folder)
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
+        with self._cond:
+            self._connecting = True
+        try:
+            self.client.start(timeout=None)
+        finally:
+            with self._cond:
+                self._connecting = False
+        self.client.subscribe(self.settings.topic_filter, self.on_message)
+
+    def stop(self) -> None:
+        """Safe from a signal handler: ends the wait for a broker, or :meth:`serve` after a last flush."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+            connecting = self._connecting
+        if connecting:
+            # Off this thread: a signal handler may have interrupted the client's own lock.
+            threading.Thread(target=self.client.stop, name="mirror-stop", daemon=True).start()
+
+    def run(self) -> int:
+        try:
+            self.start()
+        except MqttError:
+            if self._stopping:  # stopped before the broker answered: a clean exit
+                return 0
+            raise
+        try:
+            self.serve()
+        finally:
+            self.client.stop()
+        return 0
+
+    def serve(self) -> None:
+        """Write snapshots as the debounce decides until :meth:`stop`; a last flush at the end."""
+        while True:
+            with self._cond:
+                while not self._stopping:
+                    wait = self._decide()
+                    if wait == 0.0:
+                        break
+                    self._cond.wait(wait)
+                if self._stopping and self._first_unflushed is None:
+                    return
+                document, held = self._take()
+            ok = self.writer.write(document)
+            with self._cond:
+                if ok:
+                    self.written.append((self._clock(), held))
+                else:  # keep it due; retry after one debounce window
+                    self._first_unflushed = self._first_unflushed or self._clock()
+                    self._not_before = self._clock() + self.settings.debounce_s
+                if self._stopping:
+                    return
+
+    def _decide(self) -> float | None:
+        return wait_before_flush(
+            self._clock(),
+            self._last_change,
+            self._first_unflushed,
+            debounce_s=self.settings.debounce_s,
+            max_delay_s=self.settings.max_delay_s,
+            not_before=self._not_before,
+        )
+
+    def _take(self) -> tuple[dict[str, Any], int]:
+        """The snapshot document of the current state; marks it flushed (caller holds the lock)."""
+        self._first_unflushed = None
+        document = {
+            "plane": self.settings.plane,
+            "prefix": self.settings.topic_prefix,
+            "generated_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "messages": self.messages,
+            "topics": dict(self._topics),
+            "invalid": dict(self._invalid),
+        }
+        return document, self.messages
