@@ -14,6 +14,7 @@ from pathlib import Path
 
 from dev_stack.errors import DevError
 from dev_stack.settings import DevSettings
+from phrame_mqtt.broker_config import MAX_QUEUED_MESSAGES
 
 
 def find_mosquitto() -> str | None:
@@ -37,6 +38,7 @@ def mosquitto_config(settings: DevSettings) -> str:
         "log_type warning",
         "log_type notice",
         "set_tcp_nodelay true",
+        f"max_queued_messages {MAX_QUEUED_MESSAGES}",  # as the generated production config
     ]
     if os.geteuid() == 0:
         lines.append("user root")  # else mosquitto drops to 'mosquitto' and cannot write the state

@@ -50,6 +50,7 @@ SERVICE_ACCOUNTS: dict[str, tuple[tuple[str, str], ...]] = {
 # ids to users. Its price: one connection per account per broker (services open one per
 # broker; a second connection with the same account replaces the first).
 CLIENT_ID_IS_USER = "use_username_as_clientid true"
+MAX_QUEUED_MESSAGES = 100_000  # per client, QoS 1: a whole plane's burst fits
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,9 @@ def mosquitto_conf(options: BrokerOptions) -> str:
         "per_listener_settings false",
         # PUBACKs go out at once: with Nagle on, every batch boundary stalls ~40 ms
         "set_tcp_nodelay true",
+        # a mirror or config-sync reading a whole plane gets a burst of every node's items at
+        # once; mosquitto's default of 1000 queued messages per client drops the rest
+        f"max_queued_messages {MAX_QUEUED_MESSAGES}",
         "allow_anonymous false",
         f"password_file {o.conf_dir}/passwd",
         f"acl_file {o.conf_dir}/acl",

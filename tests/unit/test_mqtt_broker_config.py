@@ -107,3 +107,9 @@ def test_every_listener_ties_the_client_id_to_the_user_name() -> None:
 def test_observer_reads_both_planes_and_writes_nothing() -> None:
     acl = blocks(acl_text([]))
     assert acl["observer"] == ["topic read phrame/desired/#", "topic read phrame/actual/#"]
+
+
+def test_a_whole_planes_burst_fits_the_brokers_queue():
+    # mosquitto queues 1000 QoS 1 messages per client by default and drops the rest: a mirror
+    # or config-sync reading a whole plane missed half of a 10,000-update burst
+    assert "max_queued_messages 100000" in mosquitto_conf(BrokerOptions()).splitlines()
