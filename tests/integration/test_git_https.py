@@ -30,7 +30,7 @@ from placement.settings import PlacementSettings
 from tests.support.certs import Pki, make_pki
 from tests.support.git_http import GitHttpServer
 from tests.support.services import require_binary
-from tests.support.sync_support import SAMPLE, ConfigRemote
+from tests.support.sync_support import ConfigRemote
 
 TOKEN = "glpat-Phr4me-https-test-token"
 WRONG = "glpat-not-the-right-one-0000"
@@ -45,19 +45,16 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 @pytest.fixture
 def remote(tmp_path: Path) -> ConfigRemote:
-    remote = ConfigRemote(tmp_path / "srv")  # the bare repo is srv/phrame-config.git
-    remote.commit("initial config", copy_from=SAMPLE)
-    remote.work.git.config("http.receivepack", "true", file=str(remote.bare_path / "config"))
-    return remote
+    return ConfigRemote.with_sample(
+        tmp_path / "srv", "initial config", http_push=True
+    )  # the bare repo is srv/phrame-config.git
 
 
 @pytest.fixture
 def server(remote: ConfigRemote, pki: Pki) -> Iterator[GitHttpServer]:
     require_binary("git", "git")
-    srv = GitHttpServer(remote.bare_path.parent, token=TOKEN, cert=pki.server_cert, key=pki.server_key)
-    srv.start()
-    yield srv
-    srv.stop()
+    with GitHttpServer(remote.bare_path.parent, token=TOKEN, cert=pki.server_cert, key=pki.server_key) as srv:
+        yield srv
 
 
 def bare_head(remote: ConfigRemote, ref: str = "main") -> str:

@@ -52,19 +52,14 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 @pytest.fixture
 def remote(tmp_path: Path) -> ConfigRemote:
-    remote = ConfigRemote(tmp_path / "srv")
-    remote.commit("initial config", copy_from=SAMPLE)
-    remote.work.git.config("http.receivepack", "true", file=str(remote.bare_path / "config"))
-    return remote
+    return ConfigRemote.with_sample(tmp_path / "srv", "initial config", http_push=True)
 
 
 @pytest.fixture
 def server(remote: ConfigRemote, pki: Pki) -> Iterator[GitHttpServer]:
     require_binary("git", "git")
-    srv = GitHttpServer(remote.bare_path.parent, token=TOKEN, cert=pki.server_cert, key=pki.server_key)
-    srv.start()
-    yield srv
-    srv.stop()
+    with GitHttpServer(remote.bare_path.parent, token=TOKEN, cert=pki.server_cert, key=pki.server_key) as srv:
+        yield srv
 
 
 def with_token(url: str, token: str) -> str:

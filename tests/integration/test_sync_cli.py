@@ -7,16 +7,14 @@ from pathlib import Path
 import pytest
 
 from phrame.cli import main as phrame_main
-from tests.support.sync_support import SAMPLE, ConfigRemote
+from tests.support.sync_support import ConfigRemote
 
 SERVICE = "name: asset-cache\nimage: registry.studio.test/cache:1\nplacement:\n  node: core-01\n"
 
 
 @pytest.fixture
 def remote(tmp_path: Path) -> ConfigRemote:
-    remote = ConfigRemote(tmp_path)
-    remote.commit("sample", copy_from=SAMPLE)
-    return remote
+    return ConfigRemote.with_sample(tmp_path)
 
 
 def test_plan_of_the_files_on_disk(remote: ConfigRemote, capsys: pytest.CaptureFixture[str]) -> None:

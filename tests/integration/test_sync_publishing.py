@@ -55,9 +55,7 @@ def without_sync(published: dict[str, bytes]) -> dict[str, Any]:
 
 @pytest.fixture
 def remote(tmp_path: Path) -> ConfigRemote:
-    remote = ConfigRemote(tmp_path)
-    remote.commit("sample", copy_from=SAMPLE)
-    return remote
+    return ConfigRemote.with_sample(tmp_path)
 
 
 @pytest.fixture

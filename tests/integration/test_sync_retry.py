@@ -26,9 +26,7 @@ TAMS_V2 = TAMS.read_text().replace("tams:1.0.3", "tams:1.0.4")
 
 @pytest.fixture
 def remote(tmp_path: Path) -> ConfigRemote:
-    remote = ConfigRemote(tmp_path)
-    remote.commit("sample", copy_from=SAMPLE)
-    return remote
+    return ConfigRemote.with_sample(tmp_path)
 
 
 @pytest.fixture

@@ -221,3 +221,9 @@ class GitHttpServer:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._server = self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()

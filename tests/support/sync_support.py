@@ -62,6 +62,16 @@ class ConfigRemote:
         self.work.git.push("origin", f"HEAD:refs/heads/{branch}")
         return str(self.work.head.commit.hexsha)
 
+    @classmethod
+    def with_sample(cls, root: Path, message: str = "sample", *, http_push: bool = False) -> ConfigRemote:
+        """A remote whose ``main`` holds the sample repo in one commit; ``http_push`` lets
+        git's HTTP backend accept pushes to it (placement pushes over HTTPS in some tests)."""
+        remote = cls(root)
+        remote.commit(message, copy_from=SAMPLE)
+        if http_push:
+            remote.work.git.config("http.receivepack", "true", file=str(remote.bare_path / "config"))
+        return remote
+
 
 def settings_for(remote: ConfigRemote, state: Path, broker_url: str, **extra: object) -> SyncSettings:
     return SyncSettings(
