@@ -7,6 +7,7 @@ Runs until SIGTERM/SIGINT; open event streams end at once on the way out. Exit 2
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Any
 
@@ -36,5 +37,6 @@ def run(args: argparse.Namespace) -> int:
     host, port = settings.listen_address
     servers: list[Any] = []  # uvicorn's, once built: its should_exit ends the event streams
     app = create_app(settings, broker=broker, should_stop=lambda: bool(servers and servers[0].should_exit))
-    serve(app, host, port, settings.http, on_server=servers.append)
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises Ctrl-C after its graceful shutdown
+        serve(app, host, port, settings.http, on_server=servers.append)
     return 0
