@@ -296,6 +296,8 @@ def test_reads_can_require_the_token(broker: Mosquitto, tmp_path: Path) -> None:
         )
     finally:
         s.stop()
+    log = (tmp_path / "api.log").read_text()
+    assert "access_token=***" in log and "test-token" not in log  # the access log masks it
 
 
 def test_docs_are_served_without_a_cdn(stack: ApiStack) -> None:
