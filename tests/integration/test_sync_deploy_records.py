@@ -5,6 +5,7 @@ as the agents' retained statuses say, at most 20, kept across a config-sync rest
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from phrame_mqtt import MqttClient
 from schemas import Topics, check_payload
+from tests.integration.test_status_cli import run_status
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import eventually
 from tests.support.sync_support import SAMPLE, ConfigRemote, reader, settings_for
@@ -162,5 +164,31 @@ def test_at_most_twenty_records_are_retained(tmp_path: Path, mosquitto: Mosquitt
                 lambda: len(deploys(client)) == 20 and deploys(client)[0]["commit"] == commits[-1]
             )
             assert [d["commit"] for d in deploys(client)] == commits[::-1][:20]
+    finally:
+        service.stop()
+
+
+def test_phrame_status_shows_the_last_deployments(tmp_path: Path, mosquitto: Mosquitto) -> None:
+    remote = ConfigRemote(tmp_path)
+    first = remote.commit("sample", copy_from=SAMPLE)
+    service = start(remote, tmp_path, mosquitto.url, deploy_timeout_s=60)
+    try:
+        generations = service.syncer.last["main"].generations
+        second = remote.commit("egress: grace 40s", files=egress_with(40))
+        service.syncer.sync_ref("main")
+        with reader(mosquitto.url) as client, reader(mosquitto.url, "fake-agents") as agents:
+            agents.publish_batch(converged_on(second, {n: g + 1 for n, g in generations.items()}))
+            assert eventually(lambda: states(client) == [(second, "converged"), (first, "superseded")])
+        as_json = run_status(mosquitto.url)
+        (env,) = json.loads(as_json.stdout)["environments"]
+        assert [(d["commit"], d["state"]) for d in env["deploys"]] == [
+            (second, "converged"),
+            (first, "superseded"),
+        ]
+        text = run_status(mosquitto.url, json_out=False).stdout
+        assert re.search(
+            rf"^    deploy {second[:10]} converged in [0-9.]+ s: egress: grace 40s \(Test Ops", text, re.M
+        )
+        assert f"    deploy {first[:10]} superseded: sample (Test Ops <ops@example.test>)" in text
     finally:
         service.stop()
