@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from schemas import Topics, check_payload
 from tests.support.agent_support import AgentEnv, AgentProcess
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import eventually
 from tests.support.sync_support import ConfigRemote, reader, running_sync, settings_for
-from schemas import Topics, check_payload
 
 T = Topics()
 IGNORES_TERM = "trap '' TERM; while :; do sleep 0.2; done"
