@@ -84,9 +84,17 @@ def add(records: Sequence[DeployRecord], new: DeployRecord) -> list[DeployRecord
     """``new`` first, the environment's pending records superseded by it, at most
     :data:`MAX_RECORDS` kept. The newest record's own commit again (a republication of
     what is deployed) is no new deployment: ``records`` come back unchanged. A commit
-    that changed no node (only the declared services) converges at once."""
+    that changed no node (only the declared services) converges at once, unless a record
+    it supersedes is still pending: then it waits for that one's nodes (as ``phrame/deploy``
+    takes the older deployment over), so no node's convergence goes unreported."""
     if records and records[0].commit == new.commit:
         return list(records)
+    if not new.nodes:
+        inherited: dict[str, int] = {}
+        for r in records:
+            for node, generation in r.nodes.items() if r.is_pending else ():
+                inherited[node] = max(inherited.get(node, 0), generation)
+        new = replace(new, nodes=inherited)
     older = [finish(r, SUPERSEDED, new.published_at) if r.is_pending else r for r in records]
     first = finish(new, CONVERGED, new.published_at) if not new.nodes else new
     return [first, *older][:MAX_RECORDS]

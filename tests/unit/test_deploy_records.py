@@ -62,6 +62,17 @@ def test_a_commit_that_changes_no_node_converges_at_once() -> None:
     assert (only.state, only.finished_at, only.duration_s) == ("converged", 100.0, 0.0)
 
 
+def test_a_commit_that_changes_no_node_takes_over_a_pending_one() -> None:
+    """Its nodes are still converging on the older commit's change: the newer record waits
+    for them, so a failure there is still reported (on the record that is current)."""
+    history = add([], rec(1, at=100.0, nodes={"n1": 4, "n2": 2}))
+    history = add(history, rec(2, at=110.0, nodes={}))
+    assert [(r.state, dict(r.nodes)) for r in history] == [
+        ("pending", {"n1": 4, "n2": 2}),
+        ("superseded", {"n1": 4, "n2": 2}),
+    ]
+
+
 def test_converged_when_every_node_applied_its_generation_or_a_later_one() -> None:
     r = rec(1, at=100.0, nodes={"n1": 3, "n2": 5})
     waiting = judge(r, {"n1": converged(3), "n2": converged(4)}, now=101.0, deadline=200.0)
