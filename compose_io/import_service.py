@@ -1,0 +1,275 @@
+"""One compose service → the data of one phrame container service file.
+
+Pure: records what it cannot carry as :class:`Unsupported` and never reads the importer's
+environment (see ``interpolation``). The caller (``importing``) decides names, networks
+and placement for the whole file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from compose_io import import_values as values
+from compose_io.import_deploy import deploy
+from compose_io.import_keys import IGNORED, NOT_SUPPORTED, WHY
+from compose_io.interpolation import InterpolationError, resolve
+from compose_io.models import Unsupported
+from compose_io.yaml_writing import quoted
+
+
+@dataclass
+class Context:
+    """What every service of the file shares."""
+
+    services: Mapping[str, str]  # compose service -> phrame name (imported ones only)
+    networks: Mapping[str, str]  # compose network -> phrame name
+    volumes: Mapping[str, str]  # compose volume key -> Docker volume name
+    secrets: Mapping[str, str]  # variable -> secret file (x-phrame.secrets of an export)
+    fields: frozenset[str]  # service fields this version's format has
+    error: Callable[[str, tuple[Any, ...]], Exception]  # message, path → ComposeError
+
+
+@dataclass
+class ServiceImport:
+    name: str  # the compose name
+    spec: Mapping[str, Any]
+    ctx: Context
+    out: dict[str, Any] = field(default_factory=dict)
+    notes: list[Unsupported] = field(default_factory=list)
+
+    def note(self, key: str, reason: str) -> None:
+        self.notes.append(Unsupported(self.name, key, reason))
+
+    def text(self, value: Any, key: str) -> str | None:
+        """``value`` as text with variables resolved, or None (noted) when one has no default."""
+        if not isinstance(value, str):
+            return None if value is None else str(value)
+        try:
+            r = resolve(value)
+        except InterpolationError as e:
+            raise self.ctx.error(str(e), ("services", self.name, *key.split("."))) from None
+        for var, default in r.defaults.items():
+            self.note(key, f"${{{var}}} was given its written default {default!r}; compose's environment is not read")
+        if r.value is None:
+            self.note(key, f"uses ${{{', '.join(r.missing)}}} with no default: left out (the importer's environment is never read)")
+        return r.value
+
+    def deep(self, value: Any, key: str) -> Any:
+        """``text`` through lists and mappings; None when any part is left out."""
+        if isinstance(value, list):
+            items = [self.deep(v, key) for v in value]
+            return None if any(i is None for i in items) else items
+        if isinstance(value, dict):
+            pairs = {k: self.deep(v, f"{key}.{k}") for k, v in value.items()}
+            return None if any(v is None for v in pairs.values()) else pairs
+        return value if isinstance(value, bool | int | float) else self.text(value, key)
+
+    def run(self) -> dict[str, Any]:
+        for key, value in self.spec.items():
+            if key.startswith("x-") or key in IGNORED:
+                continue
+            handler = getattr(self, f"_{key}", None)
+            if key in self.ctx.fields and key in _NEW_FIELDS:
+                self._new_field(key, value)
+            elif handler is not None:
+                handler(value)
+            elif key in NOT_SUPPORTED or key in _NEW_FIELDS:
+                self.note(key, WHY.get(key, "not in phrame's service format"))
+            else:
+                self.note(key, "not a compose key phrame knows; left out")
+        self.out.setdefault("restart", "no")  # compose's default; phrame's would be unless-stopped
+        return self.out
+
+    def _image(self, value: Any) -> None:
+        image = self.text(value, "image")
+        if image is not None:
+            self.out["image"] = image
+
+    def _command(self, value: Any, key: str = "command") -> None:
+        v = self.deep(value, key)
+        if v is not None and v != []:
+            self.out[key] = v
+
+    def _entrypoint(self, value: Any) -> None:
+        self._command(value, "entrypoint")
+
+    def _environment(self, value: Any) -> None:
+        pairs = value.items() if isinstance(value, dict) else (_split_env(str(e)) for e in value or [])
+        env: dict[str, Any] = {}
+        for k, v in pairs:
+            key = f"environment.{k}"
+            bare = self._bare(v, key)
+            if v is None or bare is not None:
+                var = bare or k
+                file = self.ctx.secrets.get(var)
+                if file is None:
+                    file = var
+                    self.note(key, f"comes from compose's environment ({var}); made a secret read on the node from PHRAME_SECRETS_DIR/{var}")
+                env[k] = {"file": file}
+                continue
+            text = self.text(v, key) if isinstance(v, str) else v
+            if text is not None:
+                env[k] = text
+        if env:
+            self.out["env"] = env
+
+    def _bare(self, value: Any, key: str) -> str | None:
+        if not isinstance(value, str) or "$" not in value:
+            return None
+        try:
+            return resolve(value).bare
+        except InterpolationError as e:
+            raise self.ctx.error(str(e), ("services", self.name, *key.split("."))) from None
+
+    def _ports(self, value: Any) -> None:
+        ports = []
+        for i, p in enumerate(value or []):
+            p = self.deep(p, f"ports[{i}]")
+            if p is None:
+                continue
+            try:
+                port = values.port(p)
+                ports.append(quoted(port) if isinstance(port, str) else port)
+            except values.Lossy as e:
+                self.note(f"ports[{i}]", f"{e}; left out")
+        if ports:
+            self.out["ports"] = ports
+
+    def _volumes(self, value: Any) -> None:
+        vols = []
+        for i, v in enumerate(value or []):
+            v = self.deep(v, f"volumes[{i}]")
+            if v is None:
+                continue
+            try:
+                text, dropped = values.volume(v, dict(self.ctx.volumes))
+            except values.Lossy as e:
+                self.note(f"volumes[{i}]", f"{e}; left out")
+                continue
+            if dropped:
+                self.note(f"volumes[{i}]", f"options {', '.join(map(str, dropped))} have no equivalent; dropped")
+            vols.append(text)
+        if vols:
+            self.out["volumes"] = vols
+
+    def _networks(self, value: Any) -> None:
+        names = list(value) if isinstance(value, dict | list) else []
+        if isinstance(value, dict):
+            for net, opts in value.items():
+                for opt in opts or {}:
+                    if opt == "aliases" and opts[opt] == [self.ctx.services.get(self.name)]:
+                        continue  # an export's alias that keeps the service's own name
+                    self.note(f"networks.{net}.{opt}", "per-network options (aliases, addresses) have no equivalent")
+        self.out["networks"] = [self.ctx.networks[str(n)] for n in names if str(n) in self.ctx.networks]
+
+    def _network_mode(self, value: Any) -> None:
+        if value == "bridge":
+            self.out["networks"] = []  # Docker's default bridge, as a phrame service with no networks
+        else:
+            self.note("network_mode", f"{value!r} has no equivalent: the container joins Docker's default bridge")
+            self.out["networks"] = []
+
+    def _healthcheck(self, value: Any) -> None:
+        if not isinstance(value, dict):
+            return
+        if value.get("disable") or (isinstance(value.get("test"), list) and value["test"][:1] == ["NONE"]):
+            self.note("healthcheck", "disabling the image's health check has no equivalent; the image's own check runs")
+            return
+        hc: dict[str, Any] = {}
+        for k, v in value.items():
+            if k in ("test", "interval", "timeout", "start_period", "retries"):
+                v = self.deep(v, f"healthcheck.{k}")
+                if v is not None:
+                    hc[k] = v
+            else:
+                self.note(f"healthcheck.{k}", "not in phrame's health check; dropped")
+        if "test" in hc:
+            self.out["healthcheck"] = hc
+
+    def _restart(self, value: Any) -> None:
+        try:
+            policy, dropped = values.restart(self.text(value, "restart") if value is not False else False)
+        except values.Lossy as e:
+            self.note("restart", str(e))
+            return
+        self.out["restart"] = policy
+        if dropped:
+            self.note("restart", dropped)
+
+    def _depends_on(self, value: Any) -> None:
+        deps = []
+        for dep in value or []:
+            cond = value[dep].get("condition") if isinstance(value, dict) and isinstance(value[dep], dict) else None
+            if cond == "service_completed_successfully":
+                self.note(f"depends_on.{dep}", "phrame waits for a dependency to run (and be healthy), not to complete")
+            if str(dep) not in self.ctx.services:
+                self.note(f"depends_on.{dep}", f"{dep} is not imported; the dependency is dropped")
+                continue
+            deps.append(self.ctx.services[str(dep)])
+        if deps:
+            self.out["depends_on"] = deps
+
+    def _labels(self, value: Any) -> None:
+        pairs = value.items() if isinstance(value, dict) else (_split_env(str(e)) for e in value or [])
+        labels = {}
+        for k, v in pairs:
+            if str(k).startswith("io.phrame."):
+                self.note(f"labels.{k}", "io.phrame.* labels are the agent's own; dropped")
+                continue
+            text = self.text("" if v is None else v, f"labels.{k}")
+            if text is not None:
+                labels[str(k)] = text
+        if labels:
+            self.out["labels"] = labels
+
+    def _scale(self, value: Any) -> None:
+        self.out["replicas"] = int(value)
+
+    def _pull_policy(self, value: Any) -> None:
+        if value == "always":
+            self.out["pull"] = "always"
+        elif value not in ("missing", "if_not_present"):
+            self.note("pull_policy", f"{value!r} has no equivalent; phrame pulls a missing image")
+
+    def _cpus(self, value: Any) -> None:
+        try:
+            self.out.setdefault("resources", {})["cpus"] = values.cpus(value)
+        except values.Lossy as e:
+            self.note("cpus", str(e))
+
+    def _mem_limit(self, value: Any) -> None:
+        try:
+            self.out.setdefault("resources", {})["memory"] = values.memory(value)
+        except values.Lossy as e:
+            self.note("mem_limit", str(e))
+
+    def _deploy(self, value: Any) -> None:
+        deploy(self, value if isinstance(value, dict) else {})
+
+    def _new_field(self, key: str, value: Any) -> None:
+        v = self.deep(value, key)
+        if v is None:
+            return
+        try:
+            if key == "extra_hosts":
+                v = values.extra_hosts(v)
+            elif key == "ulimits":
+                v = values.ulimits(v)
+            elif key in ("user", "stop_signal"):
+                v = str(v)
+        except values.Lossy as e:
+            self.note(key, str(e))
+            return
+        self.out[key] = v
+
+
+_NEW_FIELDS = frozenset(
+    {"stop_signal", "stop_grace_period", "user", "working_dir", "hostname", "extra_hosts", "ulimits", "logging"}
+)
+
+
+def _split_env(entry: str) -> tuple[str, str | None]:
+    key, sep, value = entry.partition("=")
+    return key, (value if sep else None)
