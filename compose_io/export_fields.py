@@ -118,7 +118,7 @@ def container_service(
         out["labels"] = {k: escape(str(v)) for k, v in p["labels"].items()}
     for key in PASSTHROUGH:
         if p.get(key) not in (None, {}, []):
-            out[key] = _escaped(p[key])
+            out[key] = _escaped(str(p[key]) if key == "stop_signal" else p[key])
     if p.get("stop_grace_period") is not None:
         grace = p["stop_grace_period"]
         out["stop_grace_period"] = f"{grace}s" if isinstance(grace, int | float) else grace

@@ -136,7 +136,8 @@ def export_node(desired: Mapping[str, Any], node: str, *, prefix: str = "phrame"
     tree["services"] = services
     if net_keys:
         tree["networks"] = CommentedMap(
-            (key, network_entry(net_payloads[pair])) for pair, key in sorted(net_keys.items(), key=lambda x: x[1])
+            (key, network_entry(net_payloads[pair]))
+            for pair, key in sorted(net_keys.items(), key=lambda x: x[1])
         )
     if volumes:
         tree["volumes"] = CommentedMap((v, {"name": v}) for v in sorted(volumes))

@@ -47,9 +47,14 @@ def deploy(imp: ServiceImport, spec: dict[str, Any]) -> None:
                 imp.out["restart"] = _CONDITIONS[cond]
             for k in value:
                 if k != "condition":
-                    imp.note(f"deploy.restart_policy.{k}", "Docker's restart policy has no delay, window or attempt count here")
+                    imp.note(
+                        f"deploy.restart_policy.{k}",
+                        "Docker's restart policy has no delay, window or attempt count here",
+                    )
         elif key == "placement":
-            imp.note("deploy.placement", "swarm constraints have no equivalent: use --node, or placement labels")
+            imp.note(
+                "deploy.placement", "swarm constraints have no equivalent: use --node, or placement labels"
+            )
         elif key == "update_config":
             imp.note("deploy.update_config", "swarm's rolling update settings have no equivalent")
         else:

@@ -8,10 +8,15 @@ IGNORED: frozenset[str] = frozenset()
 WHY: dict[str, str] = {
     "build": "phrame runs images only: build and push the image, then set image",
     "profiles": "a service behind a profile is not started by default; not imported",
-    "secrets": "compose secrets are files in /run/secrets: use env {file: ...} or mount the file from the node",
+    "secrets": (
+        "compose secrets are files in /run/secrets: use env {file: ...} or mount the file from the node"
+    ),
     "configs": "compose configs are files in the container: mount the file from the node in volumes",
     "env_file": "the file is not read: put its variables under env (secrets as {file: ...})",
-    "container_name": "phrame names containers <env>.<service>.<replica>; the service name is still the host name on its networks",
+    "container_name": (
+        "phrame names containers <env>.<service>.<replica>; "
+        "the service name is still the host name on its networks"
+    ),
     "expose": "no equivalent; containers on one network reach each other's ports without it",
     "links": "no equivalent; services reach each other by name on their networks",
     "external_links": "no equivalent",

@@ -51,9 +51,16 @@ class ServiceImport:
         except InterpolationError as e:
             raise self.ctx.error(str(e), ("services", self.name, *key.split("."))) from None
         for var, default in r.defaults.items():
-            self.note(key, f"${{{var}}} was given its written default {default!r}; compose's environment is not read")
+            self.note(
+                key,
+                f"${{{var}}} was given its written default {default!r}; compose's environment is not read",
+            )
         if r.value is None:
-            self.note(key, f"uses ${{{', '.join(r.missing)}}} with no default: left out (the importer's environment is never read)")
+            self.note(
+                key,
+                f"uses ${{{', '.join(r.missing)}}} with no default: left out "
+                "(the importer's environment is never read)",
+            )
         return r.value
 
     def deep(self, value: Any, key: str) -> Any:
@@ -106,7 +113,11 @@ class ServiceImport:
                 file = self.ctx.secrets.get(var)
                 if file is None:
                     file = var
-                    self.note(key, f"comes from compose's environment ({var}); made a secret read on the node from PHRAME_SECRETS_DIR/{var}")
+                    self.note(
+                        key,
+                        f"comes from compose's environment ({var}); "
+                        f"made a secret read on the node from PHRAME_SECRETS_DIR/{var}",
+                    )
                 env[k] = {"file": file}
                 continue
             text = self.text(v, key) if isinstance(v, str) else v
@@ -149,7 +160,9 @@ class ServiceImport:
                 self.note(f"volumes[{i}]", f"{e}; left out")
                 continue
             if dropped:
-                self.note(f"volumes[{i}]", f"options {', '.join(map(str, dropped))} have no equivalent; dropped")
+                self.note(
+                    f"volumes[{i}]", f"options {', '.join(map(str, dropped))} have no equivalent; dropped"
+                )
             vols.append(text)
         if vols:
             self.out["volumes"] = vols
@@ -161,21 +174,28 @@ class ServiceImport:
                 for opt in opts or {}:
                     if opt == "aliases" and opts[opt] == [self.ctx.services.get(self.name)]:
                         continue  # an export's alias that keeps the service's own name
-                    self.note(f"networks.{net}.{opt}", "per-network options (aliases, addresses) have no equivalent")
+                    self.note(
+                        f"networks.{net}.{opt}", "per-network options (aliases, addresses) have no equivalent"
+                    )
         self.out["networks"] = [self.ctx.networks[str(n)] for n in names if str(n) in self.ctx.networks]
 
     def _network_mode(self, value: Any) -> None:
         if value == "bridge":
             self.out["networks"] = []  # Docker's default bridge, as a phrame service with no networks
         else:
-            self.note("network_mode", f"{value!r} has no equivalent: the container joins Docker's default bridge")
+            self.note(
+                "network_mode", f"{value!r} has no equivalent: the container joins Docker's default bridge"
+            )
             self.out["networks"] = []
 
     def _healthcheck(self, value: Any) -> None:
         if not isinstance(value, dict):
             return
         if value.get("disable") or (isinstance(value.get("test"), list) and value["test"][:1] == ["NONE"]):
-            self.note("healthcheck", "disabling the image's health check has no equivalent; the image's own check runs")
+            self.note(
+                "healthcheck",
+                "disabling the image's health check has no equivalent; the image's own check runs",
+            )
             return
         hc: dict[str, Any] = {}
         for k, v in value.items():
@@ -201,9 +221,16 @@ class ServiceImport:
     def _depends_on(self, value: Any) -> None:
         deps = []
         for dep in value or []:
-            cond = value[dep].get("condition") if isinstance(value, dict) and isinstance(value[dep], dict) else None
+            cond = (
+                value[dep].get("condition")
+                if isinstance(value, dict) and isinstance(value[dep], dict)
+                else None
+            )
             if cond == "service_completed_successfully":
-                self.note(f"depends_on.{dep}", "phrame waits for a dependency to run (and be healthy), not to complete")
+                self.note(
+                    f"depends_on.{dep}",
+                    "phrame waits for a dependency to run (and be healthy), not to complete",
+                )
             if str(dep) not in self.ctx.services:
                 self.note(f"depends_on.{dep}", f"{dep} is not imported; the dependency is dropped")
                 continue
@@ -257,6 +284,8 @@ class ServiceImport:
                 v = values.extra_hosts(v)
             elif key == "ulimits":
                 v = values.ulimits(v)
+            elif key == "stop_signal" and str(v).isdigit():
+                v = int(v)  # phrame takes a signal number as a number, a name as text
             elif key in ("user", "stop_signal"):
                 v = str(v)
         except values.Lossy as e:
@@ -266,7 +295,16 @@ class ServiceImport:
 
 
 _NEW_FIELDS = frozenset(
-    {"stop_signal", "stop_grace_period", "user", "working_dir", "hostname", "extra_hosts", "ulimits", "logging"}
+    {
+        "stop_signal",
+        "stop_grace_period",
+        "user",
+        "working_dir",
+        "hostname",
+        "extra_hosts",
+        "ulimits",
+        "logging",
+    }
 )
 
 

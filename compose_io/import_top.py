@@ -24,7 +24,9 @@ def network_file(name: str, compose_name: str, spec: Any, result: ImportResult) 
         elif key == "internal":
             out["internal"] = bool(value)
         elif key == "labels":
-            labels = value if isinstance(value, dict) else dict(str(v).partition("=")[::2] for v in value or [])
+            labels = (
+                value if isinstance(value, dict) else dict(str(v).partition("=")[::2] for v in value or [])
+            )
             out["labels"] = {str(k): str(v) for k, v in labels.items()}
         elif key == "ipam" and isinstance(value, dict):
             configs = value.get("config") or []
@@ -35,7 +37,9 @@ def network_file(name: str, compose_name: str, spec: Any, result: ImportResult) 
                 note("ipam", "only the first config's subnet is carried (no gateway, ranges, driver)")
         elif key == "external":
             if value:
-                note(key, f"phrame creates its own network <env>.{name}; an existing network cannot be joined")
+                note(
+                    key, f"phrame creates its own network <env>.{name}; an existing network cannot be joined"
+                )
         elif not str(key).startswith("x-"):
             note(key, "not in phrame's network format")
     return out
@@ -54,6 +58,10 @@ def volume_names(volumes: dict[str, Any], result: ImportResult) -> dict[str, str
                 continue  # Docker creates a missing named volume; an existing one is used as is
             elif not str(opt).startswith("x-"):
                 result.unsupported.append(
-                    Unsupported("", f"volumes.{key}.{opt}", "volume options have no equivalent; Docker's local driver is used")
+                    Unsupported(
+                        "",
+                        f"volumes.{key}.{opt}",
+                        "volume options have no equivalent; Docker's local driver is used",
+                    )
                 )
     return out

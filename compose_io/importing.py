@@ -43,15 +43,23 @@ def _service_names(services: dict[str, Any], result: ImportResult) -> dict[str, 
         if not isinstance(spec, dict):
             result.unsupported.append(Unsupported(name, "", "not a mapping; skipped"))
         elif spec.get("profiles"):
-            result.unsupported.append(Unsupported(name, "profiles", "only started with --profile in compose; not imported"))
+            result.unsupported.append(
+                Unsupported(name, "profiles", "only started with --profile in compose; not imported")
+            )
         elif "image" not in spec:
-            why = "no image (build: only): build and push it, then set image" if "build" in spec else "no image"
+            why = (
+                "no image (build: only): build and push it, then set image" if "build" in spec else "no image"
+            )
             result.unsupported.append(Unsupported(name, "image", f"{why}; not imported"))
         else:
             names[name] = unique(_own_name(name, spec), taken)
-            if names[name] != name and names[name] != _own_name(name, spec):
+            meta = spec.get("x-phrame")
+            own = meta.get("service") if isinstance(meta, dict) else None
+            if names[name] != name and names[name] != own:  # an export's key keeps its own name
                 why = f"renamed {names[name]}: phrame names are lower-case letters, digits and '-'"
-                result.unsupported.append(Unsupported(name, "name", f"{why}; other services must call it {names[name]}"))
+                result.unsupported.append(
+                    Unsupported(name, "name", f"{why}; other services must call it {names[name]}")
+                )
     return names
 
 
@@ -86,13 +94,15 @@ def import_compose(text: str, *, env: str, node: str | None = None) -> ImportRes
     declared = data.get("networks") or {}
     net_taken: set[str] = set()
     net_names = {str(n): unique(phrame_name(str(n)), net_taken) for n in declared}
-    net_names.setdefault(DEFAULT_NETWORK, unique(DEFAULT_NETWORK, net_taken))
-    meta = data.get("x-phrame") if isinstance(data.get("x-phrame"), dict) else {}
+    if DEFAULT_NETWORK not in net_names:
+        net_names[DEFAULT_NETWORK] = unique(DEFAULT_NETWORK, net_taken)
+    meta: dict[str, Any] = data["x-phrame"] if isinstance(data.get("x-phrame"), dict) else {}
+    secrets: dict[str, Any] = meta["secrets"] if isinstance(meta.get("secrets"), dict) else {}
     ctx = Context(
         services=names,
         networks=net_names,
         volumes=volume_names(data.get("volumes") or {}, result),
-        secrets={str(k): str(v) for k, v in (meta.get("secrets") or {}).items()},
+        secrets={str(k): str(v) for k, v in secrets.items()},
         fields=_fields(),
         error=lambda msg, path: _error(doc, msg, path),
     )

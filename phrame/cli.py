@@ -26,7 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "placement": ("phrame.cmd_placement", "choose nodes for label-placed services, commit node.json"),
     "status": ("phrame.cmd_status", "show nodes and environments as the broker reports them"),
     "mirror": ("phrame.cmd_mirror", "write one plane's retained topics as a JSON snapshot file"),
-    "import-compose": ("phrame.cmd_import_compose", "write a compose file's services as config files, then validate"),
+    "import-compose": (
+        "phrame.cmd_import_compose",
+        "write a compose file's services as config files, then validate",
+    ),
     "export-compose": ("phrame.cmd_export_compose", "print a node's desired state as a docker-compose.yml"),
     "dev": ("phrame.cmd_dev", "run the whole loop on this machine (make up); --down removes it"),
 }

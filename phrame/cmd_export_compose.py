@@ -20,7 +20,9 @@ from schemas import Topics
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node", required=True, help="the node whose desired state to export")
-    parser.add_argument("--repo", dest="path", default=".", help="config repo: a directory or a git repository")
+    parser.add_argument(
+        "--repo", dest="path", default=".", help="config repo: a directory or a git repository"
+    )
     parser.add_argument("--ref", help="read this git ref (branch, tag, sha) instead of the files on disk")
     parser.add_argument("--out", help="write the file here instead of standard output")
     parser.add_argument(
