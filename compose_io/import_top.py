@@ -27,7 +27,11 @@ def network_file(name: str, compose_name: str, spec: Any, result: ImportResult) 
             labels = (
                 value if isinstance(value, dict) else dict(str(v).partition("=")[::2] for v in value or [])
             )
-            out["labels"] = {str(k): str(v) for k, v in labels.items()}
+            for k in [k for k in labels if str(k).startswith("io.phrame.")]:
+                note(f"labels.{k}", "io.phrame.* labels are the agent's own; dropped")
+                del labels[k]
+            if labels:
+                out["labels"] = {str(k): str(v) for k, v in labels.items()}
         elif key == "ipam" and isinstance(value, dict):
             configs = value.get("config") or []
             if configs and isinstance(configs[0], dict) and configs[0].get("subnet"):

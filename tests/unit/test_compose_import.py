@@ -217,3 +217,11 @@ def test_the_same_file_gives_the_same_bytes() -> None:
     assert (
         import_compose(text, env="demo", node="n1").files == import_compose(text, env="demo", node="n1").files
     )
+
+
+def test_reserved_labels_are_dropped_from_networks_too(tmp_path: Path) -> None:
+    text = "services:\n  a:\n    image: x\n    networks: [back]\nnetworks:\n  back:\n    labels:\n      io.phrame.test: run-1\n      team: media\n"
+    repo, result = imported(tmp_path, text)
+    assert load(result.files["environments/demo/networks/back.yaml"])["labels"] == {"team": "media"}
+    assert ("", "networks.back.labels.io.phrame.test") in reasons(result)
+    assert problems(repo) == []
