@@ -4,6 +4,7 @@ export of busybox services actually runs under ``docker-compose up`` on the real
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import urllib.request
@@ -105,10 +106,8 @@ def _remove_project(client: docker.DockerClient, project: str, volume: str) -> N
         c.remove(force=True)
     for n in client.networks.list(filters=selector):
         n.remove()
-    try:
+    with contextlib.suppress(docker.errors.NotFound):
         client.volumes.get(volume).remove(force=True)
-    except docker.errors.NotFound:
-        pass
 
 
 def test_an_exported_file_runs_under_docker_compose_up(
