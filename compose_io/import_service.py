@@ -7,82 +7,28 @@ and placement for the whole file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from compose_io import import_values as values
 from compose_io.import_deploy import deploy
 from compose_io.import_keys import IGNORED, NOT_SUPPORTED, WHY
-from compose_io.interpolation import InterpolationError, resolve
-from compose_io.models import Unsupported
+from compose_io.import_text import NEW_FIELDS, ServiceText
 from compose_io.yaml_writing import quoted
 
 
-@dataclass
-class Context:
-    """What every service of the file shares."""
-
-    services: Mapping[str, str]  # compose service -> phrame name (imported ones only)
-    networks: Mapping[str, str]  # compose network -> phrame name
-    volumes: Mapping[str, str]  # compose volume key -> Docker volume name
-    secrets: Mapping[str, str]  # variable -> secret file (x-phrame.secrets of an export)
-    fields: frozenset[str]  # service fields this version's format has
-    error: Callable[[str, tuple[Any, ...]], Exception]  # message, path → ComposeError
-
-
-@dataclass
-class ServiceImport:
-    name: str  # the compose name
-    spec: Mapping[str, Any]
-    ctx: Context
-    out: dict[str, Any] = field(default_factory=dict)
-    notes: list[Unsupported] = field(default_factory=list)
-
-    def note(self, key: str, reason: str) -> None:
-        self.notes.append(Unsupported(self.name, key, reason))
-
-    def text(self, value: Any, key: str) -> str | None:
-        """``value`` as text with variables resolved, or None (noted) when one has no default."""
-        if not isinstance(value, str):
-            return None if value is None else str(value)
-        try:
-            r = resolve(value)
-        except InterpolationError as e:
-            raise self.ctx.error(str(e), ("services", self.name, *key.split("."))) from None
-        for var, default in r.defaults.items():
-            self.note(
-                key,
-                f"${{{var}}} was given its written default {default!r}; compose's environment is not read",
-            )
-        if r.value is None:
-            self.note(
-                key,
-                f"uses ${{{', '.join(r.missing)}}} with no default: left out "
-                "(the importer's environment is never read)",
-            )
-        return r.value
-
-    def deep(self, value: Any, key: str) -> Any:
-        """``text`` through lists and mappings; None when any part is left out."""
-        if isinstance(value, list):
-            items = [self.deep(v, key) for v in value]
-            return None if any(i is None for i in items) else items
-        if isinstance(value, dict):
-            pairs = {k: self.deep(v, f"{key}.{k}") for k, v in value.items()}
-            return None if any(v is None for v in pairs.values()) else pairs
-        return value if isinstance(value, bool | int | float) else self.text(value, key)
+class ServiceImport(ServiceText):
+    """Maps every key of one compose service (``run``); what it cannot carry goes to ``notes``."""
 
     def run(self) -> dict[str, Any]:
         for key, value in self.spec.items():
             if key.startswith("x-") or key in IGNORED:
                 continue
             handler = getattr(self, f"_{key}", None)
-            if key in self.ctx.fields and key in _NEW_FIELDS:
-                self._new_field(key, value)
+            if key in self.ctx.fields and key in NEW_FIELDS:
+                self.new_field(key, value)
             elif handler is not None:
                 handler(value)
-            elif key in NOT_SUPPORTED or key in _NEW_FIELDS:
+            elif key in NOT_SUPPORTED or key in NEW_FIELDS:
                 self.note(key, WHY.get(key, "not in phrame's service format"))
             else:
                 self.note(key, "not a compose key phrame knows; left out")
@@ -101,38 +47,6 @@ class ServiceImport:
 
     def _entrypoint(self, value: Any) -> None:
         self._command(value, "entrypoint")
-
-    def _environment(self, value: Any) -> None:
-        pairs = value.items() if isinstance(value, dict) else (_split_env(str(e)) for e in value or [])
-        env: dict[str, Any] = {}
-        for k, v in pairs:
-            key = f"environment.{k}"
-            bare = self._bare(v, key)
-            if v is None or bare is not None:
-                var = bare or k
-                file = self.ctx.secrets.get(var)
-                if file is None:
-                    file = var
-                    self.note(
-                        key,
-                        f"comes from compose's environment ({var}); "
-                        f"made a secret read on the node from PHRAME_SECRETS_DIR/{var}",
-                    )
-                env[k] = {"file": file}
-                continue
-            text = self.text(v, key) if isinstance(v, str) else v
-            if text is not None:
-                env[k] = text
-        if env:
-            self.out["env"] = env
-
-    def _bare(self, value: Any, key: str) -> str | None:
-        if not isinstance(value, str) or "$" not in value:
-            return None
-        try:
-            return resolve(value).bare
-        except InterpolationError as e:
-            raise self.ctx.error(str(e), ("services", self.name, *key.split("."))) from None
 
     def _ports(self, value: Any) -> None:
         ports = []
@@ -238,18 +152,11 @@ class ServiceImport:
         if deps:
             self.out["depends_on"] = deps
 
+    def _environment(self, value: Any) -> None:
+        self.environment(value)
+
     def _labels(self, value: Any) -> None:
-        pairs = value.items() if isinstance(value, dict) else (_split_env(str(e)) for e in value or [])
-        labels = {}
-        for k, v in pairs:
-            if str(k).startswith("io.phrame."):
-                self.note(f"labels.{k}", "io.phrame.* labels are the agent's own; dropped")
-                continue
-            text = self.text("" if v is None else v, f"labels.{k}")
-            if text is not None:
-                labels[str(k)] = text
-        if labels:
-            self.out["labels"] = labels
+        self.labels(value)
 
     def _scale(self, value: Any) -> None:
         self.out["replicas"] = int(value)
@@ -274,40 +181,3 @@ class ServiceImport:
 
     def _deploy(self, value: Any) -> None:
         deploy(self, value if isinstance(value, dict) else {})
-
-    def _new_field(self, key: str, value: Any) -> None:
-        v = self.deep(value, key)
-        if v is None:
-            return
-        try:
-            if key == "extra_hosts":
-                v = values.extra_hosts(v)
-            elif key == "ulimits":
-                v = values.ulimits(v)
-            elif key == "stop_signal" and str(v).isdigit():
-                v = int(v)  # phrame takes a signal number as a number, a name as text
-            elif key in ("user", "stop_signal"):
-                v = str(v)
-        except values.Lossy as e:
-            self.note(key, str(e))
-            return
-        self.out[key] = v
-
-
-_NEW_FIELDS = frozenset(
-    {
-        "stop_signal",
-        "stop_grace_period",
-        "user",
-        "working_dir",
-        "hostname",
-        "extra_hosts",
-        "ulimits",
-        "logging",
-    }
-)
-
-
-def _split_env(entry: str) -> tuple[str, str | None]:
-    key, sep, value = entry.partition("=")
-    return key, (value if sep else None)

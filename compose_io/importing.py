@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from compose_io.import_service import Context, ServiceImport
+from compose_io.import_service import ServiceImport
+from compose_io.import_text import Context
 from compose_io.import_top import network_file, volume_names
+from compose_io.interpolation import InterpolationError, resolve
 from compose_io.models import ComposeError, ImportResult, Unsupported
 from compose_io.names import NAME, phrame_name, unique
 from compose_io.reading import read_compose
@@ -35,6 +37,13 @@ def _own_name(name: str, spec: dict[str, Any]) -> str:
     return own if isinstance(own, str) and NAME.match(own) else phrame_name(name)
 
 
+def _image_needs_variable(image: Any) -> bool:
+    try:
+        return isinstance(image, str) and resolve(image).value is None
+    except InterpolationError:
+        return False  # ServiceImport reports it as a ComposeError with its line
+
+
 def _service_names(services: dict[str, Any], result: ImportResult) -> dict[str, str]:
     """compose name → phrame name, for the services that can be imported."""
     names: dict[str, str] = {}
@@ -49,6 +58,11 @@ def _service_names(services: dict[str, Any], result: ImportResult) -> dict[str, 
         elif "image" not in spec:
             why = (
                 "no image (build: only): build and push it, then set image" if "build" in spec else "no image"
+            )
+            result.unsupported.append(Unsupported(name, "image", f"{why}; not imported"))
+        elif _image_needs_variable(spec["image"]):
+            why = (
+                f"{spec['image']!r} needs a variable with no default (the importer's environment is not read)"
             )
             result.unsupported.append(Unsupported(name, "image", f"{why}; not imported"))
         else:

@@ -225,3 +225,11 @@ def test_reserved_labels_are_dropped_from_networks_too(tmp_path: Path) -> None:
     assert load(result.files["environments/demo/networks/back.yaml"])["labels"] == {"team": "media"}
     assert ("", "networks.back.labels.io.phrame.test") in reasons(result)
     assert problems(repo) == []
+
+
+def test_a_service_whose_image_needs_a_variable_is_not_imported(tmp_path: Path) -> None:
+    text = "services:\n  a:\n    image: registry.test/a:${TAG}\n  b:\n    image: b\n    depends_on: [a]\n"
+    repo, result = imported(tmp_path, text)
+    assert "environments/demo/services/a.yaml" not in result.files
+    assert "TAG" in reasons(result)[("a", "image")] and "depends_on" not in service(result, "b")
+    assert problems(repo) == []
