@@ -18,15 +18,19 @@ from ruamel.yaml.comments import CommentedMap
 from compose_io.export_fields import container_service, network_entry
 from compose_io.names import env_var_name, unique
 from compose_io.yaml_writing import dump
-from schemas import Topics
+from schemas import PayloadError, Topics, check_payload
 
 _IDENTITY = ("name", "replica", "digest", "commit")
 
 
-def _node_items(desired: Mapping[str, Any], node: str, prefix: str) -> dict[str, dict[str, dict[str, Any]]]:
-    """kind -> item id -> payload, for ``node``'s containers, networks and processes."""
+def _node_items(
+    desired: Mapping[str, Any], node: str, prefix: str
+) -> tuple[dict[str, dict[str, dict[str, Any]]], list[str]]:
+    """kind -> item id -> payload, for ``node``'s containers, networks and processes; and
+    the items left out because their payload fails its schema (a mirror keeps what it got)."""
     topics = Topics(prefix)
     out: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    invalid = []
     for topic, payload in desired.items():
         try:
             parsed = topics.parse(topic)
@@ -34,9 +38,15 @@ def _node_items(desired: Mapping[str, Any], node: str, prefix: str) -> dict[str,
             continue
         if parsed.plane != "desired" or parsed.node != node or parsed.item_id is None:
             continue
-        if isinstance(payload, dict) and payload:  # a cleared or unreadable item is no item
-            out[parsed.kind][parsed.item_id] = payload
-    return out
+        if payload in ("", None, {}):  # a cleared item is no item
+            continue
+        try:
+            check_payload(parsed.schema_name, payload)
+        except PayloadError:
+            invalid.append(f"{parsed.kind}/{parsed.item_id}")
+            continue
+        out[parsed.kind][parsed.item_id] = payload
+    return out, sorted(invalid)
 
 
 def _spec(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -78,7 +88,9 @@ def _secret_vars(containers: dict[str, dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def _header(node: str, commits: set[str], secrets: dict[str, str], processes: dict[str, Any]) -> str:
+def _header(
+    node: str, commits: set[str], secrets: dict[str, str], processes: dict[str, Any], invalid: list[str]
+) -> str:
     lines = [
         f"docker-compose.yml of node {node}'s desired state (phrame export-compose), "
         f"commit {', '.join(sorted(commits)) or 'none'}.",
@@ -92,12 +104,14 @@ def _header(node: str, commits: set[str], secrets: dict[str, str], processes: di
         for item_id, p in sorted(processes.items()):
             extra = "".join(f", {k} {p[k]}" for k in ("workdir", "user") if p.get(k))
             lines.append(f"  {item_id}: {' '.join(map(str, p.get('command') or []))}{extra}")
+    if invalid:
+        lines.append(f"left out (invalid payload): {', '.join(invalid)}")
     return "\n".join(lines)
 
 
 def export_node(desired: Mapping[str, Any], node: str, *, prefix: str = "phrame") -> str:
     """The docker-compose.yml text that runs ``node``'s desired containers and networks."""
-    items = _node_items(desired, node, prefix)
+    items, invalid = _node_items(desired, node, prefix)
     containers, networks = items.get("containers", {}), items.get("networks", {})
     groups = _group(containers)
     svc_names = _short_names(list(groups))
@@ -148,5 +162,5 @@ def export_node(desired: Mapping[str, Any], node: str, *, prefix: str = "phrame"
         meta["processes"] = sorted(items["processes"])
     tree["x-phrame"] = meta
     commits = {str(p["commit"]) for p in containers.values() if p.get("commit")}
-    tree.yaml_set_start_comment(_header(node, commits, secrets, items.get("processes", {})))
+    tree.yaml_set_start_comment(_header(node, commits, secrets, items.get("processes", {}), invalid))
     return dump(tree)

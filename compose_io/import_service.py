@@ -12,6 +12,7 @@ from typing import Any
 from compose_io import import_values as values
 from compose_io.import_deploy import deploy
 from compose_io.import_keys import IGNORED, NOT_SUPPORTED, WHY
+from compose_io.import_shapes import shape_problem
 from compose_io.import_text import NEW_FIELDS, ServiceText
 from compose_io.yaml_writing import quoted
 
@@ -24,16 +25,32 @@ class ServiceImport(ServiceText):
             if key.startswith("x-") or key in IGNORED:
                 continue
             handler = getattr(self, f"_{key}", None)
-            if key in self.ctx.fields and key in NEW_FIELDS:
-                self.new_field(key, value)
-            elif handler is not None:
-                handler(value)
+            known = handler is not None or (key in self.ctx.fields and key in NEW_FIELDS)
+            if known:
+                self._mapped(key, value, handler)
             elif key in NOT_SUPPORTED or key in NEW_FIELDS:
                 self.note(key, WHY.get(key, "not in phrame's service format"))
             else:
                 self.note(key, "not a compose key phrame knows; left out")
         self.out.setdefault("restart", "no")  # compose's default; phrame's would be unless-stopped
         return self.out
+
+    def _mapped(self, key: str, value: Any, handler: Any) -> None:
+        """One key of the mapping, its shape checked first: compose refuses other shapes too,
+        so a wrong one is an error with its line, never a traceback or an invalid file."""
+        where = ("services", self.name, key)
+        expected = shape_problem(key, value)
+        if expected:
+            raise self.ctx.error(f"service {self.name!r}: {key}: {expected}", where)
+        try:
+            if handler is not None:
+                handler(value)
+            else:
+                self.new_field(key, value)
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+            raise self.ctx.error(
+                f"service {self.name!r}: {key}: cannot read {value!r} ({e})", where
+            ) from None
 
     def _image(self, value: Any) -> None:
         image = self.text(value, "image")
@@ -85,7 +102,7 @@ class ServiceImport(ServiceText):
         names = list(value) if isinstance(value, dict | list) else []
         if isinstance(value, dict):
             for net, opts in value.items():
-                for opt in opts or {}:
+                for opt in opts if isinstance(opts, dict) else {}:
                     if opt == "aliases" and opts[opt] == [self.ctx.services.get(self.name)]:
                         continue  # an export's alias that keeps the service's own name
                     self.note(

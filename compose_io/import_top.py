@@ -24,16 +24,19 @@ def network_file(name: str, compose_name: str, spec: Any, result: ImportResult) 
         elif key == "internal":
             out["internal"] = bool(value)
         elif key == "labels":
+            items = value if isinstance(value, list) else []
             labels = (
-                value if isinstance(value, dict) else dict(str(v).partition("=")[::2] for v in value or [])
+                dict(value) if isinstance(value, dict) else dict(str(v).partition("=")[::2] for v in items)
             )
+            if not isinstance(value, dict | list):
+                note(key, f"expected a mapping or a list of key=value, got {value!r}; dropped")
             for k in [k for k in labels if str(k).startswith("io.phrame.")]:
                 note(f"labels.{k}", "io.phrame.* labels are the agent's own; dropped")
                 del labels[k]
             if labels:
                 out["labels"] = {str(k): str(v) for k, v in labels.items()}
         elif key == "ipam" and isinstance(value, dict):
-            configs = value.get("config") or []
+            configs: list[Any] = value["config"] if isinstance(value.get("config"), list) else []
             if configs and isinstance(configs[0], dict) and configs[0].get("subnet"):
                 out["subnet"] = str(configs[0]["subnet"])
             extra = [k for c in configs if isinstance(c, dict) for k in c if k != "subnet"]
