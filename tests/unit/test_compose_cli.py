@@ -101,3 +101,14 @@ def test_export_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
     (repo / "environments/x/services/a.yaml").write_text("name: a\nimage: busybox\n")
     code, _, err = run(capsys, "export-compose", "--node", "n1", "--repo", str(repo))
     assert code == 1 and "missing-file" in err and "nothing exported" in err
+
+
+def test_import_reads_standard_input(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import io
+
+    repo = new_repo(tmp_path, "n1")
+    monkeypatch.setattr("sys.stdin", io.StringIO("services:\n  cache:\n    image: redis:7\n"))
+    code, out, _ = run(capsys, "import-compose", "-", "--env", "blog", "--node", "n1", "--repo", str(repo))
+    assert code == 0 and "wrote environments/blog/services/cache.yaml" in out and "unsupported: none" in out
