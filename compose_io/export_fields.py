@@ -63,6 +63,17 @@ def _env(env: Mapping[str, Any], secrets: Mapping[str, str]) -> CommentedMap:
     return out
 
 
+def runtime_env(p: Mapping[str, Any], node: str) -> dict[str, str]:
+    """The agent's ``PHRAME_*`` identity variables (node_agent.container_config.runtime_env)."""
+    return {
+        "PHRAME_NODE": node,
+        "PHRAME_ENVIRONMENT": str(p["environment"]),
+        "PHRAME_SERVICE": str(p.get("service", "")),
+        "PHRAME_REPLICA": str(p.get("replica", "")),
+        "PHRAME_COMMIT": str(p.get("commit", "")),
+    }
+
+
 def _volume(text: str, volumes: set[str]) -> str:
     source = text.split(":", 1)[0]
     if not source.startswith(("/", ".", "~")):
@@ -78,6 +89,7 @@ def container_service(
     networks: Mapping[str, str],
     secrets: Mapping[str, str],
     volumes: set[str],
+    node: str,
     alias: str | None = None,
 ) -> CommentedMap:
     p = replicas[0]
@@ -88,8 +100,13 @@ def container_service(
     for key in ("entrypoint", "command"):
         if p.get(key) is not None:
             out[key] = _escaped(list(p[key]))
-    if p.get("env"):
-        out["environment"] = _env(p["env"], secrets)
+    out["environment"] = _env(p.get("env") or {}, secrets)
+    # what the agent adds to every container (it wins over env); a scaled entry shares one
+    # environment, so its replicas cannot each be told their number
+    runtime = runtime_env(p, node)
+    if len(replicas) > 1:
+        del runtime["PHRAME_REPLICA"]
+    out["environment"].update(runtime)
     if p.get("ports"):
         out["ports"] = [quoted(port_text(port)) for port in p["ports"]]
     if p.get("volumes"):

@@ -143,7 +143,7 @@ def export_node(desired: Mapping[str, Any], node: str, *, prefix: str = "phrame"
     for name, replicas in entries:
         services[name] = container_service(
             replicas, compose_name=compose_name, healthy=healthy, networks=net_by_docker,
-            secrets=secrets, volumes=volumes,
+            secrets=secrets, volumes=volumes, node=node,
             alias=replicas[0]["service"] if replicas[0]["service"] != name else None,
         )  # fmt: skip
     tree = CommentedMap()

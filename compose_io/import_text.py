@@ -75,6 +75,10 @@ class ServiceText:
         env: dict[str, Any] = {}
         for k, v in pairs:
             key = f"environment.{k}"
+            if k in RUNTIME_ENV:  # the agent sets these on every container, over env
+                if "x-phrame" not in self.spec:  # an export writes them; say so for others
+                    self.note(key, "set by the agent on every container (its own value wins); dropped")
+                continue
             bare = self.bare(v, key)
             if v is None or bare is not None:
                 var = bare or k
@@ -145,6 +149,11 @@ NEW_FIELDS = frozenset(
         "ulimits",
         "logging",
     }
+)
+
+
+RUNTIME_ENV = frozenset(
+    {"PHRAME_NODE", "PHRAME_ENVIRONMENT", "PHRAME_SERVICE", "PHRAME_REPLICA", "PHRAME_COMMIT"}
 )
 
 

@@ -73,10 +73,10 @@ def test_depends_on_waits_for_health_where_there_is_a_check() -> None:
     }
 
 
-def _container(env: str, service: str, replica: int, **spec: Any) -> tuple[str, dict[str, Any]]:
-    item = f"{env}.{service}.{replica}"
+def _container(environment: str, service: str, replica: int, **spec: Any) -> tuple[str, dict[str, Any]]:
+    item = f"{environment}.{service}.{replica}"
     payload = {
-        "kind": "container", "name": item, "environment": env, "service": service, "replica": replica,
+        "kind": "container", "name": item, "environment": environment, "service": service, "replica": replica,
         "image": "busybox:1", "command": None, "entrypoint": None, "env": {}, "ports": [], "volumes": [],
         "networks": [], "resources": {}, "healthcheck": None, "restart": "no", "depends_on": [], "labels": {},
         "digest": "sha256:" + "0" * 64, "commit": "c" * 40, **spec,
@@ -137,3 +137,24 @@ def test_named_volumes_are_declared_with_their_docker_name() -> None:
     topics = dict([_container("a", "db", 0, volumes=["pgdata:/var/lib/postgresql/data", "/srv/x:/x:ro"])])
     doc = load(export_node(topics, "n1"))
     assert doc["volumes"] == {"pgdata": {"name": "pgdata"}}
+
+
+def test_the_agents_runtime_env_is_exported_and_dropped_again_on_import() -> None:
+    from compose_io import import_compose
+
+    topics = dict(
+        [_container("a", "web", 0, env={"MODE": "x"}), _container("a", "job", 0), _container("a", "job", 1)]
+    )
+    doc = load(export_node(topics, "n1"))
+    web, job = doc["services"]["web"]["environment"], doc["services"]["job"]["environment"]
+    assert web == {
+        "MODE": "x", "PHRAME_NODE": "n1", "PHRAME_ENVIRONMENT": "a", "PHRAME_SERVICE": "web",
+        "PHRAME_REPLICA": "0", "PHRAME_COMMIT": "c" * 40,
+    }  # fmt: skip
+    assert "PHRAME_REPLICA" not in job and job["PHRAME_SERVICE"] == "job"  # scale: one env for all
+    again = import_compose(export_node(topics, "n1"), env="a", node="n1")
+    assert "PHRAME_" not in again.files["environments/a/services/web.yaml"] and again.unsupported == []
+    plain = import_compose(
+        "services:\n  w:\n    image: x\n    environment: {PHRAME_NODE: n1}\n", env="a", node="n1"
+    )
+    assert [(u.service, u.key) for u in plain.unsupported] == [("w", "environment.PHRAME_NODE")]
