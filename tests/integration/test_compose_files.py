@@ -4,9 +4,6 @@ export of busybox services actually runs under ``docker-compose up`` on the real
 
 from __future__ import annotations
 
-import contextlib
-import os
-import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -15,23 +12,12 @@ import pytest
 from ruamel.yaml import YAML
 
 from compose_io import export_node, import_compose
-from tests.support.compose_repo import COMPOSE_FIXTURES, imported, new_repo, topics, write
+from tests.support.compose_cli import compose, remove_project
+from tests.support.compose_repo import COMPOSE_FIXTURES, imported, new_repo, studio_topics, topics, write
 from tests.support.services import free_port, require_binary
 from tests.support.waiting import wait_for
-from tests.unit.test_compose_export import studio_topics
 
 FIXTURES = sorted(p.stem for p in COMPOSE_FIXTURES.glob("*.yml"))
-
-
-def compose(
-    binary: str, cwd: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "COMPOSE_PROJECT_NAME": "phrame-export",
-        **(env or {}),
-    }
-    return subprocess.run([binary, *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -96,20 +82,6 @@ def _get(port: int) -> str:
         return f"not yet: {e}"
 
 
-def _remove_project(client: docker.DockerClient, project: str, volume: str) -> None:
-    """What compose created for ``project`` (its own label, unique to this run), if down left any.
-
-    io.phrame.* labels are reserved in the config repo, so an imported file cannot carry the
-    test label: the project name, which holds this run's id, marks these objects instead."""
-    selector = {"label": f"com.docker.compose.project={project}"}
-    for c in client.containers.list(all=True, filters=selector):
-        c.remove(force=True)
-    for n in client.networks.list(filters=selector):
-        n.remove()
-    with contextlib.suppress(docker.errors.NotFound):
-        client.volumes.get(volume).remove(force=True)
-
-
 def test_an_exported_file_runs_under_docker_compose_up(
     tmp_path: Path, docker_client: docker.DockerClient, busybox_image: str, test_label: str
 ) -> None:
@@ -141,5 +113,5 @@ def test_an_exported_file_runs_under_docker_compose_up(
         assert docker_client.volumes.get(volume).name == volume  # phrame's name, no project prefix
     finally:
         down = compose(binary, tmp_path, "down", "-v", "--timeout", "1", env=env)
-        _remove_project(docker_client, project, volume)
+        remove_project(docker_client, project, volume)
     assert down.returncode == 0, down.stderr

@@ -14,8 +14,8 @@ import docker
 import pytest
 
 from compose_io import export_node, import_compose
-from tests.integration.test_compose_files import _remove_project, compose
 from tests.support.agent_support import AgentEnv
+from tests.support.compose_cli import compose, remove_project
 from tests.support.compose_repo import new_repo, topics, write
 from tests.support.docker import TEST_LABEL
 from tests.support.services import require_binary
@@ -144,7 +144,7 @@ def test_the_agent_and_docker_compose_run_the_same_containers(
             c.remove(force=True)
         down_env = {"COMPOSE_PROJECT_NAME": project, "GREETING": "x"}
         compose(binary, tmp_path, "down", "-v", "--timeout", "1", env=down_env)
-        _remove_project(docker_client, project, volume)
+        remove_project(docker_client, project, volume)
 
 
 pytestmark = pytest.mark.docker

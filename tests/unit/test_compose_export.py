@@ -9,17 +9,8 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from compose_io import export_node
-from config_repo import load_directory, render, validate
 from schemas import Topics
-from tests.support.compose_repo import ROOT
-
-STUDIO = ROOT / "fixtures" / "phrame-config"
-
-
-def studio_topics() -> dict[str, Any]:
-    repo, read = load_directory(STUDIO)
-    assert not validate(repo, read)
-    return render(repo).topics()
+from tests.support.compose_repo import container_payload, studio_topics
 
 
 def load(text: str) -> Any:
@@ -73,23 +64,12 @@ def test_depends_on_waits_for_health_where_there_is_a_check() -> None:
     }
 
 
-def _container(environment: str, service: str, replica: int, **spec: Any) -> tuple[str, dict[str, Any]]:
-    item = f"{environment}.{service}.{replica}"
-    payload = {
-        "kind": "container", "name": item, "environment": environment, "service": service, "replica": replica,
-        "image": "busybox:1", "command": None, "entrypoint": None, "env": {}, "ports": [], "volumes": [],
-        "networks": [], "resources": {}, "healthcheck": None, "restart": "no", "depends_on": [], "labels": {},
-        "digest": "sha256:" + "0" * 64, "commit": "c" * 40, **spec,
-    }  # fmt: skip
-    return Topics().desired_item("n1", "containers", item), payload
-
-
 def test_replicas_scale_dollars_escape_and_restart_no_stays_text() -> None:
     topics = dict(
         [
-            _container("a", "web", 0, command=["sh", "-c", "echo $HOME"]),
-            _container("a", "web", 1, command=["sh", "-c", "echo $HOME"]),
-            _container(
+            container_payload("a", "web", 0, command=["sh", "-c", "echo $HOME"]),
+            container_payload("a", "web", 1, command=["sh", "-c", "echo $HOME"]),
+            container_payload(
                 "a",
                 "job",
                 0,
@@ -113,7 +93,9 @@ def test_replicas_scale_dollars_escape_and_restart_no_stays_text() -> None:
 
 def test_two_environments_sharing_a_name_keep_their_host_name_as_an_alias() -> None:
     net = {"networks": ["a.back"]}
-    topics = dict([_container("a", "db", 0, **net), _container("b", "db", 0, networks=["b.back"])])
+    topics = dict(
+        [container_payload("a", "db", 0, **net), container_payload("b", "db", 0, networks=["b.back"])]
+    )
     for env in ("a", "b"):
         topics[Topics().desired_item("n1", "networks", f"{env}.back")] = {
             "kind": "network", "name": f"{env}.back", "environment": env, "network": "back", "driver": "bridge",
@@ -125,7 +107,7 @@ def test_two_environments_sharing_a_name_keep_their_host_name_as_an_alias() -> N
 
 
 def test_other_nodes_cleared_and_unreadable_payloads_are_left_out() -> None:
-    topic, payload = _container("a", "web", 0)
+    topic, payload = container_payload("a", "web", 0)
     other = topic.replace("/n1/", "/n2/")
     desired = {topic: payload, other: payload, topic.replace("web.0", "gone.0"): "", "not/a/topic": {}}
     doc = load(export_node(desired, "n1"))
@@ -134,7 +116,9 @@ def test_other_nodes_cleared_and_unreadable_payloads_are_left_out() -> None:
 
 
 def test_named_volumes_are_declared_with_their_docker_name() -> None:
-    topics = dict([_container("a", "db", 0, volumes=["pgdata:/var/lib/postgresql/data", "/srv/x:/x:ro"])])
+    topics = dict(
+        [container_payload("a", "db", 0, volumes=["pgdata:/var/lib/postgresql/data", "/srv/x:/x:ro"])]
+    )
     doc = load(export_node(topics, "n1"))
     assert doc["volumes"] == {"pgdata": {"name": "pgdata"}}
 
@@ -143,7 +127,11 @@ def test_the_agents_runtime_env_is_exported_and_dropped_again_on_import() -> Non
     from compose_io import import_compose
 
     topics = dict(
-        [_container("a", "web", 0, env={"MODE": "x"}), _container("a", "job", 0), _container("a", "job", 1)]
+        [
+            container_payload("a", "web", 0, env={"MODE": "x"}),
+            container_payload("a", "job", 0),
+            container_payload("a", "job", 1),
+        ]
     )
     doc = load(export_node(topics, "n1"))
     web, job = doc["services"]["web"]["environment"], doc["services"]["job"]["environment"]

@@ -11,7 +11,7 @@ from ruamel.yaml import YAML
 
 from compose_io import ComposeError, export_node, import_compose
 from schemas import Topics
-from tests.unit.test_compose_export import _container
+from tests.support.compose_repo import container_payload
 
 KEYS = ["image", "command", "environment", "ports", "volumes", "networks", "healthcheck", "restart", "depends_on",
         "labels", "deploy", "scale", "cpus", "mem_limit", "extra_hosts", "ulimits", "logging", "stop_signal",
@@ -60,8 +60,8 @@ def test_odd_top_level_values_do_not_crash(top: str) -> None:
 
 
 def test_an_invalid_payload_is_left_out_of_the_export_and_named() -> None:
-    good_topic, good = _container("a", "web", 0)
-    bad_topic, bad = _container("a", "api", 0)
+    good_topic, good = container_payload("a", "web", 0)
+    bad_topic, bad = container_payload("a", "api", 0)
     del bad["image"]
     net_topic = Topics().desired_item("n1", "networks", "a.back")
     text = export_node({good_topic: good, bad_topic: bad, net_topic: {"kind": "network", "driver": 5}}, "n1")

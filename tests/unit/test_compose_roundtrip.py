@@ -9,8 +9,15 @@ from pathlib import Path
 import pytest
 
 from compose_io import export_node, import_compose
-from tests.support.compose_repo import COMPOSE_FIXTURES, imported, new_repo, node_topics, topics, write
-from tests.unit.test_compose_export import studio_topics
+from tests.support.compose_repo import (
+    COMPOSE_FIXTURES,
+    imported,
+    new_repo,
+    node_topics,
+    studio_topics,
+    topics,
+    write,
+)
 
 FIXTURES = sorted(p.stem for p in COMPOSE_FIXTURES.glob("*.yml"))
 
