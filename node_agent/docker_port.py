@@ -244,8 +244,9 @@ class DockerPort(NetworkCalls):
                 networking_config=net_config,
                 healthcheck=p.healthcheck,
                 stop_signal=p.stop_signal,
-                # a StopTimeout of our own also makes a person's `docker stop` wait as long
-                stop_timeout=p.stop_timeout if p.stop_timeout is not None else self.stop_timeout,
+                # only the service's own: without one, stops by the agent take its current
+                # PHRAME_STOP_TIMEOUT_S (see _grace), not a value frozen at creation
+                stop_timeout=p.stop_timeout,
                 user=p.user,
                 working_dir=p.working_dir,
                 hostname=p.hostname,

@@ -87,9 +87,15 @@ def test_docker_inspect_shows_every_field(env: Env) -> None:
     assert out.decode().split() == ["1000", "/srv/app", "web-1", "1024", "10.0.0.5", "db.local"]
 
 
-def test_a_container_without_the_fields_gets_the_agents_stop_timeout(env: Env) -> None:
-    web = env.container("web")
-    _converge(_reconciler(env), [web])
+def test_without_the_fields_docker_keeps_its_defaults_and_the_agent_its_stop_timeout(env: Env) -> None:
+    """No StopTimeout is frozen into a container whose service sets no grace: the agent's
+    own PHRAME_STOP_TIMEOUT_S (here 1 s) applies when it stops it, whatever it is then."""
+    web = env.container("web", command=IGNORES_TERM)
+    reconciler = NodeReconciler(env.node, DockerPort(env.node, client=env.client, stop_timeout=1))
+    _converge(reconciler, [web])
     config = env.get(web["name"]).attrs["Config"]
-    assert config["StopTimeout"] == AGENT_DEFAULT_STOP_S
-    assert "StopSignal" not in config or config["StopSignal"] in (None, "")
+    assert config.get("StopTimeout") is None and not config.get("StopSignal")
+    assert config["User"] == "" and config["WorkingDir"] == ""
+    new = env.container("web", command=[*IGNORES_TERM[:2], IGNORES_TERM[2] + " # v2"])
+    seconds = _converge(reconciler, [new])
+    assert seconds < 5, f"replacing took {seconds:.1f}s: the agent's 1 s was not used"
