@@ -88,8 +88,7 @@ def _view(c: Any) -> dict[str, Any]:
     nets = sorted(n.split("_", 1)[-1].split(".", 1)[-1] for n in c.attrs["NetworkSettings"]["Networks"])
     return {
         "image": cfg["Image"], "cmd": cfg["Cmd"], "entrypoint": cfg["Entrypoint"], "env": sorted(cfg["Env"]),
-        # none: Docker's default 10 s, which is also the agent's default PHRAME_STOP_TIMEOUT_S
-        "healthcheck": cfg.get("Healthcheck"), "stop_signal": cfg.get("StopSignal"), "stop_timeout": cfg.get("StopTimeout") or 10,
+        "healthcheck": cfg.get("Healthcheck"), "stop_signal": cfg.get("StopSignal"), "stop_timeout": cfg.get("StopTimeout"),
         "user": cfg["User"], "working_dir": cfg["WorkingDir"], "labels": labels, "mounts": mounts, "ports": ports,
         "restart": host["RestartPolicy"]["Name"], "memory": host["Memory"], "nano_cpus": host["NanoCpus"],
         "extra_hosts": sorted(host.get("ExtraHosts") or []), "ulimits": host.get("Ulimits"),
@@ -118,7 +117,7 @@ def test_the_agent_and_docker_compose_run_the_same_containers(
     (secrets / "GREETING").write_text("hello\n")
     agent = subprocess.run(
         [sys.executable, "-m", "phrame", "node-agent", "--once", "--json", "--desired", str(tmp_path / "desired.json")],
-        env=env.process_env(str(tmp_path / "state"), PHRAME_SECRETS_DIR=str(secrets), PHRAME_STOP_TIMEOUT_S="10"),
+        env=env.process_env(str(tmp_path / "state"), PHRAME_SECRETS_DIR=str(secrets)),
         capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert agent.returncode == 0, agent.stdout + agent.stderr
