@@ -27,6 +27,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("phrame.cmd_status", "show nodes and environments as the broker reports them"),
     "mirror": ("phrame.cmd_mirror", "write one plane's retained topics as a JSON snapshot file"),
     "topic-api": ("phrame.cmd_topic_api", "serve the topic API and dashboard over the mirrors' snapshots"),
+    "import-compose": (
+        "phrame.cmd_import_compose",
+        "write a compose file's services as config files, then validate",
+    ),
+    "export-compose": ("phrame.cmd_export_compose", "print a node's desired state as a docker-compose.yml"),
     "dev": ("phrame.cmd_dev", "run the whole loop on this machine (make up); --down removes it"),
 }
 
