@@ -13,8 +13,8 @@ from pathlib import Path
 
 from phrame_mqtt import MqttSettings, SettingsError
 from phrame_settings import EnvReader
+from phrame_settings.mirror_dir import snapshot_dir
 
-DEFAULT_STATE_DIR = "/var/lib/phrame"
 PLANES = ("desired", "actual")
 
 
@@ -41,8 +41,7 @@ class MirrorSettings:
         if plane not in PLANES:
             raise SettingsError(f"unknown plane {plane!r}; expected desired or actual")
         r = EnvReader(env, error=SettingsError)
-        given = r.path("PHRAME_MIRROR_DIR")
-        state = r.path("PHRAME_STATE_DIR", DEFAULT_STATE_DIR) or Path(DEFAULT_STATE_DIR)
+        directory, is_default = snapshot_dir(r)
         debounce_ms = r.integer("PHRAME_MIRROR_DEBOUNCE_MS", 250, minimum=1)
         max_delay_ms = r.integer("PHRAME_MIRROR_MAX_DELAY_MS", 2000, minimum=1)
         if max_delay_ms < debounce_ms:
@@ -53,8 +52,8 @@ class MirrorSettings:
         return cls(
             plane=plane,
             mqtt=MqttSettings.from_env(plane, env),
-            directory=given or state / "mirror",
-            directory_is_default=given is None,
+            directory=directory,
+            directory_is_default=is_default,
             debounce_s=debounce_ms / 1000,
             max_delay_s=max_delay_ms / 1000,
             topic_prefix=r.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "placement": ("phrame.cmd_placement", "choose nodes for label-placed services, commit node.json"),
     "status": ("phrame.cmd_status", "show nodes and environments as the broker reports them"),
     "mirror": ("phrame.cmd_mirror", "write one plane's retained topics as a JSON snapshot file"),
+    "topic-api": ("phrame.cmd_topic_api", "serve the topic API and dashboard over the mirrors' snapshots"),
     "dev": ("phrame.cmd_dev", "run the whole loop on this machine (make up); --down removes it"),
 }
 

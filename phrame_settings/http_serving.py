@@ -16,6 +16,7 @@ import asyncio
 import logging
 import resource
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,8 +164,22 @@ def make_server(app: Any, host: str, port: int, limits: HttpLimits, *, log_level
     return uvicorn.Server(config)
 
 
-def serve(app: Any, host: str, port: int, limits: HttpLimits, *, log_level: str = "info") -> None:
-    """Run ``app`` until a signal stops it: file limit raised, accept-error floods folded."""
+def serve(
+    app: Any,
+    host: str,
+    port: int,
+    limits: HttpLimits,
+    *,
+    log_level: str = "info",
+    on_server: Callable[[Any], None] | None = None,
+) -> None:
+    """Run ``app`` until a signal stops it: file limit raised, accept-error floods folded.
+
+    ``on_server`` gets the ``uvicorn.Server`` before it runs (the topic API watches its
+    ``should_exit`` to end its event streams, which uvicorn's shutdown would wait on)."""
     raise_file_limit()
     logging.getLogger("asyncio").addFilter(FloodFilter(ACCEPT_FLOOD))
-    make_server(app, host, port, limits, log_level=log_level).run()
+    server = make_server(app, host, port, limits, log_level=log_level)
+    if on_server is not None:
+        on_server(server)
+    server.run()

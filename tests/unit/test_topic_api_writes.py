@@ -1,0 +1,60 @@
+"""The write rules: prefixes, one topic, JSON, the topic's schema; the restart command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from schemas.registry import check_payload
+from topic_api.errors import WriteRefused
+from topic_api.writes import kv_delete, kv_payload, restart_command
+
+KV = ("phrame/kv/",)
+
+
+def status(topic: str, body: bytes, prefixes: tuple[str, ...] = KV) -> int:
+    try:
+        kv_payload(topic, body, prefixes=prefixes, prefix="phrame")
+    except WriteRefused as e:
+        assert topic[:20] in str(e) or "topic" in str(e)
+        return e.status
+    return 200
+
+
+def test_kv_rules() -> None:
+    assert status("phrame/kv/a/b", b'{"x": 1}') == 200
+    assert status("phrame/kv", b"1") == 200
+    assert status("phrame/kvx/a", b"1") == 403
+    assert status("phrame/desired/nodes/n1/manifest", b"{}") == 403  # config-sync's plane
+    assert status("phrame/kv/a", b"not json") == 400
+    assert status("phrame/kv/+", b"1") == 400
+    assert status("phrame/kv/#", b"1") == 400
+    assert status("$SYS/x", b"1", ("$SYS",)) == 400
+
+
+def test_schema_checked_where_the_topic_has_one() -> None:
+    prefixes = ("phrame/desired/",)
+    assert status("phrame/desired/nodes/n1/manifest", b'{"generation": "x"}', prefixes) == 422
+    good = {"generation": 1, "commit": "a" * 40, "items": {}}
+    assert status("phrame/desired/nodes/n1/manifest", json.dumps(good).encode(), prefixes) == 200
+
+
+def test_payload_is_canonical_json() -> None:
+    assert kv_payload("phrame/kv/a", b'{ "b" : [1, 2] }', prefixes=KV, prefix="phrame") == b'{"b":[1,2]}'
+
+
+def test_delete_outside_prefixes_is_refused() -> None:
+    kv_delete("phrame/kv/a", prefixes=KV)
+    with pytest.raises(WriteRefused) as e:
+        kv_delete("phrame/actual/nodes/n1/status", prefixes=KV)
+    assert e.value.status == 403
+
+
+def test_restart_command() -> None:
+    topic, payload = restart_command("phrame", "dev-1", "demo.web.0", now=5.0, by="topic-api")
+    assert topic == "phrame/cmd/nodes/dev-1/containers/demo.web.0/restart"
+    check_payload("cmd-restart", json.loads(payload))
+    with pytest.raises(WriteRefused) as e:
+        restart_command("phrame", "dev-1", "Bad Id", now=5.0, by="x")
+    assert e.value.status == 400

@@ -1,0 +1,140 @@
+"""The HTTP face of the topic API (Starlette): routes, event streams, the watcher's lifespan.
+
+``phrame topic-api`` builds it with :func:`create_app` and serves it through
+``phrame_settings.http_serving``; tests build one over a folder of snapshot files. Bad
+input is a 4xx with ``{"error": ...}``, never a 5xx. The broker connection is optional:
+without one, reads work and writes answer 503. It never subscribes per browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Mount, Route
+
+from topic_api import docs, reads, write_routes
+from topic_api.broker import Broker
+from topic_api.context import ApiContext
+from topic_api.events import EventHub, event_stream
+from topic_api.metrics import CONTENT_TYPE, ApiMetrics
+from topic_api.openapi import document
+from topic_api.responses import ApiJSON, error
+from topic_api.settings import ApiSettings
+from topic_api.state import ApiState
+from topic_api.watcher import SnapshotWatcher
+
+log = logging.getLogger(__name__)
+
+
+def create_app(
+    settings: ApiSettings,
+    *,
+    broker: Broker | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Starlette:
+    """The app; ``broker`` (started and stopped by the lifespan) publishes writes.
+
+    ``should_stop`` (the server's ``should_exit``) is polled by the watcher: when it turns
+    true the event streams end, so the server's graceful shutdown does not wait on them."""
+    state = ApiState(settings.topic_prefix, history_s=settings.history_s)
+    hub = EventHub(settings.max_streams)
+    metrics = ApiMetrics(streams=lambda: len(hub.streams))
+    ctx = ApiContext(settings, state, hub, metrics, broker)
+    watcher = SnapshotWatcher(settings.mirror_dir, state, hub, poll_s=settings.poll_s, metrics=metrics)
+    if should_stop is not None:
+        watcher.should_stop = should_stop
+    spec = document()
+    read, write = reads.routes(ctx), write_routes.routes(ctx)
+
+    async def events(request: Request) -> Response:
+        if (refused := ctx.refuse_read(request)) is not None:
+            return refused
+        stream = hub.open()
+        if stream is None:
+            metrics.refused_streams.inc()
+            why = (
+                "the server is shutting down"
+                if hub.closed
+                else f"{hub.max_streams} event streams are open (the cap)"
+            )
+            return error(503, f"no event stream: {why}; retry later", headers={"Retry-After": "5"})
+        body = event_stream(
+            hub,
+            stream,
+            hello={"generated_at": state.generated_at()},
+            generated_at=state.generated_at,
+            keepalive_s=settings.keepalive_s,
+        )
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        return StreamingResponse(body, media_type="text/event-stream", headers=headers)
+
+    async def openapi(_: Request) -> Response:
+        return ApiJSON(spec)
+
+    async def healthz(_: Request) -> Response:
+        return ApiJSON(
+            {
+                "status": "ok",
+                "snapshots": {p: p in state.loaded for p in ("desired", "actual")},
+                "broker": broker is not None and broker.client.is_connected,
+                "streams": len(hub.streams),
+            }
+        )
+
+    async def metrics_route(_: Request) -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        if broker is not None:
+            broker.start()
+        await watcher.check()  # the first read before the first request
+        task = asyncio.create_task(watcher.run(), name="snapshot-watcher")
+        try:
+            yield
+        finally:
+            hub.close()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            if broker is not None:
+                await anyio.to_thread.run_sync(broker.stop)
+
+    routes = [
+        Route("/api/nodes", read["nodes"]),
+        Route("/api/nodes/{node}", read["node"]),
+        Route("/api/nodes/{node}/containers/{id}/restart", write["restart"], methods=["POST"]),
+        Route("/api/environments", read["environments"]),
+        Route("/api/environments/{env}", read["environment"]),
+        Route("/api/topics", read["topics"]),
+        Route("/api/kv/{topic:path}", read["kv_get"], methods=["GET"]),
+        Route("/api/kv/{topic:path}", write["kv_put"], methods=["PUT"]),
+        Route("/api/kv/{topic:path}", write["kv_delete"], methods=["DELETE"]),
+        Route("/api/events", events),
+        Route("/openapi.json", openapi),
+        Route("/docs", docs.docs_page),
+        Mount("/docs/static", app=docs.swagger_files(), name="swagger"),
+        Route("/healthz", healthz),
+        Route("/metrics", metrics_route),
+        Route("/", docs.index),
+        Mount("/static", app=docs.dashboard_files(), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: _not_found, 405: _not_allowed})
+    app.state.ctx = ctx
+    app.state.watcher = watcher
+    return app
+
+
+async def _not_found(request: Request, _exc: Exception) -> Response:
+    return error(404, f"no route {request.url.path!r}")
+
+
+async def _not_allowed(request: Request, _exc: Exception) -> Response:
+    return error(405, f"method {request.method} is not allowed on {request.url.path!r}")

@@ -1,0 +1,71 @@
+"""The API's one MQTT connection: publishes writes, and holds the writable kv subtrees.
+
+Built by the app's lifespan with the desired plane's settings (agents read their restart
+commands there). It connects in the background, so the API serves reads while the broker
+is away (writes answer 503 then); it subscribes once to the writable prefixes so that
+``GET /api/kv`` of a value no mirror holds needs no per-request subscription.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings
+
+log = logging.getLogger(__name__)
+
+
+class BrokerUnavailable(MqttError):
+    """Not connected, or the broker did not acknowledge in time."""
+
+
+class Broker:
+    def __init__(
+        self, settings: MqttSettings, prefixes: tuple[str, ...], client_id: str = "topic-api"
+    ) -> None:
+        self.client = MqttClient(settings, client_id)
+        self.prefixes = prefixes
+        self.values: dict[str, bytes] = {}  # retained values under the writable prefixes
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Connect in a thread (waiting as long as it takes); return at once."""
+        self._thread = threading.Thread(target=self._connect, name="topic-api-mqtt", daemon=True)
+        self._thread.start()
+
+    def _connect(self) -> None:
+        try:
+            self.client.start(timeout=None)
+        except MqttError as e:
+            log.error("topic API: %s; writes will answer 503", e)
+            return
+        for prefix in self.prefixes:
+            base = prefix.rstrip("/")
+            self.client.subscribe(f"{base}/#", self._on_message)
+
+    def _on_message(self, msg: Message) -> None:
+        with self._lock:
+            if msg.payload:
+                self.values[msg.topic] = msg.payload
+            else:
+                self.values.pop(msg.topic, None)
+
+    def value(self, topic: str) -> bytes | None:
+        with self._lock:
+            return self.values.get(topic)
+
+    def publish(self, topic: str, payload: bytes | None, *, retain: bool, timeout: float = 5.0) -> None:
+        """Publish and wait for the broker's PUBACK (blocking: call from a worker thread)."""
+        if not self.client.is_connected:
+            raise BrokerUnavailable(f"not connected to the broker; cannot publish {topic}")
+        try:
+            self.client.publish_batch([(topic, payload)], retain=retain, timeout=timeout)
+        except MqttError as e:
+            raise BrokerUnavailable(str(e)) from e
+        if retain:  # read-your-write, before the broker echoes it back
+            self._on_message(Message(topic, payload or b"", True))
+
+    def stop(self) -> None:
+        self.client.stop()

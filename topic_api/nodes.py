@@ -1,0 +1,116 @@
+"""The node views of ``/api/nodes`` and ``/api/nodes/{node}``: health, host stats, drift.
+
+Built by :mod:`topic_api.app` from :class:`topic_api.state.ApiState`'s indexes. Pure:
+node topics, receipt times and ``now`` in, JSON-ready dicts out. Health is
+``schemas.node_health.judge_node``, the one rule placement and config-sync use too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.node_health import judge_node
+from schemas.topics import ITEM_KINDS
+from topic_api.drift import node_items
+from topic_api.planes import NodeTopics
+
+HOST_FIELDS = ("cpu_percent", "load1", "mem_total", "mem_used", "disk_total", "disk_used")
+
+
+@dataclass(frozen=True)
+class Receipts:
+    """When this API saw the node's current heartbeat and status (its own wall clock)."""
+
+    heard_at: float | None = None
+    status_at: float | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _obj(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _error_text(e: Any) -> str:
+    if isinstance(e, str):
+        return e
+    if isinstance(e, Mapping) and isinstance(e.get("message"), str):
+        where = " ".join(str(e[k]) for k in ("item", "file", "node") if e.get(k))
+        return f"{where}: {e['message']}" if where else e["message"]
+    return json.dumps(e, sort_keys=True)
+
+
+def _host(heartbeat: Any) -> dict[str, Any] | None:
+    host = _obj(heartbeat).get("host")
+    if not isinstance(host, Mapping):
+        return None
+    return {k: host.get(k) if isinstance(host.get(k), int | float) else None for k in HOST_FIELDS}
+
+
+def is_pending(desired: NodeTopics | None, actual: NodeTopics | None) -> bool:
+    """The node has a newer manifest than the one it applied."""
+    want = _int(_obj(desired.manifest if desired else None).get("generation"))
+    have = _int(_obj(actual.status if actual else None).get("generation"))
+    return want is not None and (have is None or have < want)
+
+
+def items_of(desired: NodeTopics | None, actual: NodeTopics | None) -> list[dict[str, Any]]:
+    return node_items(
+        desired.items if desired else {},
+        actual.items if actual else {},
+        desired.manifest if desired else None,
+        pending=is_pending(desired, actual),
+    )
+
+
+def node_summary(
+    name: str,
+    desired: NodeTopics | None,
+    actual: NodeTopics | None,
+    receipts: Receipts,
+    *,
+    now: float,
+    timeout_s: float,
+    items: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The NodeSummary of ISSUE12 §4 (``items``: :func:`items_of`, computed when not given)."""
+    status = actual.status if actual else None
+    verdict = judge_node(
+        status if isinstance(status, Mapping) else None,
+        receipts.heard_at,
+        now,
+        timeout_s,
+        status_at=receipts.status_at,
+    )
+    st, manifest = _obj(status), _obj(desired.manifest if desired else None)
+    items = items_of(desired, actual) if items is None else items
+    converged = st.get("converged")
+    errors = st.get("errors")
+    counts = {kind: 0 for kind in ITEM_KINDS}
+    for kind, _ in actual.items if actual else ():
+        counts[kind] += 1
+    return {
+        "node": name,
+        "state": verdict.state,
+        "online": verdict.is_online,
+        "reason": verdict.reason,
+        "heartbeat_age_s": verdict.heartbeat_age_s,
+        "host": _host(actual.heartbeat if actual else None),
+        "converged": converged if isinstance(converged, bool) else None,
+        "generation": {"desired": _int(manifest.get("generation")), "applied": _int(st.get("generation"))},
+        "commit": {"desired": _str(manifest.get("commit")), "applied": _str(st.get("commit"))},
+        "drift": sum(1 for i in items if i["status"] != "in-sync"),
+        "errors": [_error_text(e) for e in errors] if isinstance(errors, list) else [],
+        "counts": counts,
+        "history": receipts.history,
+    }

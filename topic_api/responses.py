@@ -1,0 +1,17 @@
+"""JSON answers of the topic API: ASCII-escaped (an echoed topic can never fail to encode),
+and errors always ``{"error": "<what and where>"}``. Used by every route module."""
+
+from __future__ import annotations
+
+import json
+
+from starlette.responses import JSONResponse
+
+
+class ApiJSON(JSONResponse):
+    def render(self, content: object) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def error(status: int, message: str, *, headers: dict[str, str] | None = None) -> ApiJSON:
+    return ApiJSON({"error": message}, status_code=status, headers=headers)

@@ -1,0 +1,83 @@
+"""Settings of the topic API, read once from ``PHRAME_*`` environment variables.
+
+``phrame topic-api`` builds one :class:`ApiSettings` with :meth:`from_env`; tests build the
+dataclass directly. The snapshot folder follows the mirror's rule (``phrame_settings.
+mirror_dir``); the token (``PHRAME_API_TOKEN`` / ``_FILE``) never appears in ``repr``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from phrame_mqtt import MqttSettings
+from phrame_settings import EnvReader
+from phrame_settings.http_serving import HttpLimits
+from phrame_settings.mirror_dir import snapshot_dir
+from topic_api.errors import SettingsError
+
+DEFAULT_LISTEN = "127.0.0.1:8090"
+MAX_BODY_BYTES = 256 * 1024  # one retained value; the desired container specs are a few KiB
+HISTORY_S = 600.0  # heartbeats kept per node for the dashboard's charts
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    mirror_dir: Path
+    token: str | None = field(default=None, repr=False)
+    read_token_required: bool = False  # reads need the token too (see README "Topic API")
+    listen: str = DEFAULT_LISTEN
+    topic_prefix: str = "phrame"
+    write_prefixes: tuple[str, ...] = ()  # empty: ``<prefix>/kv/`` only
+    max_body_bytes: int = MAX_BODY_BYTES
+    max_streams: int = 100  # concurrent /api/events streams
+    poll_s: float = 0.1  # how often the snapshot files are stat'ed
+    keepalive_s: float = 15.0
+    node_timeout_s: float = 20.0  # as placement and config-sync: older heartbeat = offline
+    history_s: float = HISTORY_S
+    http: HttpLimits = field(default_factory=HttpLimits)
+    mqtt: MqttSettings = field(default_factory=MqttSettings)
+
+    def __post_init__(self) -> None:
+        if self.token is not None and not self.token.strip():
+            raise SettingsError("PHRAME_API_TOKEN (or its _FILE) is empty; set a token or leave it unset")
+        if self.read_token_required and self.token is None:
+            raise SettingsError("PHRAME_API_READ_TOKEN_REQUIRED=true needs PHRAME_API_TOKEN (or _FILE)")
+        for p in self.write_prefixes:
+            if not p or any(c in p for c in "#+\x00"):
+                raise SettingsError(f"PHRAME_API_WRITE_PREFIXES: {p!r} is not a topic prefix")
+        self.listen_address  # noqa: B018 -- fail at start-up on a bad PHRAME_LISTEN
+
+    @property
+    def allowed_prefixes(self) -> tuple[str, ...]:
+        return self.write_prefixes or (f"{self.topic_prefix}/kv/",)
+
+    @property
+    def listen_address(self) -> tuple[str, int]:
+        host, sep, port = self.listen.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise SettingsError(f"PHRAME_LISTEN must be host:port, not {self.listen!r}")
+        return host, int(port)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ApiSettings:
+        e = EnvReader(env, error=SettingsError)
+        directory, _ = snapshot_dir(e)
+        prefixes = tuple(
+            p.strip() for p in (e.text("PHRAME_API_WRITE_PREFIXES") or "").split(",") if p.strip()
+        )
+        return cls(
+            mirror_dir=directory,
+            token=e.secret("PHRAME_API_TOKEN"),
+            read_token_required=e.flag("PHRAME_API_READ_TOKEN_REQUIRED", False),
+            listen=e.text("PHRAME_LISTEN", DEFAULT_LISTEN) or DEFAULT_LISTEN,
+            topic_prefix=e.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",
+            write_prefixes=prefixes,
+            max_body_bytes=e.integer("PHRAME_API_MAX_BODY_BYTES", MAX_BODY_BYTES, minimum=1024),
+            max_streams=e.integer("PHRAME_API_MAX_STREAMS", 100, minimum=1),
+            poll_s=e.integer("PHRAME_API_POLL_MS", 100, minimum=10) / 1000,
+            node_timeout_s=e.number("PHRAME_NODE_TIMEOUT_S", 20.0, minimum=0.1),
+            http=HttpLimits.from_env(e),
+            mqtt=MqttSettings.from_env("desired", env),
+        )

@@ -1,0 +1,99 @@
+"""What the API knows: the two planes' latest snapshots, their indexes and the node receipts.
+
+:class:`topic_api.watcher.SnapshotWatcher` calls :meth:`ApiState.apply` with each newly read
+snapshot document (on the event loop, one writer); request handlers read the fields it
+replaces whole (never mutated in place, so a handler never sees half an update). It never
+reads a file or a clock itself: the watcher passes the document and ``now``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from topic_api.history import HeartbeatHistory
+from topic_api.planes import PlaneIndex, diff_topics, index_plane
+
+PLANES = ("desired", "actual")
+MAX_LISTED = 500  # topics named in one change event; more: truncated, refetch everything
+
+
+@dataclass(frozen=True)
+class PlaneView:
+    generated_at: float | None = None
+    topics: Mapping[str, Any] = field(default_factory=dict)
+    index: PlaneIndex = field(default_factory=PlaneIndex)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+class ApiState:
+    def __init__(self, prefix: str, *, history_s: float = 600.0) -> None:
+        self.prefix = prefix
+        self.planes: dict[str, PlaneView] = {p: PlaneView() for p in PLANES}
+        self.history = HeartbeatHistory(keep_s=history_s)
+        self.heard_at: dict[str, float] = {}  # node -> when its current heartbeat was first seen
+        self.status_at: dict[str, float] = {}
+        self.loaded: set[str] = set()  # planes read at least once
+
+    def generated_at(self) -> dict[str, float | None]:
+        return {p: self.planes[p].generated_at for p in PLANES}
+
+    def apply(self, plane: str, document: Mapping[str, Any], now: float) -> dict[str, Any] | None:
+        """Take a new snapshot ``document``; the change event, or None when no topic changed."""
+        raw = document.get("topics")
+        topics: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        old = self.planes[plane]
+        changed, removed = diff_topics(old.topics, topics)
+        index = index_plane(topics, self.prefix, plane)
+        first = plane not in self.loaded
+        self.loaded.add(plane)
+        if plane == "actual":
+            self._note_receipts(old.index, index, now, first=first)
+        self.planes[plane] = PlaneView(_number(document.get("generated_at")), topics, index)
+        if not changed and not removed and old.generated_at == self.planes[plane].generated_at:
+            return None
+        listed = len(changed) + len(removed)
+        truncated = listed > MAX_LISTED
+        return {
+            "plane": plane,
+            "generated_at": self.planes[plane].generated_at,
+            "changed": changed[:MAX_LISTED],
+            "removed": removed[: max(0, MAX_LISTED - len(changed))],
+            "truncated": truncated,
+        }
+
+    def _note_receipts(self, old: PlaneIndex, new: PlaneIndex, now: float, *, first: bool) -> None:
+        """When each node's heartbeat and status changed, on this API's clock.
+
+        On the first read there is no receive history: a heartbeat counts from its own
+        ``ts`` (as ``phrame status`` does), never from the future."""
+        for name, node in new.nodes.items():
+            before = old.nodes.get(name)
+            hb = node.heartbeat if isinstance(node.heartbeat, Mapping) else None
+            if hb is not None and (before is None or before.heartbeat != node.heartbeat):
+                ts = _number(hb.get("ts"))
+                self.heard_at[name] = min(now, ts) if first and ts is not None else now
+                self.history.record(name, hb, now)
+            elif hb is None:
+                self.heard_at.pop(name, None)
+            st = node.status if isinstance(node.status, Mapping) else None
+            if st is not None and (before is None or before.status != node.status):
+                ts = _number(st.get("ts"))
+                self.status_at[name] = (min(now, ts) if ts is not None else now) if first else now
+            elif st is None:
+                self.status_at.pop(name, None)
+        gone = set(self.heard_at) - set(new.nodes)
+        for name in gone:
+            self.heard_at.pop(name, None)
+            self.status_at.pop(name, None)
+        self.history.forget_missing(set(new.nodes))
+
+    def node_names(self) -> list[str]:
+        return sorted(set(self.planes["desired"].index.nodes) | set(self.planes["actual"].index.nodes))
+
+    def all_topics(self) -> dict[str, Any]:
+        return {**self.planes["desired"].topics, **self.planes["actual"].topics}

@@ -1,0 +1,84 @@
+"""What a write may do: the kv rules (prefixes, topic, JSON, schema) and the restart command.
+
+Called by :mod:`topic_api.app` before anything is published. Pure: it raises
+:class:`topic_api.errors.WriteRefused` with the HTTP status and a message naming the topic,
+and returns the bytes to publish. It never publishes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from schemas.registry import PayloadError, check_payload
+from schemas.topics import Topics
+from topic_api.errors import WriteRefused
+
+MAX_TOPIC_BYTES = 65535  # MQTT's limit on a topic name
+
+
+def check_topic(topic: str) -> str:
+    """``topic`` if it can name one retained value (no wildcard, not empty, not ``$...``)."""
+    if not topic.strip("/"):
+        raise WriteRefused(400, "topic is empty")
+    if any(c in topic for c in "#+\x00"):
+        raise WriteRefused(400, f"topic {topic!r} contains a wildcard or NUL: it must name one topic")
+    if topic.startswith("$"):
+        raise WriteRefused(400, f"topic {topic!r} is a broker topic ($...)")
+    if len(topic.encode("utf-8", "surrogatepass")) > MAX_TOPIC_BYTES:
+        raise WriteRefused(400, f"topic is longer than {MAX_TOPIC_BYTES} bytes")
+    return topic
+
+
+def is_under(topic: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether ``topic`` lies under one of ``prefixes``, level by level (``a/b`` covers ``a/b/c``)."""
+    for prefix in prefixes:
+        base = prefix.rstrip("/")
+        if topic == base or topic.startswith(base + "/"):
+            return True
+    return False
+
+
+def schema_for(topic: str, prefix: str) -> str | None:
+    """The schema of a topic of the layout (DESIGN §3), None for any other topic."""
+    try:
+        return Topics(prefix).parse(topic).schema_name
+    except (ValueError, KeyError):
+        return None
+
+
+def kv_payload(topic: str, body: bytes, *, prefixes: tuple[str, ...], prefix: str) -> bytes:
+    """The canonical bytes to publish retained at ``topic``, or :class:`WriteRefused`."""
+    check_topic(topic)
+    if not is_under(topic, prefixes):
+        allowed = ", ".join(prefixes)
+        raise WriteRefused(403, f"topic {topic!r} is outside the writable prefixes ({allowed})")
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise WriteRefused(400, f"payload for {topic!r} is not JSON: {e}") from None
+    name = schema_for(topic, prefix)
+    if name is not None:
+        try:
+            check_payload(name, value)
+        except PayloadError as e:
+            raise WriteRefused(422, f"payload for {topic!r} is invalid under schema {e}") from None
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def kv_delete(topic: str, *, prefixes: tuple[str, ...]) -> None:
+    """Refuse a delete outside ``prefixes``."""
+    check_topic(topic)
+    if not is_under(topic, prefixes):
+        raise WriteRefused(403, f"topic {topic!r} is outside the writable prefixes ({', '.join(prefixes)})")
+
+
+def restart_command(prefix: str, node: str, item_id: str, *, now: float, by: str) -> tuple[str, bytes]:
+    """(topic, payload) of a restart command, valid under ``cmd-restart``."""
+    try:
+        topic = Topics(prefix).restart(node, item_id)
+    except ValueError as e:
+        raise WriteRefused(400, f"cannot restart {item_id!r} on {node!r}: {e}") from None
+    payload: dict[str, Any] = {"requested_by": by, "ts": now}
+    check_payload("cmd-restart", payload)
+    return topic, json.dumps(payload, separators=(",", ":")).encode()
