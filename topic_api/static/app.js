@@ -5,32 +5,53 @@
  * Loaded by index.html as a module. Holds no broker connection and never polls the broker:
  * the topic API's mirrors do that once for every browser.
  */
-import { API, ApiError, Refresher, fmt, getJSON, h } from "./dom.js";
+import { API, ApiError, Refresher, TOKEN_KEY, fmt, getJSON, h } from "./dom.js";
 import { renderDetail, renderGone } from "./detail.js";
 import { renderEnvironments } from "./environments.js";
 import { renderNodes } from "./nodes.js";
 
-const TOKEN_KEY = "phrame.api-token";
 const STALE_MS = 15000; // refetch nodes after this long without one: a node timing out publishes nothing
 const BACKOFF_MAX_S = 30;
 const NODE_TOPIC = /(?:^|\/)(?:desired|actual)\/nodes\/([^/]+)(?:\/|$)/;
 const ENV_TOPIC = /(?:^|\/)desired\/environments\/([^/]+)(?:\/|$)/;
 
 const $ = (id) => document.getElementById(id);
-const view = { openNode: null, lastNodesAt: 0, generated: { desired: null, actual: null } };
+const view = { openNode: null, lastNodesAt: 0, generated: { desired: null, actual: null }, readsNeedToken: false };
+
+/** A read answered 401: this API guards reads too (PHRAME_API_READ_TOKEN_REQUIRED); ask once. */
+let askingForReads = null;
+function guarded(run) {
+  return async () => {
+    try {
+      await run();
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401 && !askingForReads) {
+        view.readsNeedToken = true;
+        askingForReads = askToken("This API needs the token for reading too.").then((token) => {
+          askingForReads = null;
+          if (!token) return;
+          sessionStorage.setItem(TOKEN_KEY, token);
+          reconnect();
+          refreshAll();
+        });
+      }
+      throw e;
+    }
+  };
+}
 
 // ---------------------------------------------------------------- the three views
-const nodes = new Refresher("api/nodes", async () => {
+const nodes = new Refresher("api/nodes", guarded(async () => {
   const doc = await getJSON("nodes");
   view.lastNodesAt = performance.now();
   view.generated = { ...view.generated, ...(doc.generated_at || {}) };
   renderNodes(doc);
   renderSnapshots();
-});
-const environments = new Refresher("api/environments", async () => {
+}));
+const environments = new Refresher("api/environments", guarded(async () => {
   renderEnvironments(await getJSON("environments"));
-});
-const detail = new Refresher("the node detail", async () => {
+}));
+const detail = new Refresher("the node detail", guarded(async () => {
   const name = view.openNode;
   if (!name) return;
   let doc;
@@ -44,7 +65,7 @@ const detail = new Refresher("the node detail", async () => {
     throw e;
   }
   if (name === view.openNode) renderDetail($("node-detail"), doc, { restart });
-});
+}));
 
 function refreshAll() {
   nodes.request();
@@ -55,8 +76,8 @@ function refreshAll() {
 function renderSnapshots() {
   const parts = [];
   for (const plane of ["desired", "actual"]) {
-    const ts = view.generated[plane];
-    parts.push(h("span", {}, `${plane} plane: `, Number.isFinite(ts) ? fmt.when(ts) : h("strong", { text: "no snapshot yet" })));
+    const when = fmt.when(view.generated[plane]);
+    parts.push(h("span", {}, `${plane} plane: `, when || h("strong", { text: "no snapshot yet" })));
   }
   $("snapshots").replaceChildren(...parts.flatMap((p, i) => (i ? [" · ", p] : [p])));
 }
@@ -65,6 +86,7 @@ function renderSnapshots() {
 let source = null;
 let backoff = 1;
 let attempt = 0;
+let retryTimer = null;
 
 function setLive(state, text) {
   $("live").className = `live live-${state}`;
@@ -73,7 +95,10 @@ function setLive(state, text) {
 
 function connect() {
   setLive("connecting", attempt ? `Reconnecting (attempt ${attempt + 1})…` : "Connecting…");
-  source = new EventSource(`${API}events`);
+  // EventSource cannot send headers: the token goes in the query, and only when reads need it
+  // (never the write token in a URL that access logs keep, otherwise)
+  const token = view.readsNeedToken ? sessionStorage.getItem(TOKEN_KEY) : null;
+  source = new EventSource(`${API}events${token ? `?access_token=${encodeURIComponent(token)}` : ""}`);
   source.addEventListener("hello", (ev) => {
     backoff = 1;
     attempt = 0;
@@ -94,12 +119,20 @@ function connect() {
     const wait = backoff;
     backoff = Math.min(backoff * 2, BACKOFF_MAX_S);
     setLive("reconnecting", `Reconnecting in ${wait} s (the event stream dropped)…`);
-    setTimeout(connect, wait * 1000 * (0.8 + Math.random() * 0.4));
+    retryTimer = setTimeout(connect, wait * 1000 * (0.8 + Math.random() * 0.4));
   };
 }
 
+function reconnect() {
+  clearTimeout(retryTimer);
+  if (source) source.close();
+  backoff = 1;
+  attempt = 0;
+  connect();
+}
+
 function onChange(doc) {
-  if (doc.plane && Number.isFinite(doc.generated_at)) view.generated[doc.plane] = doc.generated_at;
+  if (doc.plane && doc.generated_at) view.generated[doc.plane] = doc.generated_at;
   renderSnapshots();
   if (doc.truncated) { refreshAll(); return; }
   let nodesTouched = false, openTouched = false, envsTouched = false;
@@ -124,7 +157,7 @@ function tick() {
     const age = parseFloat(el.dataset.age);
     el.textContent = fmt.age(Number.isFinite(age) ? age + (now - parseFloat(el.dataset.at)) / 1000 : NaN);
   }
-  for (const el of document.querySelectorAll("time[data-ts]")) {
+  for (const el of document.querySelectorAll("time[data-ts]")) { // data-ts: unix seconds
     el.textContent = fmt.age(Date.now() / 1000 - parseFloat(el.dataset.ts));
   }
   if (now - view.lastNodesAt > STALE_MS) nodes.request();
@@ -164,9 +197,10 @@ function say(text, level) {
   el.textContent = text;
 }
 
-function askToken() {
+function askToken(why) {
   const dialog = $("token-dialog");
   const input = $("token-input");
+  $("token-why").textContent = why || "";
   input.value = "";
   dialog.returnValue = "";
   return new Promise((resolve) => {
@@ -183,7 +217,7 @@ async function restart(node, id, button) {
   if (button.getAttribute("aria-disabled") === "true") return;
   let token = sessionStorage.getItem(TOKEN_KEY);
   if (!token) {
-    token = await askToken();
+    token = await askToken("A restart is a write.");
     if (!token) { say(`Restart of ${id} cancelled: no token given.`); return; }
     sessionStorage.setItem(TOKEN_KEY, token);
   }

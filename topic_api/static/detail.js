@@ -7,7 +7,7 @@
  * the API's status word says.
  */
 import { badge, cells, fill, fmt, h, syncRows } from "./dom.js";
-import { commitText, heartbeat, hostCells, nodeLevel, syncText } from "./nodes.js";
+import { commitText, heartbeat, hostCells, stateLevel, syncText } from "./nodes.js";
 
 const KINDS = [
   ["containers", "Containers"],
@@ -48,8 +48,9 @@ function actualText(it) {
   if (a.image && (!it.desired || a.image !== it.desired.image)) bits.push(a.image);
   if (a.pid) bits.push(`pid ${a.pid}`);
   if (a.restart_count) bits.push(`restarted ${a.restart_count}×`);
-  if (a.started_at) bits.push(`since ${typeof a.started_at === "number" ? new Date(a.started_at * 1000).toLocaleString() : a.started_at}`);
-  return [bits.filter(Boolean).join(" · "), a.error ? h("p", { class: "error-text", text: a.error }) : null];
+  const since = a.state === "running" ? fmt.when(a.started_at) : null;
+  return [bits.filter(Boolean).join(" · "), since ? [", started ", since] : null,
+    a.error ? h("p", { class: "error-text", text: a.error }) : null];
 }
 
 function desiredText(it) {
@@ -61,7 +62,8 @@ function desiredText(it) {
 }
 
 function differences(it) {
-  const diffs = it.differences || [];
+  // the error itself is already in the Actual column
+  const diffs = (it.differences || []).filter((d) => d.field !== "error");
   if (!diffs.length) return h("span", { class: "muted", text: "none" });
   return h("ul", { class: "diffs" }, diffs.map((d) => h("li", {},
     h("code", { text: d.field }), ": ", fmt.value(d.desired), " → ", fmt.value(d.actual))));
@@ -103,7 +105,7 @@ function summary(doc) {
   const errs = doc.errors || [];
   return h("div", { class: "detail-summary" },
     h("dl", { class: "facts" },
-      row("State", badge(nodeLevel(doc), doc.state)),
+      row("State", badge(stateLevel(doc.state), doc.state)),
       row("Heartbeat", heartbeat(doc.heartbeat_age_s)),
       row("Sync", syncText(doc)),
       row("Generation", `applied ${gen.applied ?? "–"}, desired ${gen.desired ?? "–"}`),

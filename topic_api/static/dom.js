@@ -5,6 +5,7 @@
  */
 
 export const API = "api/";
+export const TOKEN_KEY = "phrame.api-token"; // sessionStorage: this tab only, gone when it closes
 const SVG_NS = "http://www.w3.org/2000/svg";
 export const ICON = { ok: "✔", warn: "▲", bad: "✖", none: "•" };
 export const LEVEL_WORD = { ok: "OK", warn: "warning", bad: "error", none: "" };
@@ -86,7 +87,8 @@ export const fmt = {
     return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
   },
   sha: (s) => (s ? String(s).slice(0, 12) : "–"),
-  when(ts) {
+  when(value) {
+    const ts = toTs(value);
     if (!Number.isFinite(ts)) return null;
     const d = new Date(ts * 1000);
     // data-ts: app.js's ticker keeps the "… ago" text current
@@ -98,6 +100,12 @@ export const fmt = {
     return s === undefined ? "–" : s.length > 120 ? s.slice(0, 117) + "…" : s;
   },
 };
+/** Unix seconds from a number or an ISO 8601 string (the mirrors write the latter); NaN if neither. */
+export function toTs(v) {
+  if (typeof v === "number") return v;
+  if (typeof v === "string" && v) return Date.parse(v) / 1000;
+  return NaN;
+}
 export const percent = (used, total) => (Number.isFinite(used) && total > 0 ? (100 * used) / total : NaN);
 
 // ---------------------------------------------------------------- fetching
@@ -106,7 +114,10 @@ export class ApiError extends Error {
 }
 
 export async function getJSON(path) {
-  const r = await fetch(API + path, { headers: { Accept: "application/json" }, cache: "no-store" });
+  const headers = { Accept: "application/json" };
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = `Bearer ${token}`; // needed when the API guards reads too
+  const r = await fetch(API + path, { headers, cache: "no-store" });
   let body = null;
   try { body = await r.json(); } catch { body = null; }
   if (!r.ok) throw new ApiError(r.status, (body && body.error) || `${r.status} ${r.statusText}`);
@@ -164,4 +175,4 @@ export function cells(tr, labels, firstIsHeader) {
     { "data-label": label, scope: i === 0 && firstIsHeader ? "row" : null })));
   return tr;
 }
-export const fill = (cell, ...children) => cell.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined));
+export const fill = (cell, ...children) => cell.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined));

@@ -14,6 +14,8 @@ export function nodeLevel(n) {
   return "ok";
 }
 
+export const stateLevel = (state) => (state === "online" ? "ok" : state === "offline" ? "bad" : "warn");
+
 export function heartbeat(age) {
   // data-age + data-at: app.js's ticker adds the time passed since this fetch
   return h("span", { class: "hb", "data-age": Number.isFinite(age) ? age : null, "data-at": performance.now() },
@@ -82,7 +84,7 @@ function updateRow(tr, n) {
   tr._link.textContent = n.node;
   tr._link.setAttribute("aria-label", `${n.node}: open its containers, networks and processes`);
   const errs = n.errors || [];
-  fill(tr.cells[1], badge(n.state === "online" ? "ok" : n.state === "offline" ? "bad" : "warn", n.state),
+  fill(tr.cells[1], badge(stateLevel(n.state), n.state),
     errs.length ? h("ul", { class: "errors" }, errs.slice(0, 3).map((e) => h("li", { text: e })),
       errs.length > 3 ? h("li", { text: `… ${errs.length - 3} more in the node detail` }) : null) : null);
   fill(tr.cells[2], heartbeat(n.heartbeat_age_s));
