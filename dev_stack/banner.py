@@ -14,13 +14,15 @@ def banner(settings: DevSettings, took_s: float, *, has_docker: bool) -> list[st
     env = s.environment
     web = f"environments/{env}/services/web.yaml"
     lines = [
-        f"ready in {took_s:.1f} s: broker, config-sync, placement and {len(s.nodes)} agents "
-        f"({', '.join(s.nodes)})",
+        f"ready in {took_s:.1f} s: broker, config-sync, placement, mirrors, topic API and "
+        f"{len(s.nodes)} agents ({', '.join(s.nodes)})",
         "",
         f"  config repo:  git clone {s.repo} phrame-config",
         f"  config-sync:  {s.config_sync_url}/status",
         f"  broker:       {s.broker_url}",
         f"  the page:     {s.web_url}" + ("" if has_docker else " (needs Docker)"),
+        f"  dashboard: {s.api_url}",  # ISSUE12 §5 names this line as is: tests and people grep it
+        f"  API docs:     {s.api_url}docs  (token for writes: {s.api_token_file})",
         f"  logs:         {s.logs}/",
     ]
     if (s.broker_port, s.listen) != (DEFAULT_BROKER_PORT, DEFAULT_LISTEN):

@@ -47,7 +47,15 @@ def _git(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None)
 
 def webhook_secret(settings: DevSettings) -> str:
     """The secret config-sync expects, generated once (mode 0600)."""
-    path = settings.secret_file
+    return _secret(settings.secret_file)
+
+
+def api_token(settings: DevSettings) -> str:
+    """The topic API's token for writes, generated once (mode 0600)."""
+    return _secret(settings.api_token_file)
+
+
+def _secret(path: Path) -> str:
     if not path.exists():
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
@@ -92,6 +100,7 @@ def install_hook(settings: DevSettings) -> None:
 def prepare(settings: DevSettings, sample: dict[str, str]) -> str | None:
     """Create the repository on first start (returns the new commit), then install the hook."""
     webhook_secret(settings)
+    api_token(settings)
     created = None
     if not (settings.repo / "HEAD").exists():
         created = create_repo(settings, sample)

@@ -34,6 +34,9 @@ SCRUBBED_PREFIXES = (
     "PHRAME_TOPIC_PREFIX",
     "PHRAME_TRACK_REF",
     "PHRAME_LOCK_FILE",
+    "PHRAME_MIRROR_DIR",
+    "PHRAME_API_TOKEN",
+    "PHRAME_API_WRITE_PREFIXES",
 )
 # defaults for a stack on one machine, unless the caller set them
 DEV_DEFAULTS = {
@@ -61,7 +64,8 @@ def _phrame(*args: str) -> list[str]:
 def build_children(
     settings: DevSettings, environ: Mapping[str, str] | None = None
 ) -> tuple[str, list[Child]]:
-    """(which broker, the children in start order: broker, config-sync, placement, agents)."""
+    """(which broker, the children in start order: broker, config-sync, placement, the mirrors,
+    the topic API, agents)."""
     env = base_env(settings, environ)
     repo = {"PHRAME_GIT_HOST": "local", "PHRAME_REPO_URL": str(settings.repo)}
     state = {"PHRAME_STATE_DIR": str(settings.state_dir)}
@@ -83,9 +87,21 @@ def build_children(
         ),
         child("placement", _phrame("placement"), repo | state),
     ]
-    # Slot for the mirrors (`phrame mirror --plane desired|actual`) and the topic API / web UI
-    # (`phrame topic-api`, 127.0.0.1:8090): they start here, after config-sync and before the
-    # agents, once those commands exist (the next issue).
+    # the mirrors and the topic API start before the agents: the dashboard sees them arrive
+    mirror = state | {"PHRAME_MIRROR_DIR": str(settings.mirror_dir)}
+    children += [
+        child("mirror-desired", _phrame("mirror", "--plane", "desired"), mirror),
+        child("mirror-actual", _phrame("mirror", "--plane", "actual"), mirror),
+        child(
+            "topic-api",
+            _phrame("topic-api"),
+            mirror
+            | {
+                "PHRAME_LISTEN": f"127.0.0.1:{settings.api_port}",
+                "PHRAME_API_TOKEN_FILE": str(settings.api_token_file),
+            },
+        ),
+    ]
     for node in settings.nodes:
         agent = {
             "PHRAME_NODE_NAME": node,

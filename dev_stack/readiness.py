@@ -1,4 +1,5 @@
-"""Is the dev stack ready: the broker answers, config-sync is ready, every agent is online.
+"""Is the dev stack ready: the broker answers, config-sync is ready, the topic API has both
+snapshots, every agent is online.
 
 The supervisor polls :class:`Readiness` until :meth:`Readiness.missing` is empty, then
 prints its banner once. Node statuses come from one MQTT subscription; it only reads.
@@ -30,6 +31,16 @@ def config_sync_ready(base_url: str) -> bool:
             return bool(response.status == 200)
     except (OSError, urllib.error.HTTPError):
         return False
+
+
+def topic_api_ready(base_url: str) -> bool:
+    """The topic API answers and has read both planes' snapshots."""
+    try:
+        with urllib.request.urlopen(f"{base_url}healthz", timeout=1) as response:
+            loaded = json.loads(response.read()).get("snapshots", {})
+    except (OSError, ValueError, urllib.error.HTTPError):
+        return False
+    return bool(loaded.get("desired") and loaded.get("actual"))
 
 
 class Readiness:
@@ -72,6 +83,8 @@ class Readiness:
         out = []
         if not config_sync_ready(self.settings.config_sync_url):
             out.append(f"config-sync ({self.settings.config_sync_url}/readyz)")
+        if not topic_api_ready(self.settings.api_url):
+            out.append(f"the topic API and mirrors ({self.settings.api_url}healthz)")
         if not self._watch():
             return [*out, "a connection to the broker"]
         with self._lock:

@@ -20,6 +20,7 @@ DEFAULT_STATE_DIR = ".phrame-dev"
 DEFAULT_BROKER_PORT = 1883  # the settings' defaults, so every phrame command finds the stack
 DEFAULT_LISTEN = "127.0.0.1:8080"
 DEFAULT_WEB_PORT = 8081
+DEFAULT_API_PORT = 8090  # the topic API and dashboard (PHRAME_LISTEN of phrame topic-api)
 IMAGE = "phrame-quickstart/busybox:1"
 
 
@@ -31,9 +32,10 @@ class DevSettings:
     broker_port: int = DEFAULT_BROKER_PORT
     listen: str = DEFAULT_LISTEN
     web_port: int = DEFAULT_WEB_PORT
+    api_port: int = DEFAULT_API_PORT
     broker: str = "auto"  # auto (mosquitto, else amqtt), mosquitto or amqtt
     image: str = IMAGE
-    extra: dict[str, str] = field(default_factory=dict)  # nothing yet; the mirrors' slot
+    extra: dict[str, str] = field(default_factory=dict)  # nothing yet
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "state_dir", Path(self.state_dir).absolute())
@@ -69,6 +71,11 @@ class DevSettings:
     def web_url(self) -> str:
         return f"http://127.0.0.1:{self.web_port}/"
 
+    @property
+    def api_url(self) -> str:
+        """The dashboard (the topic API's ``/``); the API is under ``api/``."""
+        return f"http://127.0.0.1:{self.api_port}/"
+
     # -- the state folder
     @property
     def repo(self) -> Path:
@@ -90,6 +97,15 @@ class DevSettings:
     @property
     def secret_file(self) -> Path:
         return self.state_dir / "webhook-secret"
+
+    @property
+    def api_token_file(self) -> Path:
+        """The topic API's bearer token for writes (0600, made once)."""
+        return self.state_dir / "api-token"
+
+    @property
+    def mirror_dir(self) -> Path:
+        return self.state_dir / "mirror"
 
     @property
     def broker_dir(self) -> Path:
@@ -140,6 +156,7 @@ def taken_ports(settings: DevSettings, *, skip: tuple[int, ...] = ()) -> list[st
         (settings.broker_port, "127.0.0.1", "--broker-port (the broker)"),
         (port, host, "--listen (config-sync)"),
         (settings.web_port, "127.0.0.1", "--web-port (the quickstart page)"),
+        (settings.api_port, "127.0.0.1", "--api-port (the topic API and dashboard)"),
     ]
     return [
         f"port {p} on {h} is already in use: {what}"

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from dev_stack.settings import (
+    DEFAULT_API_PORT,
     DEFAULT_BROKER_PORT,
     DEFAULT_LISTEN,
     DEFAULT_STATE_DIR,
@@ -36,6 +37,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--web-port", type=int, default=DEFAULT_WEB_PORT, help="the sample page's port (8081)"
+    )
+    parser.add_argument(
+        "--api-port", type=int, default=DEFAULT_API_PORT, help="the topic API and dashboard's port (8090)"
     )
     parser.add_argument(
         "--broker",
@@ -86,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
             broker_port=args.broker_port,
             listen=args.listen,
             web_port=args.web_port,
+            api_port=args.api_port,
             broker=args.broker,
         )
         saved = DevSettings.load(settings.state_dir)

@@ -36,8 +36,14 @@ SERVICE_ACCOUNTS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "mirror-desired": (("read", "{p}/desired/#"),),
     "mirror-actual": (("read", "{p}/actual/#"),),
-    # topic-api serves both planes and sends the one imperative verb (restart).
-    "topic-api": (("read", "{p}/desired/#"), ("read", "{p}/actual/#"), ("write", "{p}/cmd/#")),
+    # topic-api serves both planes, sends the one imperative verb (restart) and keeps the
+    # users' kv space (its default PHRAME_API_WRITE_PREFIXES; other prefixes need a grant here).
+    "topic-api": (
+        ("read", "{p}/desired/#"),
+        ("read", "{p}/actual/#"),
+        ("write", "{p}/cmd/#"),
+        ("readwrite", "{p}/kv/#"),
+    ),
     # people and `phrame status`: read-only, so they need no service's account (a second
     # connection with a service's account would take that service's place, see below).
     "observer": (("read", "{p}/desired/#"), ("read", "{p}/actual/#")),

@@ -34,16 +34,20 @@ def errors(*codes: int) -> dict[str, Any]:
     return {str(c): answer(why[c], "Error") for c in codes}
 
 
-def path_param(name: str, description: str, *, pattern: str | None = None) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "string"}
-    if pattern:
-        schema["pattern"] = pattern
-    return {"name": name, "in": "path", "required": True, "description": description, "schema": schema}
+def path_param(name: str, description: str, example: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "description": description,
+        "schema": {"type": "string"},
+        "example": example,
+    }
 
 
 READ_401 = errors(401)  # only when PHRAME_API_READ_TOKEN_REQUIRED
-NODE = path_param("node", "node name")
-TOPIC = path_param("topic", "a topic (slashes included), no wildcards")
+NODE = path_param("node", "node name", "dev-1")
+TOPIC = path_param("topic", "a topic (slashes included), no wildcards", "phrame/kv/example")
 WRITE_SECURITY: list[dict[str, list[str]]] = [{"bearer": []}]
 READ_SECURITY: list[dict[str, list[str]]] = [{}, {"bearer": []}, {"access_token": []}]
 
@@ -89,7 +93,7 @@ def paths() -> dict[str, Any]:
                 answer("command published", "Restarted"),
                 400,
                 404,
-                params=[NODE, path_param("id", "item id <env>.<service>.<replica>")],
+                params=[NODE, path_param("id", "item id <env>.<service>.<replica>", "demo.web.0")],
             )
         },
         "/api/environments": {
@@ -100,7 +104,7 @@ def paths() -> dict[str, Any]:
                 "one environment with its declared services",
                 answer("environment", "EnvironmentDetail"),
                 404,
-                params=[path_param("env", "environment name")],
+                params=[path_param("env", "environment name", "demo")],
             )
         },
         "/api/topics": {

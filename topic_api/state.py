@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from topic_api.history import HeartbeatHistory
@@ -28,6 +29,16 @@ class PlaneView:
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _stamp(value: Any) -> float | None:
+    """A snapshot's ``generated_at`` as unix seconds: the mirror writes ISO 8601 text."""
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value).timestamp()
+        except ValueError:
+            return None
+    return _number(value)
 
 
 class ApiState:
@@ -53,7 +64,7 @@ class ApiState:
         self.loaded.add(plane)
         if plane == "actual":
             self._note_receipts(old.index, index, now, first=first)
-        self.planes[plane] = PlaneView(_number(document.get("generated_at")), topics, index)
+        self.planes[plane] = PlaneView(_stamp(document.get("generated_at")), topics, index)
         if not changed and not removed and old.generated_at == self.planes[plane].generated_at:
             return None
         listed = len(changed) + len(removed)

@@ -96,6 +96,23 @@ def settle(stack: DevStackProcess) -> None:
     )
 
 
+def test_0_the_topic_api_shows_both_nodes_online_and_converged(stack: DevStackProcess):
+    assert f"dashboard: http://127.0.0.1:{stack.api_port}/" in stack.console()  # the banner
+
+    def both() -> bool:
+        nodes = {n["node"]: n for n in stack.api("api/nodes")["nodes"]}
+        return sorted(nodes) == sorted(stack.nodes) and all(
+            n["online"] and n["converged"] and n["drift"] == 0 and n["generation"]["applied"]
+            for n in nodes.values()
+        )
+
+    stack.wait(both, "both nodes online, converged and without drift in /api/nodes", 30)
+    env = stack.api(f"api/environments/{stack.environment}")
+    assert env["ok"] is True and env["commit"] == stack.remote_head()
+    token = stack.state / "api-token"
+    assert token.stat().st_mode & 0o777 == 0o600 and len(stack.api_token()) >= 32
+
+
 def test_1_a_page_change_recreates_the_container_and_serves_the_new_page(client, stack: DevStackProcess):
     web_node = stack.nodes[0]
     before = running(client, stack, "web")

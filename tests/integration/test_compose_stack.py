@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,18 @@ from schemas import Topics
 from tests.support.agent_container import host_socket
 from tests.support.compose_stack import ROOT, ComposeStack
 from tests.support.services import require, require_binary, wait_until
+from tests.support.waiting import wait_for
 
 UNIT = ROOT / "compose" / "systemd" / "phrame-node-agent.service"
-SERVICES = ("mosquitto", "config-sync", "placement", "node-agent")
+SERVICES = (
+    "mosquitto",
+    "config-sync",
+    "placement",
+    "node-agent",
+    "mirror-desired",
+    "mirror-actual",
+    "topic-api",
+)
 BUILD_TIMEOUT_S = 900  # mmdebstrap on a fresh machine is about a minute; the rest is cached
 T = Topics()
 
@@ -129,7 +139,7 @@ def test_a_push_is_converged_by_the_agent_container(stack: ComposeStack, tmp_pat
         states = {s: stack.health(s) for s in SERVICES}
         raise AssertionError(f"{e}: {states}\n{stack.logs()}") from None
 
-    for service in ("config-sync", "placement", "node-agent"):  # each logged in with its secret
+    for service in ("config-sync", "placement", "node-agent", "topic-api"):  # each logged in with its secret
         log = stack.container(service).logs().decode()
         assert "connected to mqtts://mosquitto:8883" in log, f"{service} never logged in:\n{log}"
     # the agent found its own compose container (it would refuse to touch it)
@@ -160,6 +170,33 @@ def test_a_push_is_converged_by_the_agent_container(stack: ComposeStack, tmp_pat
     print(f"push -> converged in {time.monotonic() - started:.1f} s")
     # the agent's own container is untouched and still healthy after the pass
     assert stack.health("node-agent") == "healthy"
+    check_topic_api(stack, commit)
+
+
+def check_topic_api(stack: ComposeStack, commit: str) -> None:
+    """The mirrors' snapshots reach the topic API; its kv writes pass the broker's ACL."""
+    api = f"http://127.0.0.1:{stack.api_port}"
+
+    def node_view() -> Any:
+        with urllib.request.urlopen(f"{api}/api/nodes/{stack.node}", timeout=5) as r:
+            view = json.loads(r.read())
+        return view if view["converged"] and view["commit"]["applied"] == commit else None
+
+    try:
+        view = wait_for(node_view, "the topic API showing the node converged", 30, interval=0.5)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{stack.logs()}") from None
+    assert [i["status"] for i in view["items"]] == ["in-sync"]
+    put = urllib.request.Request(
+        f"{api}/api/kv/phrame/kv/compose-test",
+        data=b'{"ok": true}',
+        method="PUT",
+        headers={"Authorization": f"Bearer {stack.api_token}"},
+    )
+    with urllib.request.urlopen(put, timeout=10) as r:
+        assert r.status == 200
+    with urllib.request.urlopen(f"{api}/api/kv/phrame/kv/compose-test", timeout=5) as r:
+        assert json.loads(r.read())["payload"] == {"ok": True}
 
 
 def test_the_agent_systemd_unit_verifies(tmp_path: Path) -> None:

@@ -131,7 +131,9 @@ def test_topics_filter_matches_as_mqtt(stack: ApiStack) -> None:
 
 
 def test_nodes_view_from_retained_payloads(stack: ApiStack) -> None:
-    nodes = {n["node"]: n for n in stack.json("/api/nodes")["nodes"]}
+    body = stack.json("/api/nodes")
+    assert all(isinstance(body["generated_at"][p], float) for p in ("desired", "actual"))  # unix seconds
+    nodes = {n["node"]: n for n in body["nodes"]}
     one, two = nodes["api-1"], nodes["api-2"]
     assert one["state"] == "online" and one["converged"] is True and one["drift"] == 0
     assert one["generation"] == {"desired": 1, "applied": 1} and one["commit"]["applied"] == "c" * 40

@@ -28,7 +28,14 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "compose" / "docker-compose.yml"
 IMAGE_UID = 10001  # the `phrame` user of the Dockerfile
 REPO_IN_CONTAINER = "/srv/phrame-config.git"
-USERS = ("config-sync", "placement", "observer")  # observer: the test's own reads
+USERS = (
+    "config-sync",
+    "placement",
+    "mirror-desired",
+    "mirror-actual",
+    "topic-api",
+    "observer",
+)  # observer: the test's own reads
 
 
 def run(argv: list[str], *, timeout: float, **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -52,6 +59,8 @@ class ComposeStack:
         self.broker_dir = self.root / "mosquitto"
         self.mqtts_port, self.wss_port, self.sync_port = free_port(), free_port(), free_port()
         self.secret = uuid.uuid4().hex
+        self.api_token = uuid.uuid4().hex
+        self.api_port = free_port()
         self.pki: Pki | None = None
         self.passwords = {user: uuid.uuid4().hex for user in (*USERS, f"node-{self.node}")}
         # our git works on a repo owned by the image's user (git refuses that without this)
@@ -77,6 +86,10 @@ class ComposeStack:
             "node_agent_mqtt_password": self.passwords[f"node-{self.node}"],
             "webhook_secret": self.secret,
             "gitlab_token": "unused-with-the-local-git-host",
+            "mirror_desired_mqtt_password": self.passwords["mirror-desired"],
+            "mirror_actual_mqtt_password": self.passwords["mirror-actual"],
+            "topic_api_mqtt_password": self.passwords["topic-api"],
+            "api_token": self.api_token,
         }
         (self.root / "secrets").mkdir()
         (self.root / "node-secrets").mkdir()
@@ -136,6 +149,7 @@ class ComposeStack:
             "PHRAME_MQTTS_PORT": str(self.mqtts_port),
             "PHRAME_WSS_PORT": str(self.wss_port),
             "PHRAME_CONFIG_SYNC_PORT": str(self.sync_port),
+            "PHRAME_TOPIC_API_PORT": str(self.api_port),
             "PHRAME_GIT_HOST": "local",
             "PHRAME_REPO_URL": REPO_IN_CONTAINER,
             "PHRAME_NODE_NAME": self.node,
@@ -153,6 +167,9 @@ class ComposeStack:
             f"  config-sync:\n    volumes:\n{repo}    labels:\n{labels}"
             f"  placement:\n    volumes:\n{repo}    labels:\n{labels}"
             f"  node-agent:\n    labels:\n{labels}"
+            f"  mirror-desired:\n    labels:\n{labels}"
+            f"  mirror-actual:\n    labels:\n{labels}"
+            f"  topic-api:\n    labels:\n{labels}"
         )
 
     # -- docker-compose

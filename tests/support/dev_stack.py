@@ -49,6 +49,7 @@ class DevStackProcess:
         self.nodes = [f"{self.prefix}-{i}" for i in range(1, nodes + 1)]
         self.environment = f"e2e{run}"
         self.broker_port, self.sync_port, self.web_port = free_port(), free_port(), free_port()
+        self.api_port = free_port()
         self.output = root / "dev.out"
         self.statuses: dict[str, dict[str, Any]] = {}
         self.placement: dict[str, Any] = {}
@@ -71,6 +72,7 @@ class DevStackProcess:
                 *("--environment", self.environment),
                 *("--broker", "mosquitto", "--broker-port", str(self.broker_port)),
                 *("--listen", f"127.0.0.1:{self.sync_port}", "--web-port", str(self.web_port)),
+                *("--api-port", str(self.api_port)),
             ],
             env=self.child_env,
             stdout=self._out,
@@ -115,6 +117,19 @@ class DevStackProcess:
             [*self.phrame_dev(), "--down", "--purge"], capture_output=True, text=True, timeout=120
         )
         return down.stdout + down.stderr
+
+    # -- the topic API (dashboard at ``api_url``, the API under ``api_url + "api/"``)
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.api_port}/"
+
+    def api_token(self) -> str:
+        return (self.state / "api-token").read_text().strip()
+
+    def api(self, path: str) -> Any:
+        """GET ``path`` (e.g. ``api/nodes``) of the stack's topic API, as JSON."""
+        with urllib.request.urlopen(self.api_url + path.lstrip("/"), timeout=5) as r:
+            return json.loads(r.read())
 
     # -- reading
     def console(self) -> str:

@@ -95,17 +95,30 @@ def test_settings_are_saved_for_down(tmp_path: Path):
 
 
 def test_children_get_the_stack_settings_whatever_the_callers_environment(tmp_path: Path):
-    settings = DevSettings(tmp_path, nodes=("dev-1", "dev-2"), broker_port=2883, listen="127.0.0.1:9080")
+    settings = DevSettings(
+        tmp_path, nodes=("dev-1", "dev-2"), broker_port=2883, listen="127.0.0.1:9080", api_port=9090
+    )
     caller = {
         "PATH": "/bin",
         "PHRAME_DESIRED_MQTT_URL": "mqtts://prod:8883",
         "PHRAME_MQTT_PASSWORD_FILE": "/etc/prod",
         "PHRAME_GIT_HOST": "gitlab",
         "PHRAME_NODE_TIMEOUT_S": "3",
+        "PHRAME_API_TOKEN": "the caller's",
+        "PHRAME_MIRROR_DIR": "/elsewhere",
     }
     _which, children = build_children(settings, caller)
     names = [c.name for c in children]
-    assert names == ["broker", "config-sync", "placement", "agent-dev-1", "agent-dev-2"]
+    assert names == [
+        "broker",
+        "config-sync",
+        "placement",
+        "mirror-desired",
+        "mirror-actual",
+        "topic-api",
+        "agent-dev-1",
+        "agent-dev-2",
+    ]
     by_name = {c.name: c for c in children}
     sync = by_name["config-sync"].env
     assert sync["PHRAME_DESIRED_MQTT_URL"] == "mqtt://127.0.0.1:2883"
@@ -118,6 +131,12 @@ def test_children_get_the_stack_settings_whatever_the_callers_environment(tmp_pa
     agent = by_name["agent-dev-2"].env
     assert agent["PHRAME_NODE_NAME"] == "dev-2" and agent["PHRAME_SHARED_DAEMON"] == "true"
     assert agent["PHRAME_STATE_DIR"] == str(settings.agent_state("dev-2"))
+    assert by_name["mirror-actual"].argv[-2:] == ["--plane", "actual"]
+    for name in ("mirror-desired", "mirror-actual", "topic-api"):
+        assert by_name[name].env["PHRAME_MIRROR_DIR"] == str(tmp_path / "mirror")
+    api = by_name["topic-api"].env
+    assert api["PHRAME_LISTEN"] == "127.0.0.1:9090" and "PHRAME_API_TOKEN" not in api
+    assert api["PHRAME_API_TOKEN_FILE"] == str(tmp_path / "api-token")
 
 
 def test_console_lines_for_statuses_and_placements():
@@ -151,6 +170,8 @@ def test_banner_names_the_clone_line_the_urls_and_three_things_to_try(tmp_path: 
     assert f"git clone {tmp_path / 'config.git'} phrame-config" in text
     assert "http://127.0.0.1:8080/status" in text and "curl http://127.0.0.1:8081/" in text
     assert "git revert --no-edit HEAD HEAD~1 && git push" in text
+    assert "dashboard: http://127.0.0.1:8090/" in text and "http://127.0.0.1:8090/docs" in text
+    assert str(tmp_path / "api-token") in text
     assert "PHRAME_LISTEN" not in text  # default ports: every phrame command finds the stack
     other = "\n".join(banner(DevSettings(tmp_path, broker_port=2883), 1, has_docker=False))
     assert "PHRAME_DESIRED_MQTT_URL=mqtt://127.0.0.1:2883" in other and "(needs Docker)" in other

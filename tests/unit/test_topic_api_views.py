@@ -118,6 +118,12 @@ def test_change_events_name_changed_and_removed_topics() -> None:
     assert state.apply("actual", doc, 3.0) is None  # the same file again
 
 
+def test_generated_at_is_unix_seconds_whatever_the_snapshot_wrote() -> None:
+    state = ApiState("phrame")
+    state.apply("desired", {"generated_at": "2026-12-01T16:00:00.500+00:00", "topics": {}}, 1.0)
+    assert state.generated_at() == {"desired": 1796140800.5, "actual": None}
+
+
 def test_a_big_change_is_truncated() -> None:
     state = ApiState("phrame")
     topics = {f"phrame/actual/nodes/n{i}/status": {"state": "online"} for i in range(MAX_LISTED + 1)}
