@@ -17,12 +17,25 @@ from schemas import Topics, check_payload
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import wait_for_port
 from tests.support.topic_api import ApiStack, fleet, heartbeat
+from tests.support.waiting import wait_for
 from tests.ui.conftest import Opener
 
 pytestmark = pytest.mark.mqtt
 T = Topics()
 NODES = ["ui-1", "ui-2"]
 XSS = '<img src=x onerror="window.__xss=1">'
+# the deploy records of ISSUE12 §1 (config-sync writes them; here the test does)
+DEPLOYS = {
+    "environment": "demo",
+    "deploys": [
+        {"commit": "d" * 40, "ref": "refs/heads/main", "author": "Ada <ada@x>", "message": "Broken image",
+         "published_at": time.time() - 60, "state": "failed", "finished_at": time.time() - 50,
+         "duration_s": 10.0, "nodes": {"ui-1": 2}, "failed": {"node": "ui-1", "reason": "pull failed"}},
+        {"commit": "c" * 40, "ref": "refs/heads/main", "author": "Bob <bob@x>", "message": "First",
+         "published_at": time.time() - 600, "state": "converged", "finished_at": time.time() - 597.5,
+         "duration_s": 2.5, "nodes": {"ui-1": 1, "ui-2": 1}, "failed": None},
+    ],
+}  # fmt: skip
 
 
 def status(converged: bool = True, errors: list[str] | None = None) -> bytes:
@@ -67,6 +80,7 @@ def api(
                         "rule": "schema", "message": XSS}]}  # fmt: skip
     check_payload("desired-sync", sync)
     messages[T.env_sync("demo")] = json.dumps(sync).encode()
+    messages[f"{T.environment('demo')}/deploys"] = json.dumps(DEPLOYS).encode()
     writer.publish_batch(messages.items())
     # heartbeats are written once: a long node timeout keeps the nodes online for the module
     s = ApiStack(broker.url, tmp_path_factory.mktemp("ui-api"), PHRAME_NODE_TIMEOUT_S="600").start()
@@ -139,3 +153,60 @@ def test_the_page_reconnects_and_catches_up(api: ApiStack, writer: MqttClient, o
     page.wait_for_selector(f"{row}.level-ok", timeout=5_000)
     # requests refused while the API was down are expected; a script error is not
     assert not watch.errors, watch.errors
+
+
+def test_the_environment_shows_its_sync_errors_and_deployments(api: ApiStack, open_page: Opener) -> None:
+    page, watch = open_page(api.url + "/")
+    env = '#env-list article[data-env="demo"]'
+    page.wait_for_selector(f"{env}.level-bad")
+    text = page.text_content(env) or ""
+    assert "invalid: 1 error(s)" in text and "schema: " in text, text
+    rows = page.locator(f"{env} table.deploys tbody tr")
+    assert rows.count() == 2
+    failed, converged = (rows.nth(i).text_content() or "" for i in range(2))
+    for part in (
+        "dddddddddddd",
+        "Broken image",
+        "Ada <ada@x>",
+        "failed",
+        "10.0 s",
+        "failed on ui-1: pull failed",
+    ):
+        assert part in failed, (part, failed)
+    for part in ("cccccccccccc", "First", "Bob <bob@x>", "converged", "2.5 s", "ui-1 (generation 1)"):
+        assert part in converged, (part, converged)
+    assert rows.nth(0).get_attribute("class") == "level-bad"
+    assert rows.nth(1).get_attribute("class") == "level-ok"
+    assert not watch.problems(), watch.problems()
+
+
+def test_restart_asks_for_the_token_once_and_sends_the_command(
+    api: ApiStack, broker: Mosquitto, open_page: Opener
+) -> None:
+    heard: list[str] = []
+    listener = MqttClient(MqttSettings(url=broker.url), "ui-test-cmd-listener")
+    listener.start(timeout=5)
+    try:
+        listener.subscribe(T.restart("ui-1", "demo.svc0.0"), lambda m: heard.append(m.payload.decode()))
+        page, watch = open_page(api.url + "/#node/ui-1")
+        button = page.locator('#node-detail tr[data-id="demo.svc0.0"] button.restart')
+        button.click()
+        page.wait_for_selector("#token-dialog[open]")
+        page.fill("#token-input", "not-the-token")
+        page.keyboard.press("Enter")
+        page.wait_for_function("document.getElementById('detail-message').textContent.includes('refused')")
+        assert not heard, "a refused restart reached the broker"
+        button.click()  # the refused token was forgotten: asked again
+        page.wait_for_selector("#token-dialog[open]")
+        page.fill("#token-input", api.token or "")
+        page.keyboard.press("Enter")
+        page.wait_for_function("document.getElementById('detail-message').textContent.includes('sent')")
+        wait_for(lambda: len(heard) == 1, "the restart command on the broker", 5)
+        assert json.loads(heard[0])["requested_by"] == "topic-api"
+        button.click()  # kept in sessionStorage: no second question
+        wait_for(lambda: len(heard) == 2, "the second restart command on the broker", 5)
+        assert not page.evaluate("document.getElementById('token-dialog').open")
+        # the one 401 is the refused token, on purpose
+        assert [m for m in watch.console if "401" not in m] == [] and not watch.errors, watch.problems()
+    finally:
+        listener.stop()
