@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import sys
 from typing import Any
 
@@ -15,6 +16,7 @@ from phrame_mqtt import MqttError
 from phrame_settings import setup_logging
 from phrame_settings.http_serving import serve
 from topic_api.app import create_app
+from topic_api.auth import RedactTokens
 from topic_api.broker import Broker
 from topic_api.errors import SettingsError
 from topic_api.settings import ApiSettings
@@ -34,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if settings.token is None:
         print("phrame topic-api: no PHRAME_API_TOKEN: writes are refused (401)", file=sys.stderr)
+    logging.getLogger("uvicorn.access").addFilter(RedactTokens())  # ?access_token= of EventSource
     host, port = settings.listen_address
     servers: list[Any] = []  # uvicorn's, once built: its should_exit ends the event streams
     app = create_app(settings, broker=broker, should_stop=lambda: bool(servers and servers[0].should_exit))

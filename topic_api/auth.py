@@ -8,6 +8,8 @@ browser's ``EventSource`` cannot send headers. Compared in constant time. Never 
 from __future__ import annotations
 
 import hmac
+import logging
+import re
 from typing import Any
 
 
@@ -39,3 +41,19 @@ def refusal(expected: str | None, request: Any, *, write: bool) -> str | None:
     if not is_valid(expected, given):
         return "token does not match"
     return None
+
+
+_QUERY_TOKEN = re.compile(r"(access_token=)[^&\s]*")
+
+
+class RedactTokens(logging.Filter):
+    """Masks ``access_token=`` in uvicorn's access log lines (installed by ``phrame topic-api``):
+    a read token given in the URL must not end up in the logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                _QUERY_TOKEN.sub(r"\1***", a) if isinstance(a, str) and "access_token=" in a else a
+                for a in record.args
+            )
+        return True

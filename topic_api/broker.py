@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 
 from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings
 
@@ -21,10 +22,10 @@ class BrokerUnavailable(MqttError):
 
 
 class Broker:
-    def __init__(
-        self, settings: MqttSettings, prefixes: tuple[str, ...], client_id: str = "topic-api"
-    ) -> None:
-        self.client = MqttClient(settings, client_id)
+    def __init__(self, settings: MqttSettings, prefixes: tuple[str, ...]) -> None:
+        # a fresh id per process (as config-sync's): two APIs on one anonymous broker must not
+        # take each other's connection; with a user name, the user name is the id anyway
+        self.client = MqttClient(settings, f"topic-api-{uuid.uuid4().hex[:8]}")
         self.prefixes = prefixes
         self.values: dict[str, bytes] = {}  # retained values under the writable prefixes
         self._lock = threading.Lock()

@@ -18,7 +18,9 @@ from tests.support.services import free_port, require_binary
 
 
 def dev_argv(state: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "phrame", "dev", "--state-dir", str(state), *extra]
+    # a free port for the topic API too: 8090 may be someone's dev stack
+    api = () if "--down" in extra else ("--api-port", str(free_port()))
+    return [sys.executable, "-m", "phrame", "dev", "--state-dir", str(state), *api, *extra]
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -88,7 +90,16 @@ def test_without_docker_the_stack_runs_processes_restarts_a_crash_and_stops_in_o
         ln.split()[3] for ln in lines if len(ln.split()) > 3 and not ln.startswith("phrame dev: stopped;")
     ]
     prefix = f"nd{os.getpid()}"
-    assert order == [f"agent-{prefix}-2", f"agent-{prefix}-1", "placement", "config-sync", "broker"], lines
+    assert order == [
+        f"agent-{prefix}-2",
+        f"agent-{prefix}-1",
+        "topic-api",
+        "mirror-actual",
+        "mirror-desired",
+        "placement",
+        "config-sync",
+        "broker",
+    ], lines
 
 
 def test_a_closed_console_still_stops_every_part(tmp_path: Path):

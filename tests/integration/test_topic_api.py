@@ -296,6 +296,8 @@ def test_reads_can_require_the_token(broker: Mosquitto, tmp_path: Path) -> None:
         )
     finally:
         s.stop()
+    log = (tmp_path / "api.log").read_text()
+    assert "access_token=***" in log and "test-token" not in log  # the access log masks it
 
 
 def test_docs_are_served_without_a_cdn(stack: ApiStack) -> None:
@@ -307,3 +309,17 @@ def test_docs_are_served_without_a_cdn(stack: ApiStack) -> None:
     spec = stack.get("/openapi.json").json()
     assert spec["openapi"].startswith("3.") and "/api/events" in spec["paths"]
     assert stack.get("/").status_code == 200 and "text/html" in stack.get("/").headers["content-type"]
+
+
+def test_two_apis_on_one_broker_keep_their_own_connections(
+    stack: ApiStack, broker: Mosquitto, tmp_path: Path
+) -> None:
+    other = ApiStack(broker.url, tmp_path).start(mirrors=False)
+    try:
+        wait_for(lambda: other.get("/healthz").json()["broker"], "the second API connected")
+        for i in range(10):  # one client id for both would have them kick each other off
+            for api in (stack, other):
+                r = httpx.put(f"{api.url}/api/kv/phrame/kv/two/{i}", content=b"1", headers=api.headers())
+                assert r.status_code == 200, (i, r.text)
+    finally:
+        other.stop()
