@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from config_repo.assignment import Replica, replicas
+from config_repo.container_fields import container_fields
 from config_repo.model import ConfigRepo, Environment
 from config_repo.problems import ConfigError
 from config_repo.quantities import memory_bytes, parse_ports
@@ -131,6 +132,8 @@ def container_spec(rep: Replica, env: Environment, index: ReplicaIndex) -> dict[
             i for dep in d.get("depends_on", []) for i in index.same_node(rep.environment, dep, rep.node)
         ],
         "labels": _labels(defaults.get("labels", {}), d.get("labels", {})),
+        # only the ones set: an existing repository keeps its digests (container_fields)
+        **container_fields(d, defaults),
     }
 
 

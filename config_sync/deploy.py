@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from config_sync.deploy_history import DeployHistory
 from config_sync.deploy_verdict import failure, verdict, waiting_for, waiting_text
 from config_sync.errors import GitLabError
 from config_sync.gitlab_api import CommitReporter
@@ -63,6 +64,7 @@ class DeployWatcher:
         self.published: dict[str, int] = {}  # node -> highest generation watched since start
         self.active: dict[str, Deployment] = {}  # by ref
         self.finished: list[tuple[str, str, str]] = []  # (commit, state, description)
+        self.history: DeployHistory | None = None  # judged on every tick too (``deploys`` topics)
         self._cond = threading.Condition()
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -162,6 +164,10 @@ class DeployWatcher:
         for dep, state, text in done:
             self.finished.append((dep.commit, state, text))
             self._report(dep.commit, state, text, dep.ref)
+        if self.history is not None:
+            with self._cond:
+                statuses, ceilings = dict(self.statuses), dict(self.published)
+            self.history.check(statuses, ceilings, self.nodes.offline)
 
     def _report(self, commit: str, state: str, text: str, ref: str) -> None:
         log.info("deploy of %s on %s: %s (%s)", commit[:12], ref, state, text)

@@ -77,22 +77,34 @@ def failure(
     offline: Mapping[str, str] | None = None,
 ) -> str:
     """The first node that did not converge, and why, for the failed status."""
+    found = first_failure(statuses, commit, nodes, ceilings, offline)
+    return "converged" if found is None else f"{found[0]}: {found[1]}"
+
+
+def first_failure(
+    statuses: Mapping[str, dict[str, Any]],
+    commit: str,
+    nodes: Mapping[str, int],
+    ceilings: Mapping[str, int] | None = None,
+    offline: Mapping[str, str] | None = None,
+) -> tuple[str, str] | None:
+    """``(node, why)`` of the first node that did not converge; None when all did."""
     top, down = ceilings or {}, offline or {}
     for node, generation in sorted(nodes.items()):
         status = statuses.get(node)
         if is_converged(status, commit, generation, top.get(node)):
             continue
         if node in down:  # by the shared rule: what it last said is not news any more
-            return f"{node}: offline ({down[node]})"
+            return node, f"offline ({down[node]})"
         if not status:
-            return f"{node}: no status reported"
+            return node, "no status reported"
         errors = status.get("errors") or []
         if errors:
             first = errors[0]
             text = first.get("message", first) if isinstance(first, dict) else first
-            return f"{node}: {text}"
+            return node, str(text)
         if status.get("state") == "offline":
-            return f"{node}: offline"
+            return node, "offline"
         at = f"{str(status.get('commit'))[:12]}, generation {status.get('generation')} of {generation}"
-        return f"{node}: not converged (at {at})"
-    return "converged"
+        return node, f"not converged (at {at})"
+    return None

@@ -14,6 +14,7 @@ import uuid
 from typing import Any
 
 from config_sync.deploy import DeployWatcher
+from config_sync.deploy_history import DeployHistory
 from config_sync.errors import GitError
 from config_sync.git_repo import SyncRepo
 from config_sync.gitlab_api import CommitReporter, GitLabReporter, LocalReporter
@@ -65,6 +66,8 @@ class ConfigSync:
         self.deployer = DeployWatcher(self.reporter, self.topics, timeout_s=deploy_s, node_timeout_s=node_s)
         # changed manifests go out above what agents applied (subscribed before any publication)
         self.publisher = DesiredPublisher(self.mqtt, self.topics, applied=self.deployer.applied_generations)
+        self.history = DeployHistory(self.mqtt, self.topics, self.git.commit_info, timeout_s=deploy_s)
+        self.deployer.history = self.history
         self.syncer = Syncer(
             self.git,
             self.publisher,
@@ -73,6 +76,7 @@ class ConfigSync:
             default_ref=settings.default_ref,
             deployer=self.deployer,
             on_outcome=self._record,
+            history=self.history,
         )
         # a fetch or a publication that failed runs again with backoff, not at the next poll;
         # an invalid commit is no failure (it is reported) and waits for a new head
@@ -139,6 +143,8 @@ class ConfigSync:
                 log.warning("cannot read back the published state (%s); retrying in %.0f s", e, delay)
                 time.sleep(delay)
                 delay = min(30.0, delay * 2)
+        # the deployments recorded before a restart, before anything is published
+        self.history.restore(self.publisher.published or {})
         self.started_at = time.time()
         self.trigger_sync(self.settings.default_ref)
         with self._lock:
@@ -238,6 +244,7 @@ class ConfigSync:
             return  # the first connection: start() rebuilds and syncs
         log.info("reconnected to the desired broker; re-reading what is published")
         self.publisher.invalidate()
+        self.history.republish()
         for ref in sorted(self.syncer.tracked):
             self.trigger_sync(ref)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
 from config_sync.deploy import DeployWatcher
+from config_sync.deploy_history import DeployHistory
 from config_sync.errors import GitLabError
 from config_sync.git_repo import RefMissing, SyncRepo
 from config_sync.gitlab_api import CommitReporter
@@ -46,7 +47,9 @@ class Syncer:
         default_ref: str = "main",
         deployer: DeployWatcher | None = None,
         on_outcome: Callable[[SyncOutcome], None] | None = None,
+        history: DeployHistory | None = None,
     ) -> None:
+        self.history = history  # each environment's deployments (the ``deploys`` topic)
         self.git, self.publisher, self.reporter, self.topics = git, publisher, reporter, topics
         self.default_ref = default_ref
         self.deployer = deployer
@@ -133,6 +136,8 @@ class Syncer:
         self.last[ref] = outcome
         if self.on_outcome is not None:
             self.on_outcome(outcome)
+        if self.history is not None:
+            self.history.record(outcome)
         if outcome.ok and self.deployer is not None:
             if outcome.generations:
                 self.deployer.watch(ref, sha, outcome.generations)

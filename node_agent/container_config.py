@@ -7,6 +7,7 @@ logs a secret value (errors name the file, not its content).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -119,6 +120,41 @@ class CreateParams:
     nano_cpus: int | None
     memory: int | None
     healthcheck: dict[str, Any] | None
+    # the compose fields (issue 12); None / empty: Docker's or the image's own
+    stop_signal: str | None = None
+    stop_timeout: int | None = None  # whole seconds (Docker's StopTimeout)
+    user: str | None = None
+    working_dir: str | None = None
+    hostname: str | None = None
+    extra_hosts: dict[str, str] | None = None
+    ulimits: list[dict[str, Any]] | None = None  # [{"name", "soft", "hard"}]
+    log_config: dict[str, Any] | None = None  # {"type", "config"}
+
+
+def stop_timeout_s(grace: str | None) -> int | None:
+    """``stop_grace_period`` as Docker's StopTimeout: whole seconds, rounded up, so a
+    grace of 1500ms never kills sooner than asked."""
+    if grace is None:
+        return None
+    return math.ceil(duration_ns(grace) / 10**9)
+
+
+def _signal(value: Any) -> str | None:
+    # Docker takes a number as text too ("3" is SIGQUIT)
+    return None if value is None else str(value)
+
+
+def _ulimits(value: Mapping[str, Any] | None) -> list[dict[str, Any]] | None:
+    if not value:
+        return None
+    return [{"name": k, "soft": int(v["soft"]), "hard": int(v["hard"])} for k, v in sorted(value.items())]
+
+
+def _log_config(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not value:
+        return None
+    options = value.get("options") or {}
+    return {"type": str(value["driver"]), "config": {str(k): str(v) for k, v in options.items()}}
 
 
 def create_params(
@@ -157,4 +193,12 @@ def create_params(
         nano_cpus=resources.get("nano_cpus"),
         memory=resources.get("memory"),
         healthcheck=healthcheck(spec.get("healthcheck")),
+        stop_signal=_signal(spec.get("stop_signal")),
+        stop_timeout=stop_timeout_s(spec.get("stop_grace_period")),
+        user=spec.get("user"),
+        working_dir=spec.get("working_dir"),
+        hostname=spec.get("hostname"),
+        extra_hosts=dict(spec["extra_hosts"]) if spec.get("extra_hosts") else None,
+        ulimits=_ulimits(spec.get("ulimits")),
+        log_config=_log_config(spec.get("logging")),
     )

@@ -224,6 +224,9 @@ class DockerPort(NetworkCalls):
             nano_cpus=p.nano_cpus,
             mem_limit=p.memory,
             network_mode=p.networks[0] if p.networks else None,
+            extra_hosts=p.extra_hosts,
+            ulimits=p.ulimits,
+            log_config=p.log_config,
         )
         try:
             created = self._call(
@@ -240,6 +243,13 @@ class DockerPort(NetworkCalls):
                 host_config=host_config,
                 networking_config=net_config,
                 healthcheck=p.healthcheck,
+                stop_signal=p.stop_signal,
+                # only the service's own: without one, stops by the agent take its current
+                # PHRAME_STOP_TIMEOUT_S (see _grace), not a value frozen at creation
+                stop_timeout=p.stop_timeout,
+                user=p.user,
+                working_dir=p.working_dir,
+                hostname=p.hostname,
             )
         except DockerError as e:
             if e.status == 409:
@@ -264,12 +274,21 @@ class DockerPort(NetworkCalls):
         self._call(f"start {name or ref}", self.api.start, ref)
 
     def restart(self, name: str) -> None:
-        self._call(f"restart {name}", self.api.restart, name, timeout=self.stop_timeout)
+        self._call(f"restart {name}", self.api.restart, name, timeout=self._grace(name))
+
+    def _grace(self, ref: str) -> int:
+        """How long a stop of ``ref`` waits before SIGKILL: its own StopTimeout (the
+        service's ``stop_grace_period``), else ``stop_timeout`` (containers created before
+        phrame set one). Passing a timeout to stop would override the container's."""
+        config = self._call(f"inspect {ref}", self.api.inspect_container, ref).get("Config") or {}
+        own = config.get("StopTimeout")
+        return int(own) if isinstance(own, int) and own >= 0 else self.stop_timeout
 
     def remove_container(self, ref: str) -> None:
-        """Stop (SIGTERM, then SIGKILL after ``stop_timeout``) and remove; absent is fine."""
+        """Stop (the container's stop signal, then SIGKILL after its grace) and remove;
+        absent is fine."""
         try:
-            self._call(f"stop {ref}", self.api.stop, ref, timeout=self.stop_timeout)
+            self._call(f"stop {ref}", self.api.stop, ref, timeout=self._grace(ref))
             self._call(f"remove {ref}", self.api.remove_container, ref, force=True)
         except NotFound:
             return

@@ -1,7 +1,7 @@
 """``phrame status [--json] [--timeout S]``: the fleet as the broker knows it.
 
 Reads the retained node ``status``/``heartbeat`` topics, each node's ``manifest`` and each
-environment's ``sync`` and ``placement`` topics (MQTT settings as every service:
+environment's ``sync``, ``placement`` and ``deploys`` topics (MQTT settings as every service:
 ``PHRAME_*``). A node is offline when its heartbeat is older than ``PHRAME_NODE_TIMEOUT_S``
 (default 20, as placement), judged by the heartbeat's ``ts`` against this host's clock.
 Exits 0 when every node is online and has applied its manifest and every environment
@@ -53,8 +53,9 @@ def run(args: argparse.Namespace) -> int:
     except (MqttError, SettingsError) as e:
         print(f"phrame status: cannot read the broker: {e}", file=sys.stderr)
         return 2
-    summary = summarize(retained, time.time(), topics, timeout_s)
-    print(json.dumps(summary.to_dict(), indent=2) if args.json else render_text(summary))
+    now = time.time()
+    summary = summarize(retained, now, topics, timeout_s)
+    print(json.dumps(summary.to_dict(), indent=2) if args.json else render_text(summary, now))
     return 0 if summary.is_healthy else 1
 
 

@@ -20,6 +20,7 @@ from schemas import PayloadError, Topics, check_payload, load_json
 from schemas.node_health import judge_node
 
 DEFAULT_NODE_TIMEOUT_S = 20.0  # as placement's PHRAME_NODE_TIMEOUT_S
+DEPLOYS_SHOWN = 4  # per environment in the text; --json has every retained one
 
 
 @dataclass
@@ -57,6 +58,7 @@ class EnvironmentRow:
     gc_candidates: list[str] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)  # nodes with items of this environment
     not_applied: list[str] = field(default_factory=list)  # of those, not converged on theirs
+    deploys: list[dict[str, Any]] = field(default_factory=list)  # the last deployments, newest first
 
     @property
     def commit(self) -> str | None:
@@ -112,7 +114,7 @@ def summarize(
             t = topics.parse(topic)
         except ValueError:
             continue
-        if t.kind not in ("status", "heartbeat", "manifest", "sync", "placement"):
+        if t.kind not in ("status", "heartbeat", "manifest", "sync", "placement", "deploys"):
             continue
         doc = _doc(t.schema_name, raw)
         if t.node is not None:
@@ -142,6 +144,8 @@ def summarize(
             env.last_applied = (doc.get("last_applied") or {}).get("commit")
             env.last_attempted = (doc.get("last_attempted") or {}).get("commit")
             env.errors += [_error_text(e) for e in doc.get("errors", [])]
+        elif t.kind == "deploys":
+            env.deploys = list(doc["deploys"])
         else:
             env.unassigned = [f"{u['replica']}: {u['reason']}" for u in doc.get("unassigned", [])]
             env.gc_candidates = list(doc.get("gc_candidates", []))
@@ -185,7 +189,25 @@ def _generation(n: NodeRow) -> str:
     return f"{_cell(n.generation)}/{n.desired_generation}"
 
 
-def render_text(summary: Summary) -> str:
+def _seconds(value: float) -> str:
+    return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
+
+
+def deploy_line(d: dict[str, Any], now: float | None) -> str:
+    """``deploy 70b43d061e converged in 2.5 s: first line (Ada <ada@x>)``."""
+    head = f"deploy {d['commit'][:10]}"
+    said = f"{d['message']} ({d['author']})" if d["author"] else d["message"] or "(no message)"
+    if d["state"] == "failed" and d.get("failed"):
+        took = f" after {_seconds(d['duration_s'])}" if d.get("duration_s") is not None else ""
+        return f"{head} failed{took} on {d['failed']['node']}: {d['failed']['reason']}"
+    if d["state"] == "converged" and d.get("duration_s") is not None:
+        return f"{head} converged in {_seconds(d['duration_s'])}: {said}"
+    if d["state"] == "pending" and now is not None:
+        return f"{head} pending for {_seconds(max(0.0, now - d['published_at']))}: {said}"
+    return f"{head} {d['state']}: {said}"
+
+
+def render_text(summary: Summary, now: float | None = None) -> str:
     lines = ["NODE            STATE    CONVERGED  APPLIED  GEN      HEARTBEAT"]
     for n in summary.nodes:
         age = "-" if n.heartbeat_age_s is None else f"{n.heartbeat_age_s:g}s ago"
@@ -207,6 +229,7 @@ def render_text(summary: Summary) -> str:
             lines.append(f"    not applied yet on: {', '.join(e.not_applied)}")
         lines += [f"    error: {x}" for x in e.errors]
         lines += [f"    unassigned: {u}" for u in e.unassigned]
+        lines += [f"    {deploy_line(d, now)}" for d in e.deploys[:DEPLOYS_SHOWN]]
         lines += [
             f"    node {g} has been offline past PHRAME_NODE_GC_S: remove it from nodes/?"
             for g in e.gc_candidates

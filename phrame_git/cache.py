@@ -30,6 +30,7 @@ from phrame_settings.git_remote import GitRemote, follow_origin, hint
 from phrame_settings.state import private_dir
 
 log = logging.getLogger(__name__)
+COMMIT_TEXT_MAX = 200  # characters of a commit's author or message line kept for people
 
 
 class GitCache:
@@ -148,6 +149,21 @@ class GitCache:
             except (git.GitError, ValueError, BadName, BadObject) as e:
                 raise self.errors.git(f"cannot read {path} at {sha[:12]}: {self.why(e)}") from e
         return data
+
+    def commit_info(self, sha: str) -> tuple[str, str]:
+        """``("Name <email>", first line of the message)`` of fetched commit ``sha``, as
+        git holds them (a webhook's copy can be forged or missing); each capped at 200
+        characters."""
+        with self.reading() as repo:
+            try:
+                commit = repo.commit(sha)
+                author = f"{commit.author.name} <{commit.author.email}>"
+                message = commit.message
+            except (git.GitError, ValueError, BadName, BadObject) as e:
+                raise self.errors.git(f"cannot read commit {sha[:12]}: {self.why(e)}") from e
+        text = message.decode("utf-8", "replace") if isinstance(message, bytes) else message
+        first = text.strip().splitlines()[0].strip() if text.strip() else ""
+        return author[:COMMIT_TEXT_MAX], first[:COMMIT_TEXT_MAX]
 
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of two fetched commits; None for unrelated histories."""

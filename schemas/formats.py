@@ -62,6 +62,60 @@ def duration(value: object) -> bool:
     return True
 
 
+_SIGNAL_SHAPE = re.compile(r"SIG[A-Z0-9+-]{1,16}")
+# the names Docker's daemon knows on Linux (moby/sys/signal), without the SIG prefix
+_NAMES = (
+    "ABRT ALRM BUS CHLD CLD CONT FPE HUP ILL INT IO IOT KILL PIPE POLL PROF PWR QUIT SEGV STKFLT "
+    "STOP SYS TERM TRAP TSTP TTIN TTOU URG USR1 USR2 VTALRM WINCH XCPU XFSZ RTMIN RTMAX"
+)
+_SIGNALS = (
+    frozenset(_NAMES.split()) | {f"RTMIN+{i}" for i in range(1, 16)} | {f"RTMAX-{i}" for i in range(1, 15)}
+)
+
+
+@CHECKER.checks("signal", raises=ValueError)
+def signal_name(value: object) -> bool:
+    if not isinstance(value, str) or not _SIGNAL_SHAPE.fullmatch(value):
+        return True  # a number, or a shape the pattern speaks about
+    if value[3:] not in _SIGNALS:
+        raise ValueError(
+            "no such signal on Linux (SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGRTMIN+3, ...)"
+        )
+    return True
+
+
+@CHECKER.checks("ip-address", raises=ValueError)
+def ip_address(value: object) -> bool:
+    if not isinstance(value, str) or value == "host-gateway":
+        return True
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        raise ValueError("not an IPv4 or IPv6 address (10.0.0.5, fd00::5) or host-gateway") from None
+    return True
+
+
+def _limit(value: int) -> float:
+    return float("inf") if value == -1 else value
+
+
+@CHECKER.checks("ulimit", raises=ValueError)
+def ulimit(value: object) -> bool:
+    if not isinstance(value, dict):
+        return True
+    soft, hard = value.get("soft"), value.get("hard")
+    if (
+        not isinstance(soft, int)
+        or not isinstance(hard, int)
+        or isinstance(soft, bool)
+        or isinstance(hard, bool)
+    ):
+        return True  # the properties' types say what is wrong
+    if _limit(soft) > _limit(hard):
+        raise ValueError(f"soft {soft} is above hard {hard} (-1 is unlimited)")
+    return True
+
+
 def _ref_problem(value: str) -> str | None:
     """Why ``value`` is not a branch or tag name git would accept as it is, or None.
 

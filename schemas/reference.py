@@ -23,7 +23,14 @@ BEGIN = "<!-- format-reference:begin -->"
 END = "<!-- format-reference:end -->"
 _LONG_PATTERN = 48  # longer patterns are unreadable in a table: the schema's words stand in
 _TYPE_WORDS = {"object": "mapping", "array": "list", "null": "null"}
-_PLACEHOLDERS = {"env": "<NAME>", "assignments": "<service>", "reasons": "<service>"}
+_PLACEHOLDERS = {
+    "env": "<NAME>",
+    "assignments": "<service>",
+    "reasons": "<service>",
+    "extra_hosts": "<host>",
+    "ulimits": "<limit>",
+    "options": "<option>",
+}
 
 
 @dataclass(frozen=True)

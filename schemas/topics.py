@@ -23,6 +23,7 @@ SCHEMA_OF = {
     ("desired", "service"): "desired-service",
     ("desired", "sync"): "desired-sync",
     ("desired", "placement"): "desired-placement",
+    ("desired", "deploys"): "desired-deploys",
     ("actual", "status"): "actual-status",
     ("actual", "heartbeat"): "actual-heartbeat",
     ("actual", "containers"): "actual-item",
@@ -35,7 +36,7 @@ SCHEMA_OF = {
 @dataclass(frozen=True)
 class Topic:
     """A parsed topic. ``kind`` is an item kind, ``manifest``, ``status``, ``heartbeat``,
-    ``service``, ``sync``, ``placement`` or ``restart``."""
+    ``service``, ``sync``, ``placement``, ``deploys`` or ``restart``."""
 
     plane: str  # desired | actual | cmd
     kind: str
@@ -89,6 +90,10 @@ class Topics:
     def env_placement(self, env: str) -> str:
         return f"{self.environment(env)}/placement"
 
+    def env_deploys(self, env: str) -> str:
+        """The environment's last deployments (config-sync's ``deploy_records``)."""
+        return f"{self.environment(env)}/deploys"
+
     # -- actual plane
     def actual_node(self, node: str) -> str:
         return f"{self.prefix}/actual/nodes/{_check(_NAME, node, 'node')}"
@@ -132,7 +137,7 @@ class Topics:
         return f"{self.prefix}/actual/nodes/+/heartbeat"
 
     def environments_filter(self) -> str:
-        """Every environment's topics: declared services, ``sync`` and ``placement``."""
+        """Every environment's topics: declared services, ``sync``, ``placement``, ``deploys``."""
         return f"{self.prefix}/desired/environments/#"
 
     def parse(self, topic: str) -> Topic:
@@ -164,7 +169,7 @@ def _parse_parts(p: list[str]) -> Topic:
         env = _check(_NAME, p[2], "environment")
         if len(p) == 5 and p[3] == "services":
             return Topic(plane, "service", environment=env, service=_check(_NAME, p[4], "service"))
-        if len(p) == 4 and p[3] in ("sync", "placement"):
+        if len(p) == 4 and p[3] in ("sync", "placement", "deploys"):
             return Topic(plane, p[3], environment=env)
     if plane == "cmd" and len(p) == 6 and p[1] == "nodes" and p[3] == "containers":
         node = _check(_NAME, p[2], "node")

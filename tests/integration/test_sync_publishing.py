@@ -37,6 +37,7 @@ from tests.support.waiting import wait_for
 
 T = Topics()
 SYNC = T.env_sync("studio-a")
+DEPLOYS = T.env_deploys("studio-a")  # the deployment history: config-sync's runtime state, as SYNC
 TAMS = SAMPLE / "environments" / "studio-a" / "services" / "tams.yaml"
 TAMS_V2 = TAMS.read_text().replace("tams:1.0.3", "tams:1.0.4")
 
@@ -50,7 +51,8 @@ def cli_render(path: Path, sha: str) -> dict[str, Any]:
 
 
 def without_sync(published: dict[str, bytes]) -> dict[str, Any]:
-    return {t: json.loads(p) for t, p in published.items() if t != SYNC}
+    """What ``phrame render`` also holds: the desired plane without the runtime topics."""
+    return {t: json.loads(p) for t, p in published.items() if t not in (SYNC, DEPLOYS)}
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from node_agent.container_config import create_params, duration_ns
+from node_agent.container_config import create_params, duration_ns, stop_timeout_s
 from node_agent.docker_refs import auth_for, detect_own_container_id
 from node_agent.errors import SettingsError, SpecError
 from node_agent.models import DIGEST, MANAGED, NODE, REPLICA
@@ -53,6 +53,44 @@ def test_create_params_carry_labels_ports_volumes_resources_and_health(tmp_path:
         "interval": 90 * 10**9,
         "retries": 3,
     }
+
+
+def test_create_params_carry_the_compose_fields():
+    s = spec.container(
+        "prod",
+        "web",
+        stop_signal=3,
+        stop_grace_period="1m0.5s",
+        user="app",
+        working_dir="/app",
+        hostname="web",
+        extra_hosts={"db.local": "10.0.0.5"},
+        ulimits={"nproc": {"soft": 64, "hard": 64}, "memlock": {"soft": -1, "hard": -1}},
+        logging={"driver": "local", "options": {"max-size": "10m"}},
+    )
+    p = create_params(s, "node-a")
+    assert (p.stop_signal, p.stop_timeout, p.user, p.working_dir, p.hostname) == (
+        "3",
+        61,
+        "app",
+        "/app",
+        "web",
+    )
+    assert p.extra_hosts == {"db.local": "10.0.0.5"}
+    assert p.ulimits == [
+        {"name": "memlock", "soft": -1, "hard": -1},
+        {"name": "nproc", "soft": 64, "hard": 64},
+    ]
+    assert p.log_config == {"type": "local", "config": {"max-size": "10m"}}
+    bare = create_params(spec.container("prod", "web"), "node-a")
+    assert (bare.stop_signal, bare.stop_timeout, bare.ulimits, bare.log_config, bare.extra_hosts) == (
+        None,
+    ) * 5
+
+
+@pytest.mark.parametrize(("grace", "seconds"), [("0s", 0), ("1ms", 1), ("1s", 1), ("1500ms", 2), ("2m", 120)])
+def test_stop_grace_rounds_up_to_whole_seconds(grace: str, seconds: int):
+    assert stop_timeout_s(grace) == seconds
 
 
 def test_containers_learn_their_node_environment_service_replica_and_commit():

@@ -130,3 +130,43 @@ def test_a_status_without_any_heartbeat_is_unknown() -> None:
     del topics[T.heartbeat("edge-01")]
     (node,) = summarize(topics, NOW, T).nodes
     assert (node.state, node.reason) == ("unknown", "no heartbeat heard yet")
+
+
+def _deploy(n: int, state: str, **kw: object) -> dict[str, object]:
+    doc: dict[str, object] = {
+        "commit": f"{n:x}" * 40, "ref": "main", "author": "Ada <ada@x>", "message": f"change {n}",
+        "published_at": NOW - 100 * n, "state": state, "finished_at": None, "duration_s": None,
+        "nodes": {"edge-01": n}, "failed": None,
+    }  # fmt: skip
+    doc.update(kw)
+    return doc
+
+
+def test_the_last_deployments_of_each_environment_are_shown() -> None:
+    topics = healthy()
+    history = [
+        _deploy(1, "pending"),
+        _deploy(2, "failed", finished_at=NOW - 140, duration_s=60.0,
+                failed={"node": "edge-01", "reason": "cannot pull mixer:3.1.0"}),
+        _deploy(3, "superseded", finished_at=NOW - 200),
+        *[_deploy(n, "converged", finished_at=NOW - 100 * n + 2.5, duration_s=2.5) for n in range(4, 10)],
+    ]  # fmt: skip
+    topics[T.env_deploys("studio-a")] = raw({"environment": "studio-a", "deploys": history})
+    s = summarize(topics, NOW, T)
+    (env,) = s.environments
+    assert env.deploys == history
+    assert [d["state"] for d in s.to_dict()["environments"][0]["deploys"]] == [d["state"] for d in history]
+    text = render_text(s, NOW)
+    assert "    deploy 1111111111 pending for 100 s: change 1 (Ada <ada@x>)" in text
+    assert "    deploy 2222222222 failed after 60 s on edge-01: cannot pull mixer:3.1.0" in text
+    assert "    deploy 3333333333 superseded: change 3 (Ada <ada@x>)" in text
+    assert "    deploy 4444444444 converged in 2.5 s: change 4 (Ada <ada@x>)" in text
+    assert "5555555555" not in text  # the text shows the last few; --json has them all
+    assert s.is_healthy  # history informs; the nodes and the sync say whether all is well
+
+
+def test_an_invalid_deploys_payload_is_reported() -> None:
+    topics = healthy()
+    topics[T.env_deploys("studio-a")] = raw({"environment": "studio-a", "deploys": [{"state": "done"}]})
+    (env,) = summarize(topics, NOW, T).environments
+    assert env.deploys == [] and any(e.startswith("deploys: invalid payload") for e in env.errors)

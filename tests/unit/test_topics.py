@@ -23,6 +23,7 @@ T = Topics("phrame")
         (T.env_service("studio-a", "tams"), Topic("desired", "service", None, "studio-a", None, "tams")),
         (T.env_sync("studio-a"), Topic("desired", "sync", None, "studio-a")),
         (T.env_placement("studio-a"), Topic("desired", "placement", None, "studio-a")),
+        (T.env_deploys("studio-a"), Topic("desired", "deploys", None, "studio-a")),
         (T.status("edge-01"), Topic("actual", "status", "edge-01")),
         (T.heartbeat("edge-01"), Topic("actual", "heartbeat", "edge-01")),
         (T.actual_item("edge-01", "containers", "studio-a.tams.0"),
@@ -39,6 +40,7 @@ def test_build_then_parse(topic: str, parsed: Topic) -> None:
 def test_layout_strings_match_design() -> None:
     assert T.desired_item("n", "containers", "e.s.0") == "phrame/desired/nodes/n/containers/e.s.0"
     assert T.status("n") == "phrame/actual/nodes/n/status"
+    assert T.env_deploys("e") == "phrame/desired/environments/e/deploys"
     assert T.restart("n", "e.s.0") == "phrame/cmd/nodes/n/containers/e.s.0/restart"
     assert Topics("site/x").manifest("n") == "site/x/desired/nodes/n/manifest"
 

@@ -1,0 +1,101 @@
+"""The compose fields of a container service on the real Docker daemon (issue 12): the
+agent creates the container with them, and a stop honours ``stop_signal`` and
+``stop_grace_period`` instead of the agent's 10 s default (``PHRAME_STOP_TIMEOUT_S``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from node_agent.docker_port import DockerPort
+from node_agent.reconcile import NodeReconciler
+from tests.support import agent_support as spec
+from tests.support.agent_support import AgentEnv as Env
+
+AGENT_DEFAULT_STOP_S = 10  # the agent's own default, as in production
+# a shell that ignores SIGTERM, as a badly written entrypoint does; INT ends it
+IGNORES_TERM = ["sh", "-c", "trap '' TERM; trap 'exit 0' INT; while :; do sleep 0.2; done"]
+
+
+@pytest.fixture
+def env(docker_client, busybox_image, docker_cleanup) -> Iterator[Env]:
+    yield Env(docker_client, busybox_image, docker_cleanup)
+
+
+def _reconciler(env: Env) -> NodeReconciler:
+    port = DockerPort(env.node, client=env.client, stop_timeout=AGENT_DEFAULT_STOP_S)
+    return NodeReconciler(env.node, port)
+
+
+def _converge(reconciler: NodeReconciler, specs: list[dict[str, Any]]) -> float:
+    started = time.monotonic()
+    result = reconciler.run_pass(spec.desired(specs))
+    assert result.converged, result.errors
+    return time.monotonic() - started
+
+
+def _replace_seconds(env: Env, **fields: Any) -> float:
+    """Seconds the agent takes to replace a running container that ignores SIGTERM."""
+    reconciler = _reconciler(env)
+    old = env.container("web", command=IGNORES_TERM, **fields)
+    _converge(reconciler, [old])
+    assert env.get(old["name"]).status == "running"
+    new = env.container("web", command=[*IGNORES_TERM[:2], IGNORES_TERM[2] + " # v2"], **fields)
+    seconds = _converge(reconciler, [new])
+    assert env.get(new["name"]).labels["io.phrame.digest"] == new["digest"]
+    return seconds
+
+
+def test_stop_grace_period_shortens_the_replacement_of_a_process_ignoring_sigterm(env: Env) -> None:
+    seconds = _replace_seconds(env, stop_grace_period="1s")
+    assert seconds < 5, f"replacing took {seconds:.1f}s: the 1s grace was not used"
+
+
+def test_stop_signal_reaches_the_process(env: Env) -> None:
+    seconds = _replace_seconds(env, stop_signal="SIGINT")
+    assert seconds < 5, f"replacing took {seconds:.1f}s: SIGINT was not sent"
+
+
+def test_docker_inspect_shows_every_field(env: Env) -> None:
+    web = env.container(
+        "web",
+        stop_signal="SIGQUIT",
+        stop_grace_period="1500ms",
+        user="1000:1000",
+        working_dir="/srv/app",
+        hostname="web-1",
+        extra_hosts={"db.local": "10.0.0.5"},
+        ulimits={"nofile": {"soft": 1024, "hard": 2048}, "core": {"soft": 0, "hard": 0}},
+        logging={"driver": "json-file", "options": {"max-file": "2", "max-size": "1m"}},
+    )
+    _converge(_reconciler(env), [web])
+    c = env.get(web["name"])
+    config, host = c.attrs["Config"], c.attrs["HostConfig"]
+    assert (config["StopSignal"], config["StopTimeout"]) == ("SIGQUIT", 2)  # rounded up
+    assert (config["User"], config["WorkingDir"], config["Hostname"]) == ("1000:1000", "/srv/app", "web-1")
+    assert host["ExtraHosts"] == ["db.local:10.0.0.5"]
+    assert sorted(host["Ulimits"], key=lambda u: u["Name"]) == [
+        {"Name": "core", "Soft": 0, "Hard": 0},
+        {"Name": "nofile", "Soft": 1024, "Hard": 2048},
+    ]
+    assert host["LogConfig"] == {"Type": "json-file", "Config": {"max-file": "2", "max-size": "1m"}}
+    # and the process sees them
+    out = c.exec_run(["sh", "-c", "id -u; pwd; hostname; ulimit -n; grep db.local /etc/hosts"]).output
+    assert out.decode().split() == ["1000", "/srv/app", "web-1", "1024", "10.0.0.5", "db.local"]
+
+
+def test_without_the_fields_docker_keeps_its_defaults_and_the_agent_its_stop_timeout(env: Env) -> None:
+    """No StopTimeout is frozen into a container whose service sets no grace: the agent's
+    own PHRAME_STOP_TIMEOUT_S (here 1 s) applies when it stops it, whatever it is then."""
+    web = env.container("web", command=IGNORES_TERM)
+    reconciler = NodeReconciler(env.node, DockerPort(env.node, client=env.client, stop_timeout=1))
+    _converge(reconciler, [web])
+    config = env.get(web["name"]).attrs["Config"]
+    assert config.get("StopTimeout") is None and not config.get("StopSignal")
+    assert config["User"] == "" and config["WorkingDir"] == ""
+    new = env.container("web", command=[*IGNORES_TERM[:2], IGNORES_TERM[2] + " # v2"])
+    seconds = _converge(reconciler, [new])
+    assert seconds < 5, f"replacing took {seconds:.1f}s: the agent's 1 s was not used"

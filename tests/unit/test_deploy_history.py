@@ -1,0 +1,120 @@
+"""``DeployHistory`` with a recording broker and a fake clock: what is restored, what is
+published, and that a bad retained payload or a refused publish never stops it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from config_sync.deploy_history import DeployHistory
+from config_sync.errors import GitError
+from config_sync.publishing import SyncOutcome
+from phrame_mqtt import MqttError
+from schemas import Topics, canonical_json, check_payload
+
+T = Topics()
+SHA = "a" * 40
+
+
+class Broker:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes | None]] = []
+        self.refuse = False
+
+    def publish_batch(
+        self,
+        items: Iterable[tuple[str, bytes | None]],
+        retain: bool = True,
+        qos: int = 1,
+        timeout: float = 30.0,
+    ) -> None:
+        if self.refuse:
+            raise MqttError("not connected")
+        self.sent += list(items)
+
+    def last(self, env: str) -> dict | None:
+        found = [p for t, p in self.sent if t == T.env_deploys(env)]
+        if not found or found[-1] is None:
+            return None
+        doc = json.loads(found[-1])
+        check_payload("desired-deploys", doc)
+        return doc
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def history(broker: Broker, clock: Clock, info=lambda sha: ("Ada <ada@x>", "first line")) -> DeployHistory:
+    return DeployHistory(broker, T, info, timeout_s=60, wall=clock)
+
+
+def outcome(commit: str, env: str = "prod", node: str = "n1", generation: int = 2) -> SyncOutcome:
+    item = T.desired_item(node, "containers", f"{env}.web.0")
+    return SyncOutcome("main", commit, True, [env], messages=[(item, b"{}")], generations={node: generation})
+
+
+def test_nothing_is_recorded_or_published_before_the_history_is_read_back() -> None:
+    broker, clock = Broker(), Clock()
+    h = history(broker, clock)
+    h.record(outcome(SHA))
+    h.check({}, {}, lambda nodes: {})
+    assert broker.sent == []
+
+
+def test_a_bad_retained_payload_is_ignored_and_the_history_starts_again() -> None:
+    broker, clock = Broker(), Clock()
+    h = history(broker, clock)
+    h.restore({T.env_deploys("prod"): b'{"environment": "prod", "deploys": [{"state": "?"}]}'})
+    h.record(outcome(SHA))
+    assert [d["commit"] for d in broker.last("prod")["deploys"]] == [SHA]
+
+
+def test_a_restored_pending_record_gets_a_new_deadline_then_fails_honestly() -> None:
+    broker, clock = Broker(), Clock()
+    old = {"commit": SHA, "ref": "main", "author": "", "message": "m", "published_at": 10.0, "state": "pending",
+           "finished_at": None, "duration_s": None, "nodes": {"n1": 2}, "failed": None}  # fmt: skip
+    h = history(broker, clock)
+    h.restore({T.env_deploys("prod"): canonical_json({"environment": "prod", "deploys": [old]})})
+    h.check({}, {}, lambda nodes: {})
+    assert broker.sent == []  # not judged at once: statuses come in within a tick
+    clock.now += 60
+    h.check({}, {}, lambda nodes: {"n1": "no heartbeat for 70 s"})
+    (failed,) = broker.last("prod")["deploys"]
+    assert failed["failed"] == {"node": "n1", "reason": "offline (no heartbeat for 70 s)"}
+    assert failed["duration_s"] == clock.now - 10.0
+
+
+def test_a_refused_publish_is_sent_again_at_the_next_tick() -> None:
+    broker, clock = Broker(), Clock()
+    h = history(broker, clock)
+    h.restore({})
+    broker.refuse = True
+    h.record(outcome(SHA))
+    assert broker.sent == []
+    broker.refuse = False
+    h.check({}, {}, lambda nodes: {})
+    assert broker.last("prod")["deploys"][0]["state"] == "pending"
+    h.check({"n1": {"converged": True, "generation": 2}}, {}, lambda nodes: {})
+    assert broker.last("prod")["deploys"][0]["state"] == "converged"
+
+
+def test_an_unreadable_commit_is_still_recorded_and_a_removed_environment_cleared() -> None:
+    def broken(sha: str) -> tuple[str, str]:
+        raise GitError("cannot read commit")
+
+    broker, clock = Broker(), Clock()
+    h = history(broker, clock, broken)
+    h.restore({})
+    h.record(outcome(SHA))
+    assert (broker.last("prod")["deploys"][0]["author"], broker.last("prod")["deploys"][0]["message"]) == (
+        "",
+        "",
+    )
+    gone = SyncOutcome("main", "b" * 40, True, [], messages=[(T.env_sync("prod"), None)])
+    h.record(gone)
+    assert broker.sent[-1] == (T.env_deploys("prod"), None)

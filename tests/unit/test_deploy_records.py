@@ -1,0 +1,118 @@
+"""The deployment history, purely (issue 12): a new record supersedes the pending ones,
+at most 20 are kept, a pending record converges when its nodes applied their generation
+and fails at its deadline naming the node; payloads fit the ``deploys`` schema."""
+
+from __future__ import annotations
+
+import json
+
+from config_sync.deploy_records import (
+    MAX_RECORDS,
+    DeployRecord,
+    add,
+    deployed_environments,
+    judge,
+    payload,
+    records_of,
+)
+from schemas import Topics, check_payload
+
+T = Topics()
+
+
+def rec(n: int, *, at: float = 100.0, nodes: dict[str, int] | None = None) -> DeployRecord:
+    return DeployRecord(
+        f"{n:040x}", "main", "Ada <ada@x>", f"change {n}", at, {"n1": n} if nodes is None else nodes
+    )
+
+
+def converged(generation: int, commit: str = "x") -> dict:
+    return {"state": "online", "commit": commit, "converged": True, "generation": generation}
+
+
+def test_a_new_record_comes_first_and_supersedes_the_pending_ones() -> None:
+    done = judge(rec(1), {"n1": converged(1)}, now=101.0, deadline=200.0)
+    history = add([done], rec(2, at=110.0))
+    history = add(history, rec(3, at=120.0))
+    assert [(r.commit[-1], r.state) for r in history] == [
+        ("3", "pending"),
+        ("2", "superseded"),
+        ("1", "converged"),
+    ]
+    superseded = history[1]
+    assert (superseded.finished_at, superseded.duration_s, superseded.failed) == (120.0, None, None)
+
+
+def test_at_most_twenty_are_kept_newest_first() -> None:
+    history: list[DeployRecord] = []
+    for n in range(1, 26):
+        history = add(history, rec(n, at=float(n)))
+    assert len(history) == MAX_RECORDS == 20
+    assert [int(r.commit, 16) for r in history] == list(range(25, 5, -1))
+    assert [r.state for r in history] == ["pending"] + ["superseded"] * 19
+
+
+def test_the_same_commit_again_is_no_new_deployment() -> None:
+    history = add([], rec(1))
+    assert add(history, rec(1, at=500.0)) == history
+
+
+def test_a_commit_that_changes_no_node_converges_at_once() -> None:
+    (only,) = add([], rec(1, at=100.0, nodes={}))
+    assert (only.state, only.finished_at, only.duration_s) == ("converged", 100.0, 0.0)
+
+
+def test_a_commit_that_changes_no_node_takes_over_a_pending_one() -> None:
+    """Its nodes are still converging on the older commit's change: the newer record waits
+    for them, so a failure there is still reported (on the record that is current)."""
+    history = add([], rec(1, at=100.0, nodes={"n1": 4, "n2": 2}))
+    history = add(history, rec(2, at=110.0, nodes={}))
+    assert [(r.state, dict(r.nodes)) for r in history] == [
+        ("pending", {"n1": 4, "n2": 2}),
+        ("superseded", {"n1": 4, "n2": 2}),
+    ]
+
+
+def test_converged_when_every_node_applied_its_generation_or_a_later_one() -> None:
+    r = rec(1, at=100.0, nodes={"n1": 3, "n2": 5})
+    waiting = judge(r, {"n1": converged(3), "n2": converged(4)}, now=101.0, deadline=200.0)
+    assert waiting is r
+    done = judge(r, {"n1": converged(4), "n2": converged(5)}, now=102.5, deadline=200.0)
+    assert (done.state, done.finished_at, done.duration_s) == ("converged", 102.5, 2.5)
+
+
+def test_failed_at_the_deadline_naming_the_first_node_and_why() -> None:
+    r = rec(1, at=100.0, nodes={"n1": 3, "n2": 3})
+    broken = {"state": "online", "converged": False, "generation": 2, "errors": ["pull x:1: denied"]}
+    statuses = {"n1": converged(3), "n2": broken}
+    assert judge(r, statuses, now=159.0, deadline=160.0) is r
+    failed = judge(r, statuses, now=160.0, deadline=160.0)
+    assert (failed.state, failed.failed, failed.duration_s) == ("failed", ("n2", "pull x:1: denied"), 60.0)
+    silent = judge(
+        r, {"n1": converged(3)}, now=170.0, deadline=160.0, offline={"n2": "no heartbeat for 45 s"}
+    )
+    assert silent.failed == ("n2", "offline (no heartbeat for 45 s)")
+    assert judge(failed, {"n2": converged(9)}, now=999.0, deadline=160.0) is failed  # final
+
+
+def test_payload_fits_the_schema_and_reads_back_the_same() -> None:
+    history = add([judge(rec(1), {}, now=130.0, deadline=120.0)], rec(2, at=140.0))
+    doc = payload("prod", history)
+    check_payload("desired-deploys", doc)
+    assert doc["deploys"][1]["failed"] == {"node": "n1", "reason": "no status reported"}
+    assert records_of(json.loads(json.dumps(doc))) == history
+
+
+def test_deployed_environments_are_those_whose_items_or_services_changed() -> None:
+    messages = [
+        (T.desired_item("n1", "containers", "prod.web.0"), b"{}"),
+        (T.desired_item("n2", "containers", "prod.db.0"), None),  # removed: a change too
+        (T.env_service("docs", "wiki"), b"{}"),  # a declared service only: no node
+        (T.manifest("n1"), b"{}"),
+        (T.env_sync("prod"), b"{}"),
+        (T.env_sync("lab"), b"{}"),  # a new commit, nothing of lab changed: no record
+        (T.env_sync("old"), None),  # removed environment
+    ]
+    changed, gone = deployed_environments(messages, {"n1": 7, "n2": 3}, T)
+    assert changed == {"prod": {"n1": 7, "n2": 3}, "docs": {}}
+    assert gone == {"old"}
