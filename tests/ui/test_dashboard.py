@@ -104,6 +104,13 @@ def test_keyboard_tab_reaches_a_node_and_enter_opens_it(stack: DevStackProcess, 
     # the focus is visible: :focus-visible draws an outline on the link
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline not in ("", "none"), outline
+    # heartbeats update the row every second: the focus must survive the update
+    row = node_row(node)
+    before = page.get_attribute(f"{row} .hb", "data-at")
+    page.wait_for_function(
+        "([row, before]) => document.querySelector(row + ' .hb').dataset.at !== before", arg=[row, before]
+    )
+    assert page.evaluate("document.activeElement.matches('a.node-link')"), "a live update took the focus away"
     page.keyboard.press("Enter")
     page.wait_for_selector("#node-dialog[open]")
     assert page.text_content("#node-dialog-h") == f"Node {node}"
