@@ -10,7 +10,7 @@ import { renderDetail, renderGone } from "./detail.js";
 import { renderEnvironments } from "./environments.js";
 import { renderNodes } from "./nodes.js";
 
-const STALE_MS = 15000; // refetch nodes after this long without one: a node timing out publishes nothing
+const STALE_MS = 5000; // refetch nodes after this long without one: a node timing out publishes nothing
 const BACKOFF_MAX_S = 30;
 const NODE_TOPIC = /(?:^|\/)(?:desired|actual)\/nodes\/([^/]+)(?:\/|$)/;
 const ENV_TOPIC = /(?:^|\/)desired\/environments\/([^/]+)(?:\/|$)/;
@@ -47,10 +47,10 @@ const nodes = new Refresher("api/nodes", guarded(async () => {
   view.generated = { ...view.generated, ...(doc.generated_at || {}) };
   renderNodes(doc);
   renderSnapshots();
-}));
+}), 500);
 const environments = new Refresher("api/environments", guarded(async () => {
   renderEnvironments(await getJSON("environments"));
-}));
+}), 500);
 const detail = new Refresher("the node detail", guarded(async () => {
   const name = view.openNode;
   if (!name) return;
@@ -65,7 +65,7 @@ const detail = new Refresher("the node detail", guarded(async () => {
     throw e;
   }
   if (name === view.openNode) renderDetail($("node-detail"), doc, { restart });
-}));
+}), 250);
 
 function refreshAll() {
   nodes.request();

@@ -132,12 +132,24 @@ export function setProblem(source, message) {
   box.hidden = problems.size === 0;
 }
 
-/** One refetch in flight per view; a request during it runs once more afterwards. */
+/** One refetch in flight per view; a request during it runs once more afterwards, and two
+ * runs start at least `gapMs` apart (every heartbeat of a big fleet is a change: the page
+ * refetches at most a few times a second, not once per event). */
 export class Refresher {
-  constructor(name, run) { this.name = name; this.run = run; this.busy = false; this.again = false; }
+  constructor(name, run, gapMs = 0) {
+    this.name = name; this.run = run; this.gapMs = gapMs;
+    this.busy = false; this.again = false; this.timer = null; this.startedAt = -Infinity;
+  }
   request() {
     if (this.busy) { this.again = true; return; }
+    if (this.timer !== null) return; // already due
+    const wait = this.startedAt + this.gapMs - performance.now();
+    if (wait > 0) {
+      this.timer = setTimeout(() => { this.timer = null; this.request(); }, wait);
+      return;
+    }
     this.busy = true;
+    this.startedAt = performance.now();
     this.run()
       .then(() => setProblem(this.name, null))
       .catch((e) => setProblem(this.name, `Could not read ${this.name}: ${e.message}`))
