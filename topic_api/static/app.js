@@ -160,7 +160,7 @@ function tick() {
   for (const el of document.querySelectorAll("time[data-ts]")) { // data-ts: unix seconds
     el.textContent = fmt.age(Date.now() / 1000 - parseFloat(el.dataset.ts));
   }
-  if (now - view.lastNodesAt > STALE_MS) nodes.request();
+  if (now - Math.max(view.lastNodesAt, nodes.startedAt) > STALE_MS) nodes.request(); // tried, not only got
 }
 
 // ---------------------------------------------------------------- node dialog
