@@ -5,6 +5,8 @@ keyboard use, the phone width. Screenshots at 1280 and 375 px go to ``out/ui/``.
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import time
 from collections.abc import Iterator
@@ -181,4 +183,31 @@ def test_a_killed_container_turns_red_then_green_without_reload(
     assert "in sync" in status, status
     assert page.evaluate("window.__sameDocument === true"), "the page reloaded"
     print(f"\nred {red_after:.1f} s after the kill, green {green_after:.1f} s after the port was freed")
+    assert not watch.problems(), watch.problems()
+
+
+def test_a_lost_node_turns_offline_then_online_without_reload(
+    stack: DevStackProcess, open_page: Opener
+) -> None:
+    """The agent of the second node is killed (SIGKILL: no offline status of its own); the
+    row must say offline once its heartbeat is older than the timeout (3 s here), and online
+    again when the supervisor has restarted the agent. Last in the module: placement moves
+    that node's replica meanwhile."""
+    node = stack.nodes[1]
+    page, watch = open_page(stack.api_url)
+    row = node_row(node)
+    page.wait_for_selector(f'{row}[data-state="online"]')
+    page.evaluate("window.__sameDocument = true")
+    stack.hold(f"agent-{node}")  # the supervisor must not bring it back yet
+    try:
+        os.kill(stack.pid_of(f"agent-{node}"), signal.SIGKILL)
+        page.wait_for_selector(f'{row}[data-state="offline"].level-bad', timeout=15_000)
+        assert "offline" in (page.text_content(f"{row} td:nth-child(2)") or "")
+        assert "offline" in (page.text_content("#nodes-summary") or "")
+        screenshot(page, "dashboard-1280-offline", full_page=False)
+    finally:
+        stack.hold(f"agent-{node}", held=False)  # the supervisor restarts it (backoff 1 s)
+    page.wait_for_selector(f'{row}[data-state="online"]', timeout=30_000)
+    assert page.evaluate("window.__sameDocument === true"), "the page reloaded"
+    # the killed agent's requests never reached the page; failed page requests would be ours
     assert not watch.problems(), watch.problems()
