@@ -46,6 +46,11 @@ export function hostCells(n) {
 export function syncText(n) {
   const gen = n.generation || {};
   const gens = gen.desired == null ? "" : ` (generation ${gen.applied ?? "–"} of ${gen.desired})`;
+  if (n.state === "offline") {
+    // what it said before it went quiet: no longer a fact about the node
+    const last = n.converged === true ? "converged" : n.converged === false ? "converging" : "nothing";
+    return badge("none", `last reported ${last}${gens}`);
+  }
   if (n.drift > 0) return badge("warn", `${n.drift} item${n.drift === 1 ? "" : "s"} drifting${gens}`);
   if (n.converged === true) return badge("ok", `converged${gens}`);
   if (n.converged === false) return badge("warn", `converging${gens}`);
