@@ -34,7 +34,8 @@ down: deps ## stop the dev stack and remove its containers and networks (PURGE=1
 status: deps ## nodes and environments as the dev stack's broker reports them
 	$(VENV)/phrame status
 
-test: deps ## run the tests (PYTEST_ARGS=..., PHRAME_REQUIRE_SERVICES=1 to fail, not skip)
+test: ## run the tests (PYTEST_ARGS=..., PHRAME_REQUIRE_SERVICES=1 to fail, not skip)
+	@scripts/install-deps --ui
 	@scripts/ensure-dockerd
 	$(VENV)/pytest $(PYTEST_ARGS)
 

@@ -21,7 +21,7 @@ def banner(settings: DevSettings, took_s: float, *, has_docker: bool) -> list[st
         f"  config-sync:  {s.config_sync_url}/status",
         f"  broker:       {s.broker_url}",
         f"  the page:     {s.web_url}" + ("" if has_docker else " (needs Docker)"),
-        f"  dashboard: {s.api_url}",  # ISSUE12 §5 names this line as is: tests and people grep it
+        f"  dashboard:    {s.api_url}",
         f"  API docs:     {s.api_url}docs  (token for writes: {s.api_token_file})",
         f"  logs:         {s.logs}/",
     ]

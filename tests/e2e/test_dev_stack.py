@@ -97,7 +97,7 @@ def settle(stack: DevStackProcess) -> None:
 
 
 def test_0_the_topic_api_shows_both_nodes_online_and_converged(stack: DevStackProcess):
-    assert f"dashboard: http://127.0.0.1:{stack.api_port}/" in stack.console()  # the banner
+    assert f"dashboard:    http://127.0.0.1:{stack.api_port}/" in stack.console()  # the banner
 
     def both() -> bool:
         nodes = {n["node"]: n for n in stack.api("api/nodes")["nodes"]}

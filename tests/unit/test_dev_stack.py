@@ -170,7 +170,7 @@ def test_banner_names_the_clone_line_the_urls_and_three_things_to_try(tmp_path: 
     assert f"git clone {tmp_path / 'config.git'} phrame-config" in text
     assert "http://127.0.0.1:8080/status" in text and "curl http://127.0.0.1:8081/" in text
     assert "git revert --no-edit HEAD HEAD~1 && git push" in text
-    assert "dashboard: http://127.0.0.1:8090/" in text and "http://127.0.0.1:8090/docs" in text
+    assert "  dashboard:    http://127.0.0.1:8090/\n" in text and "http://127.0.0.1:8090/docs" in text
     assert str(tmp_path / "api-token") in text
     assert "PHRAME_LISTEN" not in text  # default ports: every phrame command finds the stack
     other = "\n".join(banner(DevSettings(tmp_path, broker_port=2883), 1, has_docker=False))
