@@ -9,108 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from topic_api.openapi_compose import compose_paths
+from topic_api.openapi_parts import (
+    NODE,
+    READ_401,
+    READ_SECURITY,
+    TOPIC,
+    answer,
+    errors,
+    path_param,
+    read,
+    write,
+)
 from topic_api.openapi_shapes import SCHEMAS
-
-
-def ref(name: str) -> dict[str, Any]:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def answer(description: str, schema: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": ref(schema)}}}
-
-
-def errors(*codes: int) -> dict[str, Any]:
-    why = {
-        400: "bad input (the message says what and where)",
-        401: "missing or wrong bearer token",
-        403: "topic outside the writable prefixes",
-        404: "not found",
-        408: "body not complete in time",
-        409: "the import's branch exists already, or the tracked ref is no branch",
-        413: "body too large",
-        422: "payload invalid under the topic's schema",
-        503: "broker unavailable, or the stream cap reached",
-    }
-    return {str(c): answer(why[c], "Error") for c in codes}
-
-
-def path_param(name: str, description: str, example: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "path",
-        "required": True,
-        "description": description,
-        "schema": {"type": "string"},
-        "example": example,
-    }
-
-
-READ_401 = errors(401)  # only when PHRAME_API_READ_TOKEN_REQUIRED
-NODE = path_param("node", "node name", "dev-1")
-TOPIC = path_param("topic", "a topic (slashes included), no wildcards", "phrame/kv/example")
-WRITE_SECURITY: list[dict[str, list[str]]] = [{"bearer": []}]
-READ_SECURITY: list[dict[str, list[str]]] = [{}, {"bearer": []}, {"access_token": []}]
-
-
-def read(summary: str, ok: dict[str, Any], *more: int, params: list[Any] | None = None) -> dict[str, Any]:
-    return {
-        "summary": summary,
-        "parameters": params or [],
-        "security": READ_SECURITY,
-        "responses": {"200": ok, **READ_401, **errors(*more)},
-    }
-
-
-def write(summary: str, ok_code: str, ok: dict[str, Any], *more: int, params: list[Any]) -> dict[str, Any]:
-    return {
-        "summary": summary,
-        "parameters": params,
-        "security": WRITE_SECURITY,
-        "responses": {ok_code: ok, **errors(401, 503, *more)},
-    }
-
-
-def query(name: str, description: str, required: bool) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "query",
-        "required": required,
-        "description": description,
-        "schema": {"type": "string"},
-    }
-
-
-def compose_import() -> dict[str, Any]:
-    """``POST /api/import/compose``: a write whose 200 is a preview and whose 422 lists problems."""
-    op = write(
-        "a compose file in, phrame-config files out, proposed on a new branch for review",
-        "201",
-        answer("branch written (with GitLab, the merge request opened too)", "ComposeImport"),
-        400,
-        408,
-        409,
-        413,
-        params=[
-            query("env", "the environment to import into (environments/NAME/)", True),
-            query("node", "pin every service to this node (else placement chooses)", False),
-            query("dry_run", "true: validate and return the files, write nothing", False),
-        ],
-    )
-    op["responses"] |= {
-        "200": answer("files only: a dry run, or no repository configured", "ComposeImport"),
-        "422": answer("the files do not validate (problems with file:line)", "ImportInvalid"),
-    }
-    op["responses"]["503"] = answer("the config repository or GitLab is unavailable", "Error")
-    op["requestBody"] = {
-        "required": True,
-        "description": "the docker-compose.yml (UTF-8, at most PHRAME_API_MAX_BODY_BYTES)",
-        "content": {
-            "application/yaml": {"schema": {"type": "string"}},
-            "text/plain": {"schema": {"type": "string"}},
-        },
-    }
-    return op
 
 
 def paths() -> dict[str, Any]:
@@ -139,21 +50,7 @@ def paths() -> dict[str, Any]:
                 params=[NODE, path_param("id", "item id <env>.<service>.<replica>", "demo.web.0")],
             )
         },
-        "/api/nodes/{node}/compose": {
-            "get": read(
-                "the node's desired state as a docker-compose.yml (from the desired snapshot)",
-                {
-                    "description": "docker-compose.yml text (a YAML mapping with services:)",
-                    "content": {"application/yaml": {"schema": {"type": "object", "required": ["services"]}}},
-                },
-                404,
-                params=[
-                    NODE,
-                    query("download", "1 or true: answer with Content-Disposition: attachment", False),
-                ],
-            )
-        },
-        "/api/import/compose": {"post": compose_import()},
+        **compose_paths(),
         "/api/environments": {
             "get": read("every environment: sync, placement, deploys", answer("environments", "Environments"))
         },
