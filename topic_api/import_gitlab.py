@@ -66,8 +66,15 @@ class GitLabImports:
         message = draft.commit_message(list(files))
         proposal.commit = self.gitlab.create_branch_commit(draft.branch, head, message, actions)
         proposal.branch = draft.branch
-        mr = self.gitlab.open_merge_request(
-            draft.branch, self.track, draft.title, draft.description(list(files), VALIDATED_ALONE)
-        )
+        try:
+            mr = self.gitlab.open_merge_request(
+                draft.branch, self.track, draft.title, draft.description(list(files), VALIDATED_ALONE)
+            )
+        except GitLabError as e:
+            raise ImportRefused(
+                503,
+                f"branch {draft.branch} was written ({proposal.commit[:12]}) but no merge request was "
+                f"opened: {e}; open it by hand, or delete the branch and import again",
+            ) from e
         proposal.merge_request = {"iid": mr.iid, "web_url": mr.web_url}
         return proposal

@@ -233,3 +233,28 @@ def test_gitlab_import_that_does_not_validate_on_its_own_is_refused(
     finally:
         s.stop()
         gitlab.stop()
+
+
+def test_gitlab_refusing_the_merge_request_names_the_branch_it_left(
+    broker: Mosquitto, tmp_path: Path
+) -> None:
+    gitlab = CannedGitLab().start()
+    gitlab.merge_requests_refused = True
+    s = ApiStack(
+        broker.url,
+        tmp_path,
+        PHRAME_GIT_HOST="gitlab",
+        PHRAME_GITLAB_URL=gitlab.url,
+        PHRAME_GITLAB_TOKEN="glpat-canned",
+        PHRAME_GITLAB_PROJECT=PROJECT,
+    )
+    try:
+        s.start(mirrors=False)
+        r = post(s, FLASK, env="shop")
+        assert r.status_code == 503, r.text
+        [commit] = gitlab.calls("POST", "/repository/commits")
+        branch = commit["json"]["branch"]
+        assert f"branch {branch} was written" in r.json()["error"] and "403" in r.json()["error"]
+    finally:
+        s.stop()
+        gitlab.stop()

@@ -24,6 +24,7 @@ class CannedGitLab:
         self.branches = {"main": HEAD} if branches is None else dict(branches)
         self.tree = list(tree or [])  # file paths of the tracked head
         self.requests: list[dict[str, Any]] = []
+        self.merge_requests_refused = False  # True: creating one answers 403, as a token without api scope
         self.lock = threading.Lock()
         canned = self
 
@@ -95,6 +96,8 @@ class CannedGitLab:
             self.branches[body["branch"]] = sha
             return 201, commit_doc(sha, body["commit_message"], body["start_sha"])
         if method == "POST" and path == f"{base}/merge_requests":
+            if self.merge_requests_refused:
+                return 403, {"message": "403 Forbidden"}
             body = r["json"]
             return 201, mr_doc(1, body)
         return 404, {"message": "404 Not Found"}
