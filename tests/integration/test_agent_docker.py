@@ -64,10 +64,8 @@ def test_converge_from_empty_then_nothing_to_do(env: Env):
     assert "GREETING=hi" in c.attrs["Config"]["Env"]
     assert c.attrs["HostConfig"]["Memory"] == 64 * 1024 * 1024
     assert net["name"] in c.attrs["NetworkSettings"]["Networks"]
-    try:
-        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
-    except urllib.error.HTTPError as e:  # busybox httpd answers 404 for /: it is up
-        assert e.code == 404
+    # the container runs, but httpd may not listen yet: wait until it answers
+    assert wait_for(lambda: _http_status(port), f"busybox httpd answering on 127.0.0.1:{port}") == 404
     again = converge(env, [net, db, web], with_manifest=True)
     assert again.plan.actions == ()
 
@@ -290,3 +288,14 @@ def test_a_crash_looping_dependency_is_not_ready(env: Env):
             said.append(str(e))
             assert time.monotonic() - began < 2
     assert any(f"{c.name} is restarting" in e for e in said), said
+
+
+def _http_status(port: int) -> int | None:
+    """The HTTP status of ``/`` (busybox httpd answers 404: it is up), None while it does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return e.code
+    except (ConnectionError, urllib.error.URLError, TimeoutError):
+        return None

@@ -1,0 +1,145 @@
+"""Benchmark: a change on the broker reaching the dashboard as a person sees it (run by
+``make bench``; prints one JSON object).
+
+50 nodes × 40 container items retained on a real mosquitto (~4,150 topics), ``phrame mirror``
+for both planes with their default debounce (250 ms), ``phrame topic-api`` under uvicorn, and
+the dashboard in Debian's Chromium (headless, Playwright). For each change: the time from the
+publish to the page showing it without a reload, (a) a node's status in the nodes table, (b)
+a container's observed state in the open node's detail. Target: under 1 s. The SSE part alone
+is ``sse_latency.py``. Exit 0 when it ran, 2 without mosquitto or Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from phrame_mqtt import MqttClient, MqttSettings  # noqa: E402
+from schemas import Topics  # noqa: E402
+from tests.support.browser import launch  # noqa: E402
+from tests.support.mosquitto import Mosquitto  # noqa: E402
+from tests.support.topic_api import ApiStack, fleet  # noqa: E402
+
+NODES, ITEMS, CHANGES, TARGET_MS = 50, 40, 20, 1000.0
+T = Topics()
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"median_ms": round(statistics.median(values), 1), "p95_ms": pct(values, 0.95),
+            "max_ms": round(max(values), 1)}  # fmt: skip
+
+
+def status(converged: bool) -> bytes:
+    doc = {"state": "online", "agent": "bench", "generation": 1, "commit": "c" * 40,
+           "converged": converged, "errors": [], "ts": time.time()}  # fmt: skip
+    return json.dumps(doc).encode()
+
+
+# The page notes the moment the selector first matches (a MutationObserver, in the page's own
+# wall clock): Playwright's own polling slows to every 500 ms and would measure itself.
+WATCH = """selector => {
+  window.__seenAt = null;
+  const check = () => {
+    if (window.__seenAt === null && document.querySelector(selector)) {
+      window.__seenAt = performance.timeOrigin + performance.now();
+      observer.disconnect();
+    }
+  };
+  const observer = new MutationObserver(check);
+  observer.observe(document.body, { subtree: true, childList: true, attributes: true });
+  check();
+}"""
+
+
+def timed(page: Any, publisher: MqttClient, topic: str, payload: bytes, selector: str) -> float:
+    """Milliseconds from the publish to ``selector`` matching in the page (same host, same clock)."""
+    page.evaluate(WATCH, selector)
+    sent = time.time() * 1000
+    publisher.publish(topic, payload)
+    page.wait_for_function("window.__seenAt !== null", timeout=10_000)
+    return float(page.evaluate("window.__seenAt")) - sent
+
+
+def measure(
+    page: Any, publisher: MqttClient, url: str, nodes: list[str], items: dict[str, Any]
+) -> dict[str, Any]:
+    page.goto(url)
+    page.wait_for_selector("#live.live-live")
+    page.wait_for_function(f"document.querySelectorAll('#nodes-body tr[data-node]').length === {NODES}")
+    page.evaluate("window.__sameDocument = true")
+    table = []
+    for i in range(CHANGES):
+        node = nodes[(i * 7) % NODES]
+        row = f'#nodes-body tr[data-node="{node}"]'
+        table.append(timed(page, publisher, T.status(node), status(False), f"{row}.level-warn"))
+        table.append(timed(page, publisher, T.status(node), status(True), f"{row}.level-ok"))
+    node = nodes[0]
+    page.goto(f"{url}#node/{node}")
+    page.wait_for_function(f"document.querySelectorAll('#node-detail tr[data-kind]').length >= {ITEMS}")
+    detail = []
+    for i in range(CHANGES):
+        item = f"demo.svc{i % ITEMS}.0"
+        topic = T.actual_item(node, "containers", item)
+        row = f'#node-detail tr[data-id="{item}"]'
+        dead = {**items[topic], "state": "exited", "exit_code": 1}
+        detail.append(timed(page, publisher, topic, json.dumps(dead).encode(), f"{row}.level-bad"))
+        detail.append(timed(page, publisher, topic, json.dumps(items[topic]).encode(), f"{row}.level-ok"))
+    assert page.evaluate("window.__sameDocument === true"), "the page reloaded"
+    return {"nodes_table": summary(table), "node_detail": summary(detail)}
+
+
+def main() -> int:
+    try:
+        broker = Mosquitto(["max_queued_messages 20000"]).start()
+    except BaseException as e:  # require_binary skips (pytest) when mosquitto is missing
+        print(json.dumps({"benchmark": "dashboard_latency", "error": f"no mosquitto: {e}"}))
+        return 2
+    nodes = [f"bench-{i:02d}" for i in range(NODES)]
+    publisher = MqttClient(MqttSettings(url=broker.url), "bench-dashboard-publisher")
+    with tempfile.TemporaryDirectory() as folder:
+        stack = ApiStack(  # the mirrors' defaults: 250 ms debounce, 2 s max delay
+            broker.url, Path(folder), PHRAME_MIRROR_DEBOUNCE_MS="250", PHRAME_MIRROR_MAX_DELAY_MS="2000",
+            PHRAME_NODE_TIMEOUT_S="600",  # heartbeats are written once
+        )  # fmt: skip
+        try:
+            publisher.start(timeout=5)
+            messages = fleet(nodes, ITEMS)
+            publisher.publish_batch(messages.items(), timeout=60)
+            items = {t: json.loads(p) for t, p in messages.items() if "/actual/" in t and "/containers/" in t}
+            stack.start()
+            stack.wait_json("/api/nodes", lambda d: len(d["nodes"]) == NODES, "every node in the API", 60)
+            try:
+                with launch(Path(folder) / "chromium") as browser:
+                    result = measure(browser.new_page(), publisher, stack.url + "/", nodes, items)
+            except BaseException as e:  # launch skips (pytest) when chromium is missing
+                if type(e).__name__ != "Skipped":
+                    raise
+                print(json.dumps({"benchmark": "dashboard_latency", "error": f"no chromium: {e}"}))
+                return 2
+        finally:
+            publisher.stop()
+            stack.stop()
+            broker.stop()
+    worst = max(result["nodes_table"]["p95_ms"], result["node_detail"]["p95_ms"])
+    out = {"benchmark": "dashboard_latency", "nodes": NODES, "items_per_node": ITEMS,
+           "changes": CHANGES * 2, "target_ms": TARGET_MS, "p95_under_target": worst < TARGET_MS,
+           **result}  # fmt: skip
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

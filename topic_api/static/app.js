@@ -1,0 +1,256 @@
+/* Phrame dashboard: wiring. Fetches the views, follows api/events (server-sent events) and
+ * refetches only what a change touched, opens a node's detail from the URL (#node/<name>),
+ * and sends a container restart with the token the person typed (kept in sessionStorage).
+ *
+ * Loaded by index.html as a module. Holds no broker connection and never polls the broker:
+ * the topic API's mirrors do that once for every browser.
+ */
+import { API, ApiError, Refresher, TOKEN_KEY, fmt, getJSON, h } from "./dom.js";
+import { renderDetail, renderGone } from "./detail.js";
+import { renderEnvironments } from "./environments.js";
+import { renderNodes } from "./nodes.js";
+
+const STALE_MS = 5000; // refetch nodes after this long without one: a node timing out publishes nothing
+const BACKOFF_MAX_S = 30;
+const NODE_TOPIC = /(?:^|\/)(?:desired|actual)\/nodes\/([^/]+)(?:\/|$)/;
+const ENV_TOPIC = /(?:^|\/)desired\/environments\/([^/]+)(?:\/|$)/;
+
+const $ = (id) => document.getElementById(id);
+const view = { openNode: null, lastNodesAt: 0, generated: { desired: null, actual: null }, readsNeedToken: false };
+
+/** A read answered 401: this API guards reads too (PHRAME_API_READ_TOKEN_REQUIRED); ask once. */
+let askingForReads = null;
+function guarded(run) {
+  return async () => {
+    try {
+      await run();
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401 && !askingForReads) {
+        view.readsNeedToken = true;
+        askingForReads = askToken("This API needs the token for reading too.").then((token) => {
+          askingForReads = null;
+          if (!token) return;
+          sessionStorage.setItem(TOKEN_KEY, token);
+          reconnect();
+          refreshAll();
+        });
+      }
+      throw e;
+    }
+  };
+}
+
+// ---------------------------------------------------------------- the three views
+const nodes = new Refresher("api/nodes", guarded(async () => {
+  const doc = await getJSON("nodes");
+  view.lastNodesAt = performance.now();
+  view.generated = { ...view.generated, ...(doc.generated_at || {}) };
+  renderNodes(doc);
+  renderSnapshots();
+}), 500);
+const environments = new Refresher("api/environments", guarded(async () => {
+  renderEnvironments(await getJSON("environments"));
+}), 500);
+const detail = new Refresher("the node detail", guarded(async () => {
+  const name = view.openNode;
+  if (!name) return;
+  let doc;
+  try {
+    doc = await getJSON(`nodes/${encodeURIComponent(name)}`);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404 && name === view.openNode) {
+      renderGone($("node-detail"), name, `No node named ${name} is known: ${e.message}`);
+      return;
+    }
+    throw e;
+  }
+  if (name === view.openNode) renderDetail($("node-detail"), doc, { restart });
+}), 250);
+
+function refreshAll() {
+  nodes.request();
+  environments.request();
+  detail.request();
+}
+
+function renderSnapshots() {
+  const parts = [];
+  for (const plane of ["desired", "actual"]) {
+    const when = fmt.when(view.generated[plane]);
+    parts.push(h("span", {}, `${plane} plane: `, when || h("strong", { text: "no snapshot yet" })));
+  }
+  $("snapshots").replaceChildren(...parts.flatMap((p, i) => (i ? [" · ", p] : [p])));
+}
+
+// ---------------------------------------------------------------- live updates
+let source = null;
+let backoff = 1;
+let attempt = 0;
+let retryTimer = null;
+
+function setLive(state, text) {
+  $("live").className = `live live-${state}`;
+  $("live-text").textContent = text;
+}
+
+function connect() {
+  setLive("connecting", attempt ? `Reconnecting (attempt ${attempt + 1})…` : "Connecting…");
+  // EventSource cannot send headers: the token goes in the query, and only when reads need it
+  // (never the write token in a URL that access logs keep, otherwise)
+  const token = view.readsNeedToken ? sessionStorage.getItem(TOKEN_KEY) : null;
+  source = new EventSource(`${API}events${token ? `?access_token=${encodeURIComponent(token)}` : ""}`);
+  source.addEventListener("hello", (ev) => {
+    backoff = 1;
+    attempt = 0;
+    setLive("live", "Live");
+    try { Object.assign(view.generated, JSON.parse(ev.data).generated_at || {}); } catch { /* keep */ }
+    refreshAll(); // whatever changed while we were away
+  });
+  source.addEventListener("change", (ev) => {
+    let doc;
+    try { doc = JSON.parse(ev.data); } catch { refreshAll(); return; }
+    onChange(doc);
+  });
+  source.onerror = () => {
+    // EventSource retries by itself at a fixed pace; we close it and back off instead
+    source.close();
+    source = null;
+    attempt += 1;
+    const wait = backoff;
+    backoff = Math.min(backoff * 2, BACKOFF_MAX_S);
+    setLive("reconnecting", `Reconnecting in ${wait} s (the event stream dropped)…`);
+    retryTimer = setTimeout(connect, wait * 1000 * (0.8 + Math.random() * 0.4));
+  };
+}
+
+function reconnect() {
+  clearTimeout(retryTimer);
+  if (source) source.close();
+  backoff = 1;
+  attempt = 0;
+  connect();
+}
+
+function onChange(doc) {
+  if (doc.plane && doc.generated_at) view.generated[doc.plane] = doc.generated_at;
+  renderSnapshots();
+  if (doc.truncated) { refreshAll(); return; }
+  let nodesTouched = false, openTouched = false, envsTouched = false;
+  for (const topic of [...(doc.changed || []), ...(doc.removed || [])]) {
+    const n = NODE_TOPIC.exec(topic);
+    if (n) {
+      nodesTouched = true;
+      if (n[1] === view.openNode) openTouched = true;
+    } else if (ENV_TOPIC.test(topic)) {
+      envsTouched = true;
+    }
+  }
+  if (nodesTouched) nodes.request();
+  if (openTouched) detail.request();
+  if (envsTouched) environments.request();
+}
+
+// ---------------------------------------------------------------- ticking "… ago"
+function tick() {
+  const now = performance.now();
+  for (const el of document.querySelectorAll(".hb")) {
+    const age = parseFloat(el.dataset.age);
+    el.textContent = fmt.age(Number.isFinite(age) ? age + (now - parseFloat(el.dataset.at)) / 1000 : NaN);
+  }
+  for (const el of document.querySelectorAll("time[data-ts]")) { // data-ts: unix seconds
+    el.textContent = fmt.age(Date.now() / 1000 - parseFloat(el.dataset.ts));
+  }
+  if (now - Math.max(view.lastNodesAt, nodes.startedAt) > STALE_MS) nodes.request(); // tried, not only got
+}
+
+// ---------------------------------------------------------------- node dialog
+function route() {
+  const m = /^#node\/(.+)$/.exec(location.hash);
+  if (m) openNode(decodeURIComponent(m[1]));
+  else if ($("node-dialog").open) $("node-dialog").close();
+}
+
+function openNode(name) {
+  const dialog = $("node-dialog");
+  if (view.openNode !== name) {
+    $("node-detail").replaceChildren(h("p", { text: `Loading ${name}…` }));
+    $("detail-message").textContent = "";
+  }
+  view.openNode = name;
+  $("node-dialog-h").textContent = `Node ${name}`;
+  if (!dialog.open) dialog.showModal();
+  detail.request();
+}
+
+function onDialogClose() {
+  const name = view.openNode;
+  view.openNode = null;
+  if (location.hash.startsWith("#node/")) history.replaceState(null, "", location.pathname + location.search);
+  const link = [...document.querySelectorAll("#nodes-body a.node-link")].find((a) => a.textContent === name);
+  if (link) link.focus(); // back where the person was
+}
+
+// ---------------------------------------------------------------- restart (a write: token)
+function say(text, level) {
+  const el = $("detail-message");
+  el.className = `message${level ? ` message-${level}` : ""}`;
+  el.textContent = text;
+}
+
+function askToken(why) {
+  const dialog = $("token-dialog");
+  const input = $("token-input");
+  $("token-why").textContent = why || "";
+  input.value = "";
+  dialog.returnValue = "";
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => {
+      const token = input.value.trim();
+      resolve(dialog.returnValue === "ok" && token ? token : null);
+    }, { once: true });
+    dialog.showModal();
+    input.focus();
+  });
+}
+
+async function restart(node, id, button) {
+  if (button.getAttribute("aria-disabled") === "true") return;
+  let token = sessionStorage.getItem(TOKEN_KEY);
+  if (!token) {
+    token = await askToken("A restart is a write.");
+    if (!token) { say(`Restart of ${id} cancelled: no token given.`); return; }
+    sessionStorage.setItem(TOKEN_KEY, token);
+  }
+  // aria-disabled, not disabled: a disabled button drops the keyboard focus
+  button.setAttribute("aria-disabled", "true");
+  say(`Asking ${node} to restart ${id}…`);
+  try {
+    const url = `${API}nodes/${encodeURIComponent(node)}/containers/${encodeURIComponent(id)}/restart`;
+    const r = await fetch(url, { method: "POST", headers: { Authorization: `Bearer ${token}`, Accept: "application/json" } });
+    let body = null;
+    try { body = await r.json(); } catch { body = null; }
+    const why = (body && body.error) || `${r.status} ${r.statusText}`;
+    if (r.status === 401 || r.status === 403) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      say(`The API refused the token (${why}); the next restart asks for it again.`, "bad");
+    } else if (!r.ok) {
+      say(`Restart of ${id} failed: ${why}`, "bad");
+    } else {
+      say(`Restart of ${id} sent to ${node}${body && body.topic ? ` (${body.topic})` : ""}.`, "ok");
+    }
+  } catch (e) {
+    say(`Restart of ${id} failed: ${e.message}`, "bad");
+  } finally {
+    button.removeAttribute("aria-disabled");
+  }
+}
+
+// ---------------------------------------------------------------- start
+$("node-dialog").addEventListener("close", onDialogClose);
+$("node-dialog").querySelector("[data-close]").addEventListener("click", () => $("node-dialog").close());
+$("token-dialog").querySelector("[data-cancel]").addEventListener("click", () => $("token-dialog").close("cancel"));
+window.addEventListener("hashchange", route);
+setInterval(tick, 1000);
+refreshAll();
+connect();
+route();

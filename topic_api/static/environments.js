@@ -1,0 +1,123 @@
+/* The environments (GET api/environments): per environment its last sync (commit, valid or
+ * the errors with file:line), placement's state and the recent deployments.
+ *
+ * Called by app.js with each api/environments document. An article is rebuilt only when its
+ * data changed; it holds no control, so no focus is lost.
+ */
+import { badge, cells, fill, fmt, h } from "./dom.js";
+
+const DEPLOY_LABELS = ["Commit", "Message", "Author", "State", "Published", "Took", "Nodes"];
+const DEPLOY_LEVEL = { converged: "ok", failed: "bad", pending: "warn", superseded: "none" };
+
+function errorList(errors) {
+  return h("ul", { class: "errors" }, errors.map((e) => {
+    const where = [e.file, e.line, e.column].filter((x) => x !== undefined && x !== null && x !== "").join(":");
+    return h("li", {}, where ? h("code", { text: where }) : null, where ? ": " : null,
+      e.rule ? h("span", { class: "rule", text: `${e.rule}: ` }) : null, e.message || "");
+  }));
+}
+
+function syncFacts(env) {
+  const s = env.sync || {};
+  const rows = [];
+  const row = (term, ...desc) => rows.push(h("dt", { text: term }), h("dd", {}, ...desc));
+  if (env.ok === true) row("Last sync", badge("ok", "valid"));
+  else if (env.ok === false) row("Last sync", badge("bad", `invalid: ${(env.errors || []).length} error(s)`));
+  else row("Last sync", badge("none", "no sync reported yet"));
+  if (s.ref) row("Tracks", h("code", { text: s.ref }));
+  if (env.commit) row("Commit", h("code", { class: "sha", title: env.commit, text: fmt.sha(env.commit) }), " ", fmt.when(s.ts));
+  const applied = s.last_applied && s.last_applied.commit;
+  if (applied && applied !== env.commit) {
+    row("Running", h("code", { class: "sha", title: applied, text: fmt.sha(applied) }), " (the last valid commit) ",
+      fmt.when(s.last_applied.ts));
+  }
+  return rows;
+}
+
+function placementFacts(p) {
+  if (!p) return [];
+  const out = [];
+  const row = (term, ...desc) => out.push(h("dt", { text: term }), h("dd", {}, ...desc));
+  const unassigned = p.unassigned || [];
+  const pending = p.pending || [];
+  let text = p.mode ? `${p.mode}` : "reported";
+  if (p.last_commit) text += `, last commit ${fmt.sha(p.last_commit)}`;
+  row("Placement", p.held || p.error || unassigned.length ? badge(p.error ? "bad" : "warn", text) : badge("ok", text));
+  if (p.held) row("Held", p.held);
+  if (p.error) row("Placement error", h("span", { class: "error-text", text: p.error }));
+  if (unassigned.length) {
+    row("Unassigned", h("ul", { class: "errors" },
+      unassigned.map((u) => h("li", {}, h("code", { text: u.replica }), `: ${u.reason}`))));
+  }
+  if (pending.length) {
+    row("Moving", h("ul", {}, pending.map((m) => h("li", {}, h("code", { text: m.replica }),
+      ` from ${m.node}` + (Number.isFinite(m.moves_in_s) ? ` in ${Math.ceil(m.moves_in_s)} s` : "")))));
+  }
+  return out;
+}
+
+function deployRow(d) {
+  const level = DEPLOY_LEVEL[d.state] || "none";
+  const tr = cells(h("tr", { class: `level-${level}`, "data-commit": d.commit }), DEPLOY_LABELS, true);
+  fill(tr.cells[0], h("code", { class: "sha", title: d.commit, text: fmt.sha(d.commit) }));
+  fill(tr.cells[1], d.message || "–");
+  fill(tr.cells[2], d.author || "–");
+  fill(tr.cells[3], badge(level, d.state || "unknown"));
+  fill(tr.cells[4], fmt.when(d.published_at) || "–");
+  fill(tr.cells[5], d.state === "pending" ? "running…" : fmt.duration(d.duration_s));
+  const nodes = Object.entries(d.nodes || {}).map(([n, g]) => `${n} (generation ${g})`).join(", ");
+  fill(tr.cells[6], d.failed ? h("span", { class: "error-text", text: `failed on ${d.failed.node}: ${d.failed.reason}` }) : nodes || "–");
+  return tr;
+}
+
+function deployTable(env) {
+  const deploys = env.deploys || [];
+  if (!deploys.length) return h("p", { class: "muted", text: "No deployment recorded yet." });
+  return h("div", { class: "table-box" }, h("table", { class: "stack deploys" },
+    h("caption", { class: "visually-hidden", text: `Recent deployments of ${env.environment}, newest first` }),
+    h("thead", {}, h("tr", {}, DEPLOY_LABELS.map((l) => h("th", { scope: "col", text: l })))),
+    h("tbody", {}, deploys.map(deployRow))));
+}
+
+function envLevel(env) {
+  const p = env.placement || {};
+  const last = (env.deploys || [])[0];
+  if (env.ok === false || p.error || (last && last.state === "failed")) return "bad";
+  if ((p.unassigned || []).length || p.held || (last && last.state === "pending")) return "warn";
+  return env.ok === true ? "ok" : "none";
+}
+
+function article(env) {
+  const id = `env-${env.environment}`;
+  const errors = env.errors || [];
+  return h("article", { class: `env level-${envLevel(env)}`, "data-env": env.environment, "aria-labelledby": `${id}-h` },
+    h("h3", { id: `${id}-h`, text: env.environment }),
+    h("dl", { class: "facts" }, syncFacts(env), placementFacts(env.placement)),
+    errors.length ? [h("h4", { text: "Errors of the last sync" }), errorList(errors)] : null,
+    h("h4", { text: "Recent deployments" }),
+    deployTable(env));
+}
+
+export function renderEnvironments(doc) {
+  const list = (doc.environments || []).slice().sort((a, b) => a.environment.localeCompare(b.environment));
+  const root = document.getElementById("env-list");
+  if (!list.length) {
+    root.replaceChildren(h("p", { text: "No environment has been synced yet." }));
+    return;
+  }
+  const old = new Map([...root.querySelectorAll(":scope > article")].map((a) => [a.dataset.env, a]));
+  root.querySelectorAll(":scope > :not(article)").forEach((el) => el.remove());
+  for (const env of list) {
+    const sig = JSON.stringify(env);
+    let art = old.get(env.environment);
+    old.delete(env.environment);
+    if (!art || art._sig !== sig) {
+      const fresh = article(env);
+      fresh._sig = sig;
+      if (art) art.replaceWith(fresh);
+      art = fresh;
+    }
+    root.append(art); // append moves it: the order follows the sorted list
+  }
+  for (const a of old.values()) a.remove();
+}
