@@ -15,6 +15,20 @@ from compose_io.yaml_writing import quoted
 # Fields of ISSUE12 §2 that compose spells the same way and takes in the same shape.
 PASSTHROUGH = ("stop_signal", "user", "working_dir", "hostname", "extra_hosts", "ulimits", "logging")
 _UNITS = (("g", 2**30), ("m", 2**20), ("k", 2**10))
+# Keys written first, in this order; every other key of a mapping follows sorted. The same
+# desired state gives the same bytes whatever its payloads' key order (the mirror's snapshot
+# sorts keys, a fresh rendering does not).
+_FIRST = ("test", "interval", "timeout", "start_period", "start_interval", "retries", "soft", "hard",
+          "driver", "options")  # fmt: skip
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        keys = [k for k in _FIRST if k in value] + sorted(k for k in value if k not in _FIRST)
+        return {k: _canonical(value[k]) for k in keys}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
 
 
 def _escaped(value: Any) -> Any:
@@ -52,7 +66,7 @@ def _cpus(nano: int) -> float | int:
 
 def _env(env: Mapping[str, Any], secrets: Mapping[str, str]) -> CommentedMap:
     out = CommentedMap()
-    for k, v in env.items():
+    for k, v in sorted(env.items()):
         if isinstance(v, dict):
             var = secrets[v["file"]]
             # ${VAR:?...}: compose refuses to start without it rather than pass an empty secret
@@ -123,7 +137,8 @@ def container_service(
     if "memory" in res:
         out["mem_limit"] = memory_text(int(res["memory"]))
     if p.get("healthcheck"):
-        out["healthcheck"] = _escaped({k: v for k, v in p["healthcheck"].items() if v is not None})
+        health = {k: v for k, v in p["healthcheck"].items() if v is not None}
+        out["healthcheck"] = _escaped(_canonical(health))
     out["restart"] = p.get("restart") or "no"
     deps: dict[str, str] = {}
     for dep in p.get("depends_on") or []:
@@ -132,10 +147,10 @@ def container_service(
     if deps:
         out["depends_on"] = {d: {"condition": c} for d, c in deps.items()}
     if p.get("labels"):
-        out["labels"] = {k: escape(str(v)) for k, v in p["labels"].items()}
+        out["labels"] = {k: escape(str(v)) for k, v in sorted(p["labels"].items())}
     for key in PASSTHROUGH:
         if p.get(key) not in (None, {}, []):
-            out[key] = _escaped(str(p[key]) if key == "stop_signal" else p[key])
+            out[key] = _escaped(str(p[key]) if key == "stop_signal" else _canonical(p[key]))
     if p.get("stop_grace_period") is not None:
         grace = p["stop_grace_period"]
         out["stop_grace_period"] = f"{grace}s" if isinstance(grace, int | float) else grace
@@ -157,5 +172,5 @@ def network_entry(p: Mapping[str, Any]) -> dict[str, Any]:
     if p.get("subnet"):
         out["ipam"] = {"config": [{"subnet": p["subnet"]}]}
     if p.get("labels"):
-        out["labels"] = {k: escape(str(v)) for k, v in p["labels"].items()}
+        out["labels"] = {k: escape(str(v)) for k, v in sorted(p["labels"].items())}
     return out

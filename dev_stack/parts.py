@@ -67,7 +67,8 @@ def build_children(
     """(which broker, the children in start order: broker, config-sync, placement, the mirrors,
     the topic API, agents)."""
     env = base_env(settings, environ)
-    repo = {"PHRAME_GIT_HOST": "local", "PHRAME_REPO_URL": str(settings.repo)}
+    # the sample's bare repository; the topic API pushes compose imports to branches of it
+    repo = {"PHRAME_GIT_HOST": "local", "PHRAME_REPO_URL": str(settings.repo), "PHRAME_TRACK_REF": "main"}
     state = {"PHRAME_STATE_DIR": str(settings.state_dir)}
     which, broker_argv = broker_command(settings)
     if which == "amqtt":
@@ -96,6 +97,7 @@ def build_children(
             "topic-api",
             _phrame("topic-api"),
             mirror
+            | repo
             | {
                 "PHRAME_LISTEN": f"127.0.0.1:{settings.api_port}",
                 "PHRAME_API_TOKEN_FILE": str(settings.api_token_file),

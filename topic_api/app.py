@@ -19,10 +19,11 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Mount, Route
 
-from topic_api import docs, reads, write_routes
+from topic_api import compose_routes, docs, reads, write_routes
 from topic_api.broker import Broker
 from topic_api.context import ApiContext
 from topic_api.events import EventHub, event_stream
+from topic_api.import_targets import import_target
 from topic_api.metrics import CONTENT_TYPE, ApiMetrics
 from topic_api.openapi import document
 from topic_api.responses import ApiJSON, error
@@ -52,6 +53,7 @@ def create_app(
         watcher.should_stop = should_stop
     spec = document()
     read, write = reads.routes(ctx), write_routes.routes(ctx)
+    compose = compose_routes.routes(ctx, import_target(settings.imports))
 
     async def events(request: Request) -> Response:
         if (refused := ctx.refuse_read(request)) is not None:
@@ -110,10 +112,12 @@ def create_app(
     routes = [
         Route("/api/nodes", read["nodes"]),
         Route("/api/nodes/{node}", read["node"]),
+        Route("/api/nodes/{node}/compose", compose["export"]),
         Route("/api/nodes/{node}/containers/{id}/restart", write["restart"], methods=["POST"]),
         Route("/api/environments", read["environments"]),
         Route("/api/environments/{env}", read["environment"]),
         Route("/api/topics", read["topics"]),
+        Route("/api/import/compose", compose["import"], methods=["POST"]),
         Route("/api/kv/{topic:path}", read["kv_get"], methods=["GET"]),
         Route("/api/kv/{topic:path}", write["kv_put"], methods=["PUT"]),
         Route("/api/kv/{topic:path}", write["kv_delete"], methods=["DELETE"]),

@@ -88,6 +88,54 @@ ENV_PROPS: dict[str, Any] = {
     "deploys": {"type": "array", "items": {"type": "object", "additionalProperties": True}},
 }
 
+PROBLEM = obj(
+    {
+        "file": {"type": "string"},
+        "line": {"type": "integer"},
+        "column": {"type": "integer"},
+        "rule": {"type": "string"},
+        "message": {"type": "string"},
+        "path": {"type": "string"},
+    }
+)
+COMPOSE_IMPORT = obj(
+    {
+        "environment": {"type": "string"},
+        "node": STR_OR_NULL,
+        "files": {
+            "type": "object",
+            "description": "repo-relative path -> YAML text: what the branch carries (or would)",
+            "additionalProperties": {"type": "string"},
+        },
+        "kept": {
+            "type": "array",
+            "description": "files left as the tracked head has them (an existing environment.yaml)",
+            "items": {"type": "string"},
+        },
+        "unsupported": {
+            "type": "array",
+            "items": obj(
+                {"service": {"type": "string"}, "key": {"type": "string"}, "reason": {"type": "string"}}
+            ),
+        },
+        "validation": obj(
+            {
+                "valid": {"type": "boolean"},
+                "scope": {"type": "string", "enum": ["repository", "files"]},
+                "base": STR_OR_NULL,
+                "existing_problems": {"type": "integer", "minimum": 0},
+            }
+        ),
+        "dry_run": {"type": "boolean"},
+        "branch": STR_OR_NULL,
+        "commit": STR_OR_NULL,
+        "merge_request": {
+            **obj({"iid": {"type": "integer"}, "web_url": {"type": "string"}}),
+            "nullable": True,
+        },
+    }
+)
+
 SCHEMAS: dict[str, Any] = {
     "Error": obj({"error": {"type": "string"}}),
     "PlaneStamps": PLANE_STAMPS,
@@ -124,6 +172,14 @@ SCHEMAS: dict[str, Any] = {
     ),
     "KvDeleted": obj({"topic": {"type": "string"}, "deleted": {"type": "boolean"}}),
     "Restarted": obj({"topic": {"type": "string"}}),
+    "Problem": PROBLEM,
+    "ComposeImport": COMPOSE_IMPORT,
+    "ImportInvalid": obj(
+        {
+            "error": {"type": "string"},
+            "problems": {"type": "array", "items": {"$ref": "#/components/schemas/Problem"}},
+        }
+    ),
     "Health": obj(
         {
             "status": {"type": "string"},

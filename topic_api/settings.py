@@ -16,6 +16,7 @@ from phrame_settings import EnvReader
 from phrame_settings.http_serving import HttpLimits
 from phrame_settings.mirror_dir import snapshot_dir
 from topic_api.errors import SettingsError
+from topic_api.import_settings import ImportSettings
 
 DEFAULT_LISTEN = "127.0.0.1:8090"
 MAX_BODY_BYTES = 256 * 1024  # one retained value; the desired container specs are a few KiB
@@ -38,6 +39,7 @@ class ApiSettings:
     history_s: float = HISTORY_S
     http: HttpLimits = field(default_factory=HttpLimits)
     mqtt: MqttSettings = field(default_factory=MqttSettings)
+    imports: ImportSettings = field(default_factory=ImportSettings)  # POST /api/import/compose
 
     def __post_init__(self) -> None:
         if self.token is not None and not self.token.strip():
@@ -80,4 +82,5 @@ class ApiSettings:
             node_timeout_s=e.number("PHRAME_NODE_TIMEOUT_S", 20.0, minimum=0.1),
             http=HttpLimits.from_env(e),
             mqtt=MqttSettings.from_env("desired", env),
+            imports=ImportSettings.from_env(e),
         )

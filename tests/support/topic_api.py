@@ -82,6 +82,9 @@ class ApiStack:
     def get(self, path: str, **kw: Any) -> httpx.Response:
         return httpx.get(self.url + path, timeout=10, **kw)
 
+    def post(self, path: str, *, token: str | None = "default", **kw: Any) -> httpx.Response:
+        return httpx.post(self.url + path, headers=self.headers(token), timeout=60, **kw)
+
     def json(self, path: str) -> Any:
         r = self.get(path, headers=self.headers())
         assert r.status_code == 200, (path, r.status_code, r.text)

@@ -201,3 +201,18 @@ def test_a_crashing_child_is_restarted_with_doubling_backoff_unless_held(tmp_pat
     assert delays == [1, 2, 4, 8, 16, 30, 30]
     child.hold_file.touch()
     assert not child.due_for_restart()  # a held child stays down (a lost node, on purpose)
+
+
+def test_the_topic_api_proposes_compose_imports_to_the_dev_repository(tmp_path: Path):
+    """``POST /api/import/compose`` on ``make up`` pushes a branch into .phrame-dev/config.git:
+    the API gets the repository, host and tracked branch config-sync and placement get."""
+    settings = DevSettings(tmp_path, nodes=("dev-1",), broker_port=2883, api_port=9090)
+    caller = {"PATH": "/bin", "PHRAME_GIT_HOST": "gitlab", "PHRAME_REPO_URL": "https://prod/x.git"}
+    _which, children = build_children(settings, caller)
+    by_name = {c.name: c.env for c in children}
+    keys = ("PHRAME_GIT_HOST", "PHRAME_REPO_URL", "PHRAME_TRACK_REF")
+    api = [by_name["topic-api"].get(k) for k in keys]
+    assert api == ["local", str(settings.repo), "main"]
+    assert [by_name["config-sync"].get(k) for k in keys] == api
+    assert [by_name["placement"].get(k) for k in keys] == api
+    assert by_name["topic-api"]["PHRAME_STATE_DIR"] == str(settings.state_dir)

@@ -1,0 +1,50 @@
+"""``GitWriter.commit_files``: several files in one commit on an explicit parent, pushed to a
+new branch of a real bare remote without touching the tracked branch (the topic API's
+compose import); a second push of another commit to that branch is rejected, never forced."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+import pytest
+
+from phrame_git import PushRejected
+from phrame_git.writing import GitWriter
+from tests.support.sync_support import ConfigRemote
+
+FILES = {
+    "environments/shop/environment.yaml": b"name: shop\nplacement: auto\n",
+    "environments/shop/services/web.yaml": b"name: web\nimage: nginx:1\n",
+}
+
+
+def test_commit_files_makes_one_commit_with_every_file_and_keeps_the_rest(tmp_path: Path) -> None:
+    remote = ConfigRemote.with_sample(tmp_path / "remote")
+    remote.work.close()
+    writer = GitWriter(str(remote.bare_path), tmp_path / "state" / "cache.git")
+    writer.fetch()
+    main = writer.head("main")
+    sha = writer.commit_files(writer.head("main"), FILES, "import shop")
+    writer.push(sha, "phrame-import/shop-1")
+    with git.Repo(remote.bare_path) as bare:
+        commit = bare.commit("phrame-import/shop-1")
+        assert [p.hexsha for p in commit.parents] == [main]
+        changed = bare.git.diff_tree("--no-commit-id", "--name-only", "-r", main, commit.hexsha)
+        assert sorted(changed.splitlines()) == sorted(FILES)
+        for path, content in FILES.items():
+            assert (commit.tree / path).data_stream.read() == content
+        assert (commit.tree / "nodes").type == "tree"  # the sample's files are still there
+        assert bare.commit("main").hexsha == main  # the tracked branch is untouched
+    other = writer.commit_files(main, {"README.md": b"x\n"}, "another")
+    with pytest.raises(PushRejected):
+        writer.push(other, "phrame-import/shop-1")
+
+
+def test_commit_files_with_no_files_is_refused(tmp_path: Path) -> None:
+    remote = ConfigRemote.with_sample(tmp_path / "remote")
+    remote.work.close()
+    writer = GitWriter(str(remote.bare_path), tmp_path / "state" / "cache.git")
+    writer.fetch()
+    with pytest.raises(ValueError, match="no files"):
+        writer.commit_files(writer.head("main"), {}, "nothing")

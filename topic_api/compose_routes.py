@@ -1,0 +1,101 @@
+"""The compose routes: ``GET /api/nodes/{node}/compose`` (a node's desired state as a
+docker-compose.yml, ``compose_io.export_node`` over the desired mirror snapshot) and
+``POST /api/import/compose`` (a compose file in, a branch for review out).
+
+Wired by :mod:`topic_api.app`. An import needs the token, reads its body within the size and
+time limits of ``http_body``, and is proposed by the target the settings name (local bare
+repository, GitLab, or none: the files are only returned). It never deploys: it never
+writes the tracked branch or a tag. Bad input is a 4xx naming what and where.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import Response
+
+from compose_io import ComposeError, export_node, import_compose
+from phrame_settings.http_body import BodyTimeout, BodyTooLarge, ClientGone, read_body
+from topic_api.context import ApiContext
+from topic_api.import_check import problems_alone
+from topic_api.import_targets import ImportTarget
+from topic_api.imports import Draft, ImportRefused, Proposal
+from topic_api.responses import ApiJSON, error
+
+_TRUE, _FALSE = ("1", "true", "yes"), ("", "0", "false", "no")
+
+
+def _flag(request: Request, name: str) -> bool:
+    value = request.query_params.get(name, "").lower()
+    if value in _TRUE or value in _FALSE:
+        return value in _TRUE
+    raise ImportRefused(400, f"query parameter {name}: {value!r} is not true or false")
+
+
+def _propose_alone(draft: Draft) -> Proposal:
+    """No repository configured (or a dry run without one): check the files on their own."""
+    problems = problems_alone(draft.result.files)
+    if problems:
+        raise ImportRefused(422, f"the imported files do not validate: {problems[0].format()}", problems)
+    return Proposal(draft, dict(draft.result.files))
+
+
+def routes(ctx: ApiContext, target: ImportTarget | None) -> dict[str, Any]:
+    """``target`` proposes imports (``LocalImports``, ``GitLabImports``); None: files only."""
+    settings = ctx.settings
+
+    async def export(request: Request) -> Response:
+        if (refused := ctx.refuse_read(request)) is not None:
+            return refused
+        node = request.path_params["node"]
+        desired = ctx.state.planes["desired"]
+        if node not in desired.index.nodes:
+            return error(404, f"node {node!r} has no desired state in the desired snapshot")
+        text = export_node(desired.topics, node, prefix=settings.topic_prefix)
+        headers = {}
+        if request.query_params.get("download", "").lower() in _TRUE:
+            headers["Content-Disposition"] = f'attachment; filename="{node}-docker-compose.yml"'
+        return Response(text, media_type="application/yaml", headers=headers)
+
+    async def import_(request: Request) -> Response:
+        if (refused := ctx.refuse_write(request)) is not None:
+            return refused
+        limit, timeout_s = settings.max_body_bytes, settings.http.body_timeout_s
+        try:
+            env = request.query_params.get("env")
+            if not env:
+                raise ImportRefused(400, "query parameter env is required (the environment to import into)")
+            node = request.query_params.get("node") or None
+            dry_run = _flag(request, "dry_run")
+            raw = await read_body(request, limit=limit, timeout_s=timeout_s)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ImportRefused(400, f"compose file: byte {e.start} is not UTF-8") from None
+            try:
+                result = import_compose(text, env=env, node=node)
+            except ComposeError as e:
+                raise ImportRefused(400, f"compose file:{e.line}:{e.column}: {e.message}") from None
+            except ValueError as e:
+                raise ImportRefused(400, f"compose import: {e}") from None
+            draft = Draft(env, node, result)
+            if target is None:
+                proposal = _propose_alone(draft)
+            else:
+                proposal = await anyio.to_thread.run_sync(lambda: target.propose(draft, dry_run=dry_run))
+        except BodyTooLarge:
+            return error(413, f"compose file is over {limit} bytes (PHRAME_API_MAX_BODY_BYTES)")
+        except BodyTimeout:
+            return error(408, f"body not complete within {timeout_s:g} s", headers={"Connection": "close"})
+        except ClientGone:
+            return error(400, "client hung up")
+        except ImportRefused as e:
+            ctx.metrics.writes.labels("refused" if e.status < 500 else "unavailable").inc()
+            return ApiJSON(e.to_json(), status_code=e.status)
+        if proposal.branch:
+            ctx.metrics.writes.labels("published").inc()
+        return ApiJSON(proposal.to_json(dry_run=dry_run), status_code=201 if proposal.branch else 200)
+
+    return {"export": export, "import": import_}
