@@ -24,6 +24,7 @@ from node_agent.models import NODE, ObservedProcess, Op
 from node_agent.processes import ProcessSupervisor
 from node_agent.reconcile import NodeReconciler
 from node_agent.reporting import ActualReporter
+from node_agent.restarts import started_containers
 from node_agent.settings import AgentSettings
 from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings, Will
 from schemas import Topics
@@ -249,6 +250,7 @@ class Agent:
         if converged and desired.manifest is not None:
             self.applied = (desired.manifest.generation, desired.manifest.commit)
         item_errors = {o.action.target: o.error for o in result.outcomes if o.error}
+        self.reporter.note_started(started_containers(result.outcomes, result.actual))  # last_exit
         self.reporter.refresh([*stopped, *(o.action.ref for o in result.outcomes if o.action.ref)])
         try:
             # a container handed over to its process is no item to report as missing

@@ -16,7 +16,9 @@ from typing import Any, Protocol
 from node_agent.errors import DockerError
 from node_agent.host_stats import host_stats
 from node_agent.models import NODE, ActualState, DesiredState, ObservedContainer, ObservedProcess
+from node_agent.restarts import RestartLog
 from schemas import Topics, canonical_json, check_payload
+from schemas.container_exits import docker_time
 
 AGENT_VERSION = "0.1.0"
 Inspect = Callable[[str], Mapping[str, Any]]
@@ -26,9 +28,20 @@ class Publisher(Protocol):
     def publish(self, topic: str, payload: bytes | None, retain: bool = True, qos: int = 1) -> None: ...
 
 
+def finished_at_of(details: Mapping[str, Any] | None) -> str | None:
+    """Docker's ``State.FinishedAt`` (kept while the container runs again); None for its
+    zero time (never exited) or anything that is no time."""
+    finished = ((details or {}).get("State") or {}).get("FinishedAt")
+    return finished if docker_time(finished) is not None else None
+
+
 def container_payload(
-    c: ObservedContainer, details: Mapping[str, Any] | None, error: str | None
+    c: ObservedContainer,
+    details: Mapping[str, Any] | None,
+    error: str | None,
+    restarts: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``restarts``: ``last_exit`` and ``agent_restarts`` (:meth:`RestartLog.fields`)."""
     state = (details or {}).get("State") or {}
     return {
         "state": c.state,
@@ -40,6 +53,8 @@ def container_payload(
         "restart_count": (details or {}).get("RestartCount"),
         "exit_code": state.get("ExitCode", c.exit_code) if c.state != "running" else None,
         "error": error or state.get("Error") or None,
+        "finished_at": finished_at_of(details),
+        **(restarts or {"last_exit": None, "agent_restarts": 0}),
     }
 
 
@@ -81,6 +96,7 @@ class ActualReporter:
         self.seq = 0
         self.skipped: list[str] = []  # objects of the last report_items that could not be reported
         self._details: dict[str, tuple[tuple[str, str, str | None], Mapping[str, Any]]] = {}
+        self.restarts = RestartLog()
 
     def forget(self) -> None:
         """Republish everything next time (after a reconnect: the broker may have lost it)."""
@@ -123,6 +139,10 @@ class ActualReporter:
         for cid in container_ids:
             self._details.pop(cid, None)
 
+    def note_started(self, containers: Iterable[ObservedContainer]) -> None:
+        """The pass started these containers (as its list saw them before: exit code)."""
+        self.restarts.note_started(containers)
+
     def report_items(self, desired: DesiredState, actual: ActualState, errors: Mapping[str, str]) -> int:
         """Publish changed item payloads and clear vanished ones; return how many were sent.
 
@@ -136,7 +156,11 @@ class ActualReporter:
                 continue
             topic = self._item_topic("containers", c.item_id or c.name)
             if topic and topic not in wanted:
-                wanted[topic] = container_payload(c, self._details_of(c), errors.get(c.item_id or c.name))
+                details = self._details_of(c)
+                finished = finished_at_of(details)
+                self.restarts.recall(c.id, finished, self.sent.get(topic))  # after an agent restart
+                restarts = self.restarts.fields(c.id, finished)
+                wanted[topic] = container_payload(c, details, errors.get(c.item_id or c.name), restarts)
         for name, net in actual.networks.items():
             ours = net.labels.get(NODE) == self.node or name in desired.networks  # shared daemon
             if ours and (topic := self._item_topic("networks", name)):
@@ -147,8 +171,10 @@ class ActualReporter:
             for item_id, spec in desired.kind(kind).items():
                 topic = self.topics.actual_item(self.node, kind, item_id)
                 wanted.setdefault(topic, missing_payload(spec, errors.get(item_id)))
-        for gone in set(self._details) - {c.id for c in actual.containers.values()}:
+        alive = {c.id for c in actual.containers.values()}
+        for gone in set(self._details) - alive:
             del self._details[gone]
+        self.restarts.keep_only(alive)
         sent = sum(self._send(t, "actual-item", doc) for t, doc in sorted(wanted.items()))
         prefix = self.topics.actual_node(self.node) + "/"
         for topic in [t for t in self.sent if t.startswith(prefix) and t not in wanted]:

@@ -1,6 +1,7 @@
 """``phrame status [--json] [--timeout S]``: the fleet as the broker knows it.
 
-Reads the retained node ``status``/``heartbeat`` topics, each node's ``manifest`` and each
+Reads the retained node ``status``/``heartbeat`` and container topics (a container that
+exited within ``PHRAME_API_RECENT_EXIT_S`` and runs again is mentioned), each node's ``manifest`` and each
 environment's ``sync``, ``placement`` and ``deploys`` topics (MQTT settings as every service:
 ``PHRAME_*``). A node is offline when its heartbeat is older than ``PHRAME_NODE_TIMEOUT_S``
 (default 20, as placement), judged by the heartbeat's ``ts`` against this host's clock.
@@ -20,6 +21,7 @@ import time
 from phrame.status_view import DEFAULT_NODE_TIMEOUT_S, render_text, summarize
 from phrame_settings.env import EnvReader
 from schemas import Topics
+from schemas.container_exits import DEFAULT_WINDOW_S
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -33,12 +35,15 @@ def run(args: argparse.Namespace) -> int:
     topics = Topics(os.environ.get("PHRAME_TOPIC_PREFIX") or "phrame")
     try:
         timeout_s = node_timeout()
+        recent_s = EnvReader(error=ValueError).number("PHRAME_API_RECENT_EXIT_S", DEFAULT_WINDOW_S)
     except ValueError as e:
         print(f"phrame status: {e}", file=sys.stderr)
         return 2
     retained: dict[str, bytes] = {}
     try:
-        planes = [("actual", [topics.node_status_filter(), topics.heartbeat_filter()])]
+        # the container reports too: a container that died and runs again is mentioned
+        containers = f"{topics.prefix}/actual/nodes/+/containers/+"
+        planes = [("actual", [topics.node_status_filter(), topics.heartbeat_filter(), containers])]
         # each node's manifest: whether the node applied what was published for it
         manifests = f"{topics.prefix}/desired/nodes/+/manifest"
         planes.append(("desired", [topics.environments_filter(), manifests]))
@@ -54,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"phrame status: cannot read the broker: {e}", file=sys.stderr)
         return 2
     now = time.time()
-    summary = summarize(retained, now, topics, timeout_s)
+    summary = summarize(retained, now, topics, timeout_s, recent_s)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else render_text(summary, now))
     return 0 if summary.is_healthy else 1
 

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from schemas import PayloadError, Topics, check_payload, load_json
+from schemas.container_exits import DEFAULT_WINDOW_S, recent_exit
 from schemas.node_health import judge_node
 
 DEFAULT_NODE_TIMEOUT_S = 20.0  # as placement's PHRAME_NODE_TIMEOUT_S
@@ -37,6 +38,8 @@ class NodeRow:
     applied: bool | None = None  # converged at desired_generation; None: no manifest or status
     environments: list[str] = field(default_factory=list)  # those with items on this node
     is_reporting: bool = False  # a status or heartbeat was seen
+    # containers running again after an exit within the window: said, not unhealthy
+    recent_exits: list[str] = field(default_factory=list)
 
     @property
     def needs_attention(self) -> bool:
@@ -102,8 +105,23 @@ def _error_text(error: Any) -> str:
     return str(error)
 
 
+def _exit_line(item_id: str, raw: bytes, now: float, window_s: float) -> str | None:
+    """``web.0: exit code 137, 12 s ago, restarted by the agent`` for a recent exit, else None."""
+    doc = _doc("actual-item", raw)
+    seen = recent_exit(doc, now=now, window_s=window_s) if isinstance(doc, dict) else None
+    if seen is None:
+        return None
+    code = "exit code unknown" if seen["exit_code"] is None else f"exit code {seen['exit_code']}"
+    by = f", restarted by the {seen['restarted_by']}" if seen["restarted_by"] else ""
+    return f"{item_id}: {code}, {_seconds(seen['age_s'])} ago{by}"
+
+
 def summarize(
-    retained: dict[str, bytes], now: float, topics: Topics, timeout_s: float = DEFAULT_NODE_TIMEOUT_S
+    retained: dict[str, bytes],
+    now: float,
+    topics: Topics,
+    timeout_s: float = DEFAULT_NODE_TIMEOUT_S,
+    recent_exit_s: float = DEFAULT_WINDOW_S,
 ) -> Summary:
     nodes: dict[str, NodeRow] = {}
     said: dict[str, dict[str, Any]] = {}  # node -> its valid status
@@ -113,6 +131,11 @@ def summarize(
         try:
             t = topics.parse(topic)
         except ValueError:
+            continue
+        if t.kind == "containers" and t.plane == "actual" and t.node and t.item_id:
+            line = _exit_line(t.item_id, raw, now, recent_exit_s)
+            if line is not None:
+                nodes.setdefault(t.node, NodeRow(t.node)).recent_exits.append(line)
             continue
         if t.kind not in ("status", "heartbeat", "manifest", "sync", "placement", "deploys"):
             continue
@@ -150,6 +173,7 @@ def summarize(
             env.unassigned = [f"{u['replica']}: {u['reason']}" for u in doc.get("unassigned", [])]
             env.gc_candidates = list(doc.get("gc_candidates", []))
     for row in nodes.values():
+        row.recent_exits.sort()
         if row.node in said or row.node in heard:
             verdict = judge_node(said.get(row.node), heard.get(row.node), now, timeout_s)
             row.state, row.reason = verdict.state, verdict.reason
@@ -216,6 +240,7 @@ def render_text(summary: Summary, now: float | None = None) -> str:
         if n.state == "offline" and n.reason:
             lines.append(f"    offline: {n.reason}")
         lines += [f"    error: {e}" for e in n.errors]
+        lines += [f"    recent exit: {x}" for x in n.recent_exits]
     if not summary.nodes:
         lines.append("(no node has reported)")
     lines += ["", "ENVIRONMENT     REF            SYNC  COMMIT        APPLIED ON"]

@@ -1,14 +1,16 @@
 """Desired against actual for one node's items: the status of each item and what differs.
 
 Called by :mod:`topic_api.nodes` for ``/api/nodes`` (drift counts) and ``/api/nodes/{node}``
-(items). Pure: payloads in, plain dicts out; a malformed payload (not an object, a missing
-field) is read as "unknown", never raised on.
+(items). Pure: payloads and ``now`` in, plain dicts out; a malformed payload (not an object,
+a missing field) is read as "unknown", never raised on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from schemas.container_exits import DEFAULT_WINDOW_S, recent_exit
 
 FAILED_STATES = ("exited", "dead", "error", "failed")
 STATUSES = ("in-sync", "drift", "missing", "extra", "failed", "pending")
@@ -67,8 +69,11 @@ def node_items(
     manifest: Any,
     *,
     pending: bool,
+    now: float | None = None,
+    recent_exit_s: float = DEFAULT_WINDOW_S,
 ) -> list[dict[str, Any]]:
-    """Every item of a node (desired, manifest-listed or observed), sorted by kind and id."""
+    """Every item of a node (desired, manifest-listed or observed), sorted by kind and id.
+    ``recent_exit`` (:func:`schemas.container_exits.recent_exit`) needs ``now``: None without."""
     listed = _obj(_obj(manifest).get("items"))
     keys = set(desired_items) | set(actual_items)
     for key in listed:
@@ -93,6 +98,8 @@ def node_items(
                 "differences": differences(desired, actual, digest, kind),
                 "commit": _obj(desired).get("commit"),
                 "health": _obj(actual).get("health"),
+                # it runs as desired (the status says so) but died within the window
+                "recent_exit": None if now is None else recent_exit(actual, now=now, window_s=recent_exit_s),
             }
         )
     return out

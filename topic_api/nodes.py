@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from schemas.container_exits import DEFAULT_WINDOW_S
 from schemas.node_health import judge_node
 from schemas.topics import ITEM_KINDS
 from topic_api.drift import node_items
@@ -64,12 +65,20 @@ def is_pending(desired: NodeTopics | None, actual: NodeTopics | None) -> bool:
     return want is not None and (have is None or have < want)
 
 
-def items_of(desired: NodeTopics | None, actual: NodeTopics | None) -> list[dict[str, Any]]:
+def items_of(
+    desired: NodeTopics | None,
+    actual: NodeTopics | None,
+    *,
+    now: float | None = None,
+    recent_exit_s: float = DEFAULT_WINDOW_S,
+) -> list[dict[str, Any]]:
     return node_items(
         desired.items if desired else {},
         actual.items if actual else {},
         desired.manifest if desired else None,
         pending=is_pending(desired, actual),
+        now=now,
+        recent_exit_s=recent_exit_s,
     )
 
 
@@ -82,6 +91,7 @@ def node_summary(
     now: float,
     timeout_s: float,
     items: list[dict[str, Any]] | None = None,
+    recent_exit_s: float = DEFAULT_WINDOW_S,
 ) -> dict[str, Any]:
     """The NodeSummary of ISSUE12 §4 (``items``: :func:`items_of`, computed when not given)."""
     status = actual.status if actual else None
@@ -93,7 +103,8 @@ def node_summary(
         status_at=receipts.status_at,
     )
     st, manifest = _obj(status), _obj(desired.manifest if desired else None)
-    items = items_of(desired, actual) if items is None else items
+    if items is None:
+        items = items_of(desired, actual, now=now, recent_exit_s=recent_exit_s)
     converged = st.get("converged")
     errors = st.get("errors")
     counts = {kind: 0 for kind in ITEM_KINDS}
@@ -110,6 +121,7 @@ def node_summary(
         "generation": {"desired": _int(manifest.get("generation")), "applied": _int(st.get("generation"))},
         "commit": {"desired": _str(manifest.get("commit")), "applied": _str(st.get("commit"))},
         "drift": sum(1 for i in items if i["status"] != "in-sync"),
+        "recent_exits": sum(1 for i in items if i.get("recent_exit")),
         "errors": [_error_text(e) for e in errors] if isinstance(errors, list) else [],
         "counts": counts,
         "history": receipts.history,

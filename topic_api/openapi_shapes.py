@@ -45,6 +45,11 @@ NODE_SUMMARY_PROPS: dict[str, Any] = {
     "generation": obj({"desired": INT_OR_NULL, "applied": INT_OR_NULL}),
     "commit": obj({"desired": STR_OR_NULL, "applied": STR_OR_NULL}),
     "drift": {"type": "integer", "minimum": 0, "description": "items not in-sync"},
+    "recent_exits": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "containers running again after an exit within PHRAME_API_RECENT_EXIT_S",
+    },
     "errors": {"type": "array", "items": {"type": "string"}},
     "counts": obj({k: {"type": "integer", "minimum": 0} for k in ("containers", "networks", "processes")}),
     "history": {"type": "array", "items": {"$ref": "#/components/schemas/HistoryEntry"}},
@@ -66,6 +71,18 @@ ITEM = obj(
         },
         "commit": {"nullable": True},
         "health": {"nullable": True},
+        "recent_exit": {
+            **obj(
+                {
+                    "exit_code": {**INT_OR_NULL, "description": "null: the agent did not see this exit"},
+                    "finished_at": {"type": "string", "description": "Docker's FinishedAt (RFC 3339)"},
+                    "age_s": {"type": "number", "minimum": 0},
+                    "restarted_by": {**STR_OR_NULL, "description": "agent, or null: not started by it"},
+                }
+            ),
+            "nullable": True,
+            "description": "running again, but exited within PHRAME_API_RECENT_EXIT_S (status stays in-sync)",
+        },
     }
 )
 ENV_ERROR = obj(

@@ -28,7 +28,7 @@ def _summary(ctx: ApiContext, name: str, now: float, *, with_items: bool) -> dic
         status_at=state.status_at.get(name),
         history=state.history.of(name, now),
     )
-    items = items_of(desired, actual)
+    items = items_of(desired, actual, now=now, recent_exit_s=ctx.settings.recent_exit_s)
     view = node_summary(
         name, desired, actual, receipts, now=now, timeout_s=ctx.settings.node_timeout_s, items=items
     )

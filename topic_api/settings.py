@@ -15,6 +15,7 @@ from phrame_mqtt import MqttSettings
 from phrame_settings import EnvReader
 from phrame_settings.http_serving import HttpLimits
 from phrame_settings.mirror_dir import snapshot_dir
+from schemas.container_exits import DEFAULT_WINDOW_S
 from topic_api.errors import SettingsError
 from topic_api.import_settings import ImportSettings
 
@@ -37,6 +38,7 @@ class ApiSettings:
     keepalive_s: float = 15.0
     node_timeout_s: float = 20.0  # as placement and config-sync: older heartbeat = offline
     history_s: float = HISTORY_S
+    recent_exit_s: float = DEFAULT_WINDOW_S  # a container that died this recently is marked
     http: HttpLimits = field(default_factory=HttpLimits)
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     imports: ImportSettings = field(default_factory=ImportSettings)  # POST /api/import/compose
@@ -80,6 +82,7 @@ class ApiSettings:
             max_streams=e.integer("PHRAME_API_MAX_STREAMS", 100, minimum=1),
             poll_s=e.integer("PHRAME_API_POLL_MS", 100, minimum=10) / 1000,
             node_timeout_s=e.number("PHRAME_NODE_TIMEOUT_S", 20.0, minimum=0.1),
+            recent_exit_s=e.number("PHRAME_API_RECENT_EXIT_S", DEFAULT_WINDOW_S, minimum=0.0),
             http=HttpLimits.from_env(e),
             mqtt=MqttSettings.from_env("desired", env),
             imports=ImportSettings.from_env(e),

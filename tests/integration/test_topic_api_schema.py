@@ -5,15 +5,19 @@ content types and response schemas. Real mosquitto, mirrors and uvicorn; about 3
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from phrame_mqtt import MqttClient, MqttSettings
+from schemas import Topics
 from tests.support.mosquitto import Mosquitto
 from tests.support.topic_api import ApiStack, fleet
 
@@ -28,10 +32,23 @@ def test_schemathesis_finds_no_5xx_and_no_schema_violation(
     writer = MqttClient(MqttSettings(url=mosquitto.url), "schema-writer")
     writer.start(timeout=5)
     clients.append(writer)
-    writer.publish_batch(fleet(["dev-1", "dev-2"], 2).items())
+    messages = fleet(["dev-1", "dev-2"], 2)
+    # one container died a moment ago and runs again: its item carries recent_exit
+    topic = Topics().actual_item("dev-1", "containers", "demo.svc0.0")
+    finished = datetime.fromtimestamp(time.time() - 5, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f000Z")
+    last = {"exit_code": 137, "finished_at": finished, "restarted_by": "agent"}
+    restarted = {
+        **json.loads(messages[topic]),
+        "finished_at": finished,
+        "last_exit": last,
+        "agent_restarts": 1,
+    }
+    messages[topic] = json.dumps(restarted).encode()
+    writer.publish_batch(messages.items())
     stack = ApiStack(mosquitto.url, tmp_path).start()
     try:
         stack.wait_json("/api/nodes", lambda d: len(d["nodes"]) == 2, "the fleet in the API")
+        assert stack.json("/api/nodes/dev-1")["recent_exits"] == 1  # the shape is exercised
         st = Path(sys.executable).with_name("st")
         cmd = [
             str(st),

@@ -1,6 +1,7 @@
 """The dashboard in Debian's Chromium against the dev stack of ``make up`` (``phrame dev``:
 real mosquitto, config-sync, placement, two agents on the Docker daemon, the mirrors and
 the topic API): both nodes online, a killed container red then green without a reload,
+a container the agent restarted marked with its exit code,
 keyboard use, the phone width. Screenshots at 1280 and 375 px go to ``out/ui/``."""
 
 from __future__ import annotations
@@ -139,6 +140,42 @@ def test_phone_width_does_not_scroll_sideways(stack: DevStackProcess, open_page:
     dialog = page.evaluate("(d => [d.scrollWidth, d.clientWidth])(document.getElementById('node-dialog'))")
     assert dialog[0] <= dialog[1], f"the node dialog scrolls sideways at 375 px: {dialog}"
     screenshot(page, "dashboard-375-node", full_page=False)
+    assert not watch.problems(), watch.problems()
+
+
+def test_a_killed_container_the_agent_restarts_shows_its_exit_without_reload(
+    stack: DevStackProcess, open_page: Opener, docker_client: docker.DockerClient
+) -> None:
+    """Plain ``docker kill`` of the sample's web container: the agent starts it again before
+    any report leaves, so the row stays green; the node detail must still say that it was
+    restarted, with Docker's exit code 137, and the nodes table must count a recent exit."""
+    web = web_container(docker_client, stack)
+    node = web.labels["io.phrame.node"]
+    item = f"{stack.environment}.web.{web.labels['io.phrame.replica']}"
+    page, watch = open_page(f"{stack.api_url}#node/{node}")
+    row = f'#node-detail tr[data-kind="containers"][data-id="{item}"]'
+    page.wait_for_selector(f"{row}.level-ok")
+    page.evaluate("window.__sameDocument = true")  # gone if the page reloads
+    before = web.attrs["State"]["FinishedAt"]  # an earlier exit's note must not pass for this one
+    web.kill()
+    started = time.monotonic()
+    wait_for(lambda: web.reload() or web.attrs["State"]["FinishedAt"] != before, "Docker to note the kill", 5)
+    killed = web.attrs["State"]["FinishedAt"]
+    note = f'{row} .recent-exit[data-finished-at="{killed}"]'
+    page.wait_for_selector(note, timeout=10_000)
+    shown_after = time.monotonic() - started
+    text = page.text_content(note) or ""
+    assert "restarted" in text and "ago" in text and "exit code 137" in text, text
+    assert page.get_attribute(row, "data-level") == "ok", "it runs as desired: the row stays green"
+    screenshot(page, "dashboard-1280-restarted", full_page=False)
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#node-dialog:not([open])", state="attached")
+    exits = f"{node_row(node)} .recent-exits"
+    page.wait_for_selector(exits)
+    assert "recent exit" in (page.text_content(exits) or "")
+    screenshot(page, "dashboard-1280-restarted-nodes", full_page=False)
+    assert page.evaluate("window.__sameDocument === true"), "the page reloaded"
+    print(f"\nthe restart shown {shown_after:.1f} s after the kill")
     assert not watch.problems(), watch.problems()
 
 

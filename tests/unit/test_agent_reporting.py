@@ -99,3 +99,65 @@ def test_a_bug_while_reading_details_is_not_hidden_as_a_vanished_container():
         r.report_items(
             spec.desired([spec.container("e", "web")]), ActualState(containers={web.name: web}), {}
         )
+
+
+KILLED = "2026-12-01T17:00:00.123456789Z"
+ZERO = "0001-01-01T00:00:00Z"
+
+
+def details_with(finished: str) -> dict[str, Any]:
+    return {"State": {"StartedAt": "2026-12-01T17:00:00.5Z", "FinishedAt": finished, "ExitCode": 0}}
+
+
+def test_a_container_the_agent_started_after_it_exited_reports_that_exit():
+    pub = RecordingPublisher()
+    finished = {"at": ZERO}
+    r = ActualReporter(pub, T, "a", inspect=lambda _c: details_with(finished["at"]))
+    desired = spec.desired([spec.container("e", "web")])
+    topic = T.actual_item("a", "containers", "e.web.0")
+    web = container("e.web.0")
+    r.report_items(desired, ActualState(containers={web.name: web}), {})
+    first = dict(pub.sent)[topic]
+    assert (first["finished_at"], first["last_exit"], first["agent_restarts"]) == (None, None, 0)
+
+    dead = ObservedContainer(**{**web.__dict__, "state": "exited", "exit_code": 137})
+    r.note_started([dead])  # the pass read 137 from its list, then started it
+    r.refresh([web.id])
+    finished["at"] = KILLED  # Docker keeps FinishedAt while it runs again
+    pub.sent.clear()
+    assert r.report_items(desired, ActualState(containers={web.name: web}), {}) == 1
+    report = dict(pub.sent)[topic]
+    check_payload("actual-item", report)
+    assert report["finished_at"] == KILLED
+    assert report["last_exit"] == {"exit_code": 137, "finished_at": KILLED, "restarted_by": "agent"}
+    assert report["agent_restarts"] == 1
+    pub.sent.clear()
+    r.refresh([web.id])
+    assert r.report_items(desired, ActualState(containers={web.name: web}), {}) == 0  # byte-stable
+
+    # a new agent: the exit code of that same exit comes back from its retained report
+    held = {topic: json.dumps(report, sort_keys=True, separators=(",", ":")).encode()}
+    fresh = RecordingPublisher()
+    again = ActualReporter(fresh, T, "a", inspect=lambda _c: details_with(KILLED))
+    again.adopt(held)
+    again.report_items(desired, ActualState(containers={web.name: web}), {})
+    assert dict(fresh.sent).get(topic, report) == report
+
+    # ... but never for another exit (Docker restarted it by its policy since)
+    later = ActualReporter(fresh, T, "a", inspect=lambda _c: details_with("2026-12-01T18:00:00Z"))
+    later.adopt(held)
+    fresh.sent.clear()
+    later.report_items(desired, ActualState(containers={web.name: web}), {})
+    moved = dict(fresh.sent)[topic]
+    assert moved["finished_at"] == "2026-12-01T18:00:00Z"
+    assert moved["last_exit"] is None and moved["agent_restarts"] == 0
+
+
+def test_a_created_container_started_for_the_first_time_has_no_last_exit():
+    pub = RecordingPublisher()
+    r = ActualReporter(pub, T, "a", inspect=lambda _c: details_with(ZERO))
+    web = container("e.web.0")
+    r.note_started([ObservedContainer(**{**web.__dict__, "state": "created"})])
+    r.report_items(spec.desired([spec.container("e", "web")]), ActualState(containers={web.name: web}), {})
+    report = dict(pub.sent)[T.actual_item("a", "containers", "e.web.0")]
+    assert (report["finished_at"], report["last_exit"], report["agent_restarts"]) == (None, None, 0)

@@ -170,3 +170,27 @@ def test_an_invalid_deploys_payload_is_reported() -> None:
     topics[T.env_deploys("studio-a")] = raw({"environment": "studio-a", "deploys": [{"state": "done"}]})
     (env,) = summarize(topics, NOW, T).environments
     assert env.deploys == [] and any(e.startswith("deploys: invalid payload") for e in env.errors)
+
+
+def test_a_container_restarted_after_an_exit_is_mentioned_but_not_unhealthy() -> None:
+    from datetime import UTC, datetime
+
+    killed = "2026-12-01T17:00:00Z"
+    at = datetime(2026, 12, 1, 17, 0, tzinfo=UTC).timestamp()
+    last = {"exit_code": 137, "finished_at": killed, "restarted_by": "agent"}
+    topics = healthy()
+    topics[T.heartbeat("edge-01")] = beat(at + 8)
+    topics[T.actual_item("edge-01", "containers", "studio-a.web.0")] = raw(
+        {"state": "running", "digest": None, "finished_at": killed, "last_exit": last, "agent_restarts": 1}
+    )
+    topics[T.actual_item("edge-01", "containers", "studio-a.db.0")] = raw(
+        {"state": "running", "digest": None, "finished_at": "2026-11-30T17:00:00Z"}  # a day ago
+    )
+    s = summarize(topics, at + 12, T)
+    (node,) = s.nodes
+    assert node.recent_exits == ["studio-a.web.0: exit code 137, 12 s ago, restarted by the agent"]
+    assert s.is_healthy  # it runs as desired
+    assert "    recent exit: studio-a.web.0: exit code 137, 12 s ago, restarted by the agent" in render_text(
+        s
+    )
+    assert summarize(topics, at + 700, T).nodes[0].recent_exits == []

@@ -4,7 +4,8 @@
  *
  * Called by app.js inside the node dialog. The item's level (ok / warn / bad) is shown as
  * colour, icon and words; a container that should run and does not is an error whatever
- * the API's status word says.
+ * the API's status word says. A container that died and runs again stays green (it runs as
+ * desired) with an amber note of its recent exit beside the status.
  */
 import { badge, cells, fill, fmt, h, syncRows } from "./dom.js";
 import { commitText, heartbeat, hostCells, stateLevel, syncText } from "./nodes.js";
@@ -39,6 +40,19 @@ function statusText(it, level) {
   const health = it.health || a.health;
   if (health) words.push(health);
   return badge(level, words.join(" · "));
+}
+
+export function recentExitNote(it) {
+  const r = it.recent_exit;
+  if (!r) return null;
+  // data-ts: app.js's ticker keeps "… ago" current, counted from the API's age (its clock)
+  const at = Date.now() / 1000 - (Number.isFinite(r.age_s) ? r.age_s : 0);
+  const code = r.exit_code == null ? "exit code unknown" : `exit code ${r.exit_code}`;
+  const who = r.restarted_by === "agent" ? "the node agent started it again" : "it runs again";
+  return h("span", { class: "recent-exit", "data-finished-at": r.finished_at,
+    title: `exited at ${r.finished_at}; ${who}` },
+  badge("warn", ["restarted ", h("time", { "data-ts": at, datetime: r.finished_at, text: fmt.age(r.age_s) }),
+    ` (${code})`]));
 }
 
 function actualText(it) {
@@ -88,7 +102,7 @@ function itemTable(kind, title, items, node, actions) {
     fill(tr.cells[0], h("code", { text: it.id }));
     fill(tr.cells[1], it.service ? `${it.environment || "–"} / ${it.service}` : "–");
     tr.cells[2].className = `status status-${level}`;
-    fill(tr.cells[2], statusText(it, level));
+    fill(tr.cells[2], statusText(it, level), recentExitNote(it));
     fill(tr.cells[3], actualText(it));
     fill(tr.cells[4], desiredText(it));
     fill(tr.cells[5], h("code", { class: "sha", title: it.commit || "", text: fmt.sha(it.commit) }));

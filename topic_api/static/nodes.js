@@ -72,6 +72,13 @@ function itemsText(counts) {
     part(c.processes, "process", "processes")].join(", ");
 }
 
+function exitsNote(n) {
+  const k = n.recent_exits || 0;
+  if (!k) return null;
+  return h("span", { class: "recent-exits", title: "containers that died recently and run again: open the node" },
+    badge("warn", `${k} recent exit${k === 1 ? "" : "s"}`));
+}
+
 function createRow(n) {
   const tr = cells(h("tr"), LABELS, true);
   // the one focusable thing in the row; kept across updates so Tab position survives
@@ -97,7 +104,7 @@ function updateRow(tr, n) {
   fill(tr.cells[4], host.memory);
   fill(tr.cells[5], host.disk);
   fill(tr.cells[6], syncText(n));
-  fill(tr.cells[7], itemsText(n.counts));
+  fill(tr.cells[7], itemsText(n.counts), exitsNote(n));
   fill(tr.cells[8], commitText(n.commit));
 }
 
@@ -114,6 +121,8 @@ export function renderNodes(doc) {
   if (list.length - online - offline) parts.push(`${list.length - online - offline} unknown`);
   if (drifting) parts.push(`${drifting} not converged`);
   if (failing) parts.push(`${failing} with errors`);
+  const exits = list.reduce((sum, n) => sum + (n.recent_exits || 0), 0);
+  if (exits) parts.push(`${exits} recent container exit${exits === 1 ? "" : "s"}`);
   const worst = offline || failing ? "bad" : drifting || list.length !== online ? "warn" : "ok";
   fill(document.getElementById("nodes-summary"), badge(worst, parts.join(", ")));
   document.title = `${worst === "ok" ? "" : worst === "bad" ? "✖ " : "▲ "}Phrame: ${online}/${list.length} online`;
