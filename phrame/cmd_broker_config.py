@@ -17,7 +17,6 @@ from pathlib import Path
 from config_repo import ConfigError, load_directory
 from phrame_mqtt.broker_config import BrokerOptions, acl_text, write_broker_config
 from phrame_mqtt.broker_sites import (
-    PROTOCOLS,
     BridgeOptions,
     bridge_block,
     hub_bridge_acl,
@@ -82,8 +81,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     bridged.add_argument("--hub-ca", metavar="FILE",
                          help="site: CA of the hub's certificate as the broker sees it "
                               "(default: TLS_DIR/ca.crt)")  # fmt: skip
-    bridged.add_argument("--bridge-protocol", choices=PROTOCOLS, default="mqttv311",
-                         help="MQTT version of the bridge (default mqttv311)")  # fmt: skip
 
 
 def _site_files(args: argparse.Namespace, labels: dict[str, dict[str, object]],
@@ -99,7 +96,7 @@ def _site_files(args: argparse.Namespace, labels: dict[str, dict[str, object]],
         raise SettingsError(f"--hub-password-file: {e}") from e
     site = args.site[0]
     nodes = nodes_of_site(labels, site, args.site_label)
-    bridge = BridgeOptions(site, args.hub_url, password, args.hub_ca, args.bridge_protocol)
+    bridge = BridgeOptions(site, args.hub_url, password, args.hub_ca)
     return nodes, site_acl_text(site, nodes, options.prefix), bridge_block(bridge, nodes, options)
 
 

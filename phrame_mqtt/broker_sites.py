@@ -17,7 +17,10 @@ from phrame_mqtt.broker_config import SERVICE_ACCOUNTS, BrokerOptions, node_acl,
 from phrame_mqtt.errors import SettingsError
 
 _SITE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
-PROTOCOLS = ("mqttv311", "mqttv50")
+# MQTT 3.1.1, not 5: mosquitto's bridge sends no session expiry interval in a v5 CONNECT,
+# so its session ends with the connection whatever `cleansession` says (mosquitto issues
+# #2424, #2980; seen here: a deletion published during a site outage stayed on the site).
+PROTOCOL = "mqttv311"
 PLANES = ("desired", "cmd", "actual")
 RESTART_TIMEOUT = (2, 30)  # base, cap: the bridge's reconnect backoff (decorrelated jitter)
 
@@ -30,7 +33,6 @@ class BridgeOptions:
     hub_url: str  # mqtts://host:port (or mqtt:// on a trusted network)
     password: str
     hub_cafile: str | None = None  # None: <tls_dir>/ca.crt of the site broker
-    protocol: str = "mqttv311"
 
 
 def bridge_account(site: str) -> str:
@@ -99,8 +101,6 @@ def hub_address(url: str) -> tuple[str, bool]:
 
 def bridge_block(bridge: BridgeOptions, nodes: list[str], options: BrokerOptions) -> list[str]:
     """The mosquitto ``connection`` block of a site broker (see the README, Bridged brokers)."""
-    if bridge.protocol not in PROTOCOLS:
-        raise SettingsError(f"--bridge-protocol {bridge.protocol!r}: one of {', '.join(PROTOCOLS)}")
     if "\n" in bridge.password or not bridge.password:
         raise SettingsError("the hub password file must hold one non-empty line")
     address, tls = hub_address(bridge.hub_url)
@@ -119,7 +119,7 @@ def bridge_block(bridge: BridgeOptions, nodes: list[str], options: BrokerOptions
         # a persistent session on the hub: what is published while the bridge is down is
         # queued there and delivered on reconnect (a resubscribe also resends the retained)
         "cleansession false",
-        f"bridge_protocol_version {bridge.protocol}",
+        f"bridge_protocol_version {PROTOCOL}",
         # the hub sees a bridge: no echo of our own messages, retain flags kept as published
         "try_private true",
         f"restart_timeout {RESTART_TIMEOUT[0]} {RESTART_TIMEOUT[1]}",

@@ -161,6 +161,23 @@ def test_hub_and_site_carry_the_planes_and_survive_a_site_restart(
                                       filters={"label": f"{NODE}={env.node}", "type": "container"})  # fmt: skip
         ended = {e["Actor"]["Attributes"].get(SERVICE) for e in events if e["Action"] in ("die", "destroy")}
         assert ended == {"pinned", "gone"}, f"containers ended during the site restart: {ended}"
+
+        # the hub is down and the site restarts: its own store still holds every node's
+        # complete desired state, so the agent keeps what runs and reports it converged
+        kept, since = retained(on_site, mine), time.time()
+        hub.stop()
+        site.stop()
+        site.start()
+        wait_for(lambda: on_site.is_connected, "the observer back on the site broker", 20)
+        assert retained(on_site, mine) == kept
+        status = T.status(env.node)
+        wait_for(lambda: retained(on_site, status).get(status, {}).get("commit") == second
+                 and time.time() - since > 3, "the agent's status on the site, hub down", 30, observe=why)  # fmt: skip
+        assert retained(on_site, status)[status]["converged"] is True
+        assert set(running(env)) == {"pinned", "placed"}
+        events = docker_client.events(since=int(since), until=int(time.time()) + 1, decode=True,
+                                      filters={"label": f"{NODE}={env.node}", "type": "container"})  # fmt: skip
+        assert not [e for e in events if e["Action"] in ("die", "destroy")], "a container ended, hub down"
     finally:
         if agent is not None:
             agent.terminate()
