@@ -24,10 +24,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from config_sync.node_watch import NodeWatch  # noqa: E402
 from node_agent.docker_port import DockerPort  # noqa: E402
 from node_agent.reconcile import NodeReconciler  # noqa: E402
 from node_agent.reporting import ActualReporter  # noqa: E402
-from config_sync.node_watch import NodeWatch  # noqa: E402
 from phrame_mqtt import Message  # noqa: E402
 from schemas import Topics, canonical_json, check_payload, load_json  # noqa: E402
 from tests.support import agent_support as spec  # noqa: E402
@@ -87,13 +87,15 @@ def actual_sizes() -> dict[str, Any]:
                   "containers": 25, "containers_running": 25, "networks": 2, "processes": 1,
                   "processes_running": 1}  # fmt: skip
         reporter.heartbeat(5.0, counts)
-        by_kind = {t.rsplit("/", 1)[-1] if t.endswith(("status", "heartbeat")) else "item": len(p)
-                   for t, p in rec.sent.items()}  # fmt: skip
-        topic_bytes = {k: len(t) for t, _ in rec.sent.items() for k in [t.rsplit("/", 1)[-1]]}
-        return {"item_bytes": by_kind["item"], "status_bytes": by_kind["status"],
-                "heartbeat_bytes": by_kind["heartbeat"], "heartbeat_topic_bytes": topic_bytes["heartbeat"],
-                "examples": {"heartbeat": rec.sent[Topics().heartbeat(node)], "status": rec.sent[Topics().status(node)],
-                             "item": next(p for t, p in rec.sent.items() if "/containers/" in t)}}  # fmt: skip
+        t = Topics()
+        item = next(p for topic, p in rec.sent.items() if "/containers/" in topic)
+        examples = {"heartbeat": rec.sent[t.heartbeat(node)], "status": rec.sent[t.status(node)]}
+        examples["item"] = item
+        return {
+            **{f"{kind}_bytes": len(payload) for kind, payload in examples.items()},
+            "heartbeat_topic_bytes": len(t.heartbeat(node)),
+            "examples": examples,
+        }
     finally:
         docker_support.cleanup(client, label)
 
