@@ -170,9 +170,15 @@ def test_hub_and_site_carry_the_planes_and_survive_a_site_restart(
         site.start()
         wait_for(lambda: on_site.is_connected, "the observer back on the site broker", 20)
         assert retained(on_site, mine) == kept
-        status = T.status(env.node)
-        wait_for(lambda: retained(on_site, status).get(status, {}).get("commit") == second
-                 and time.time() - since > 3, "the agent's status on the site, hub down", 30, observe=why)  # fmt: skip
+        status, beat = T.status(env.node), T.heartbeat(env.node)
+
+        def passes_since_restart() -> int:  # the agent's passes, once it heartbeats after the restart
+            doc = retained(on_site, beat).get(beat) or {}
+            return int(doc["counts"].get("passes", 0)) if doc.get("ts", 0) > since else -1
+
+        wait_for(lambda: passes_since_restart() >= 0, "the agent back on the site broker", 30, observe=why)
+        first = passes_since_restart()
+        wait_for(lambda: passes_since_restart() >= first + 2, "a whole agent pass, hub down", 30, observe=why)
         assert retained(on_site, status)[status]["converged"] is True
         assert set(running(env)) == {"pinned", "placed"}
         events = docker_client.events(since=int(since), until=int(time.time()) + 1, decode=True,
