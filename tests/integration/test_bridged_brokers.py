@@ -3,7 +3,9 @@
 Two real mosquitto processes with TLS and password auth; ``phrame config-sync`` and
 ``phrame placement`` on the hub against a real bare repo; a real ``phrame node-agent`` on
 the site broker, running busybox containers on the real daemon. The desired plane crosses
-in, the actual plane out, both ACLs hold, and a site broker restart loses nothing.
+in, the actual plane out, both ACLs hold, a site broker restart loses nothing (with the hub
+up, and with the hub down: the site's own store keeps its agents converged), and the hub
+hears the site again after its own restart.
 """
 
 from __future__ import annotations
@@ -76,6 +78,13 @@ def converged_at(client: MqttClient, env: AgentEnv) -> str | None:
 
 def running(env: AgentEnv) -> dict[str, Any]:
     return {c.labels[SERVICE]: c for c in env.managed() if c.status == "running"}
+
+
+def ended_since(client: docker.DockerClient, env: AgentEnv, since: float) -> set[str]:
+    """Services of this node whose containers died or were removed since ``since`` (Docker events)."""
+    events = client.events(since=int(since), until=int(time.time()) + 1, decode=True,
+                           filters={"label": f"{NODE}={env.node}", "type": "container"})  # fmt: skip
+    return {e["Actor"]["Attributes"].get(SERVICE) for e in events if e["Action"] in ("die", "destroy")}
 
 
 def acl_of_bridge_account(hub: Broker, node: str, clients: list[MqttClient]) -> None:
@@ -157,9 +166,7 @@ def test_hub_and_site_carry_the_planes_and_survive_a_site_restart(
         assert len(retained(on_site, mine)) == 3  # manifest + pinned + placed: gone's item cleared
         placed.reload()
         assert running(env)["placed"].id == placed.id and placed.attrs["RestartCount"] == 0
-        events = docker_client.events(since=int(since), until=int(time.time()) + 1, decode=True,
-                                      filters={"label": f"{NODE}={env.node}", "type": "container"})  # fmt: skip
-        ended = {e["Actor"]["Attributes"].get(SERVICE) for e in events if e["Action"] in ("die", "destroy")}
+        ended = ended_since(docker_client, env, since)
         assert ended == {"pinned", "gone"}, f"containers ended during the site restart: {ended}"
 
         # the hub is down and the site restarts: its own store still holds every node's
@@ -181,9 +188,18 @@ def test_hub_and_site_carry_the_planes_and_survive_a_site_restart(
         wait_for(lambda: passes_since_restart() >= first + 2, "a whole agent pass, hub down", 30, observe=why)
         assert retained(on_site, status)[status]["converged"] is True
         assert set(running(env)) == {"pinned", "placed"}
-        events = docker_client.events(since=int(since), until=int(time.time()) + 1, decode=True,
-                                      filters={"label": f"{NODE}={env.node}", "type": "container"})  # fmt: skip
-        assert not [e for e in events if e["Action"] in ("die", "destroy")], "a container ended, hub down"
+
+        # the hub comes back (with its store): the bridge reconnects within its backoff and
+        # the hub hears the node's fresh heartbeats again; both planes agree once more
+        hub_back = time.time()
+        hub.start()
+        wait_for(lambda: on_hub.is_connected, "the observer back on the hub", 20)
+        wait_for(lambda: (retained(on_hub, beat).get(beat) or {}).get("ts", 0) > hub_back,
+                 "a heartbeat through the bridge after the hub's restart", 60, observe=why)  # fmt: skip
+        assert retained(on_hub, status)[status]["commit"] == second
+        assert retained(on_hub, mine) == retained(on_site, mine)
+        ended = ended_since(docker_client, env, since)
+        assert not ended, f"containers ended while the hub was down or restarting: {ended}"
     finally:
         if agent is not None:
             agent.terminate()

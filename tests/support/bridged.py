@@ -94,14 +94,16 @@ def generate(inventory: Path, *, site_nodes: list[str]) -> tuple[Broker, Broker]
     site = Broker("site", root / "site", free_port(), free_port(), pki)
     hub_pw = root / "bridge-password"
     hub_pw.write_text(password(BRIDGE) + "\n")
-    persist = root / "site-data"
-    persist.mkdir()
-    if os.geteuid() == 0:
-        shutil.chown(persist, "mosquitto")  # the broker writes its store as its own user
+    stores = {}
+    for name in ("hub", "site"):
+        stores[name] = root / f"{name}-data"
+        stores[name].mkdir()
+        if os.geteuid() == 0:
+            shutil.chown(stores[name], "mosquitto")  # the broker writes its store as its own user
     for broker, extra in (
-        (hub, ["--site", SITE, "--persistence-dir", ""]),
+        (hub, ["--site", SITE, "--persistence-dir", f"{stores['hub']}/"]),
         (site, ["--role", "site", "--site", SITE, "--hub-url", hub.url, "--hub-password-file",
-                str(hub_pw), "--persistence-dir", f"{persist}/"]),
+                str(hub_pw), "--persistence-dir", f"{stores['site']}/"]),
     ):  # fmt: skip
         code = phrame_main([
             "broker-config", "--inventory", str(inventory), "--out", str(broker.folder),
