@@ -118,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
             nodes, acl, block = _site_files(args, labels, options)
             written = write_broker_config(nodes, args.out, options, acl=acl, extra_conf=block)
         else:
+            if args.hub_url or args.hub_password_file or args.hub_ca:
+                raise SettingsError("--hub-url, --hub-password-file and --hub-ca are for --role site")
             sites = {s: nodes_of_site(labels, s, args.site_label) for s in args.site}
             acl = acl_text(sorted(labels), options.prefix) + hub_bridge_acl(sites, options.prefix)
             written = write_broker_config(sorted(labels), args.out, options, acl=acl)

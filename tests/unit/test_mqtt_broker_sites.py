@@ -107,3 +107,5 @@ def test_the_hub_gets_one_bridge_account_per_site(tmp_path: Path, capsys: pytest
     assert {"bridge-a", "bridge-b", "node-a1", "node-b1", "config-sync"} <= set(acl)
     assert main(["broker-config", "--inventory", str(repo), "--out", str(out), "--site", "c"]) == 2
     assert "no node in the inventory has the label site: c" in capsys.readouterr().err
+    assert main(["broker-config", "--inventory", str(repo), "--out", str(out), "--hub-url", "mqtts://h"]) == 2
+    assert "are for --role site" in capsys.readouterr().err
