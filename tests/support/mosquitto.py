@@ -23,7 +23,12 @@ class Mosquitto:
     """
 
     def __init__(
-        self, extra: list[str] | None = None, *, port: int | None = None, defaults: bool = True
+        self,
+        extra: list[str] | None = None,
+        *,
+        port: int | None = None,
+        defaults: bool = True,
+        persistence: bool = False,
     ) -> None:
         self.binary = require_binary("mosquitto", "mosquitto")
         self.dir = Path(tempfile.mkdtemp(prefix="phrame-mosquitto-"))
@@ -32,6 +37,7 @@ class Mosquitto:
         self.port = port or free_port()
         self.extra = extra or []
         self.defaults = defaults
+        self.persistence = persistence  # True: ``extra`` sets persistence (kept across restart)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -40,7 +46,7 @@ class Mosquitto:
 
     def config_text(self) -> str:
         lines = [
-            "persistence false",
+            *([] if self.persistence else ["persistence false"]),
             "set_tcp_nodelay true",
             f"log_dest file {self.dir / 'mosquitto.log'}",
             "log_type error",
@@ -55,6 +61,13 @@ class Mosquitto:
             ]
         lines += self.extra
         return "\n".join(lines) + "\n"
+
+    @classmethod
+    def generated(cls, folder: Path, port: int) -> Mosquitto:
+        """A broker running the ``mosquitto.conf`` that ``phrame broker-config`` wrote into
+        ``folder`` (its listeners, ACL, persistence and bridge), waited for on ``port``."""
+        lines = (folder / "mosquitto.conf").read_text().splitlines()
+        return cls(lines, port=port, defaults=False, persistence=any(x == "persistence true" for x in lines))
 
     def start(self) -> Mosquitto:
         conf = self.dir / "mosquitto.conf"
