@@ -177,6 +177,7 @@ class Fleet:
     def _spawn(self, name: str, argv: list[str], env: dict[str, str], **kw: Any) -> subprocess.Popen[str]:
         log = (self.root / f"{name}.log").open("w")
         self.logs[name] = log
+        kw.setdefault("stdout", log)  # uvicorn's access log; workers answer on a pipe instead
         proc = subprocess.Popen(argv, env=env, stderr=log, text=True, **kw)
         self.procs[name] = proc
         return proc

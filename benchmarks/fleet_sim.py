@@ -32,6 +32,9 @@ from node_agent.settings import AgentSettings  # noqa: E402
 from phrame_mqtt import MqttSettings  # noqa: E402
 
 CONNECT_TIMEOUT_S = 120.0
+# paho's network loop uses select(), which fails (connection lost) for a descriptor >= 1024;
+# each agent holds three (its socket and paho's wake-up pair): a process holds ~300 at most
+MAX_AGENTS = 250
 
 
 def raise_fd_limit() -> None:
@@ -67,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resync-s", type=float, default=30.0)
     parser.add_argument("nodes", nargs="+")
     args = parser.parse_args(argv)
+    if len(args.nodes) > MAX_AGENTS:
+        parser.error(f"{len(args.nodes)} nodes: at most {MAX_AGENTS} per process (paho's select() limit)")
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
     raise_fd_limit()
     agents = {
