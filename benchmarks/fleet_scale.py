@@ -165,12 +165,16 @@ def measure_change(fleet: Fleet, sampler: Sampler, tag: str, *, spy: bool) -> di
     for _, topic, _ in window:
         kinds[kind_of(topic)] = kinds.get(kind_of(topic), 0) + 1
     carried = [(topic, p) for _, topic, p in window if not topic.endswith("/heartbeat")]
+    desired = [t - pushed_at for t, topic, _ in window if "/desired/nodes/" in topic]
     baseline = paho_baseline(fleet.broker.port, carried)
     rec = record() or {}
     return {
         "commit": sha[:12],
         "push_to_all_converged_s": round(all_converged, 3),
         "push_to_first_converged_s": round(first_converged, 3),
+        # where the time goes: hook + debounce + read/render, then the publication itself
+        "push_to_first_desired_message_s": round(min(desired), 3) if desired else None,
+        "push_to_last_desired_message_s": round(max(desired), 3) if desired else None,
         "messages": len(window),
         "messages_without_heartbeats": len(carried),
         "message_kinds": dict(sorted(kinds.items())),
@@ -349,8 +353,9 @@ def main() -> int:
             "idle_rss_mb": mb(broker_idle_rss),
             "rss_with_fleet_connected_mb": mb(broker_connected_rss),
             "peak_rss_mb": mb(broker_peak),
-            "connections": fleet.observer.sys.get("$SYS/broker/clients/connected"),
+            "connections": sys1.get("$SYS/broker/clients/connected"),
             "messages_received_per_s_during_run": round(received / (t1 - t0)) if received else None,
+            # mosquitto's own: MQTT packets of every kind (PUBACKs too) per minute
             "load_messages_received_1min": sys1.get("$SYS/broker/load/messages/received/1min"),
             "load_messages_sent_1min": sys1.get("$SYS/broker/load/messages/sent/1min"),
         },
