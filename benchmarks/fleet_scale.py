@@ -287,6 +287,9 @@ def measure_placement(fleet: Fleet, sampler: Sampler) -> dict[str, Any]:
 
 def main() -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if not (shutil.which("mosquitto") or Path("/usr/sbin/mosquitto").exists()):
+        print(json.dumps({"benchmark": "fleet_scale", "error": "no mosquitto (Debian package mosquitto)"}))
+        return 2
     root = Path(tempfile.mkdtemp(prefix="phrame-bench-fleet-"))
     fleet = Fleet(root, fleet_files(NODES), node_names(NODES), workers=WORKERS)
     steps: dict[str, float] = {}
