@@ -134,7 +134,7 @@ def measure_change(fleet: Fleet, sampler: Sampler, tag: str, *, spy: bool) -> di
     """(a) and (c): push a change of the fleet-wide service; follow it to every node."""
     obs = fleet.observer
     path = f"environments/{ENV}/services/{FLEET_SERVICE}.yaml"
-    cpu0 = sampler.cpu("config-sync")
+    cpu0 = {name: sampler.cpu(name) for name in sampler.procs}
     log_mark = len(fleet.log_text("config-sync"))
     load = os.getloadavg()[0]
     obs.start_recording()
@@ -156,7 +156,7 @@ def measure_change(fleet: Fleet, sampler: Sampler, tag: str, *, spy: bool) -> di
         )
 
     wait(record, "the deploys record converged", 30)
-    cpu = sampler.cpu("config-sync") - cpu0
+    cpu = {name: sampler.cpu(name) - cpu0[name] for name in sampler.procs}
     for spy in profiles:
         spy.wait(60)
     messages = obs.stop_recording()
@@ -180,7 +180,10 @@ def measure_change(fleet: Fleet, sampler: Sampler, tag: str, *, spy: bool) -> di
         "message_kinds": dict(sorted(kinds.items())),
         "paho_baseline_same_messages_s": round(baseline, 3),
         "ratio_to_baseline": round(all_converged / baseline, 1),
-        "config_sync_cpu_s": round(cpu, 3),
+        "config_sync_cpu_s": round(cpu["config-sync"], 3),
+        # the same 2 cores, from the push to the deploys record: what competes with config-sync
+        "broker_cpu_s": round(cpu["broker"], 3),
+        "simulated_agents_cpu_s": round(sum(v for k, v in cpu.items() if k.startswith("nodes-")), 3),
         "load1_before_push": round(load, 1),
         "deploy_green_after_push_s": round(green_at, 3),
         "deploy_green_after_last_converged_s": round(green_at - all_converged, 3),
@@ -317,7 +320,12 @@ def main() -> int:
         steps["placement_first_state_s"] = wait(
             lambda: fleet.observer.doc(state), "placement's first state", 120
         )
-        sampler = Sampler({"config-sync": fleet.pid("config-sync"), "placement": fleet.pid("placement")})
+        pids = {
+            "config-sync": fleet.pid("config-sync"),
+            "placement": fleet.pid("placement"),
+            "broker": broker.pid,
+        }
+        sampler = Sampler(pids | {n: fleet.pid(n) for n in fleet.procs if n.startswith("nodes-")})
         sys0, t0 = dict(fleet.observer.sys), time.monotonic()
         pushes = []
         for i, tag in enumerate(TAGS):
