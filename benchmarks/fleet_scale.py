@@ -157,8 +157,8 @@ def measure_change(fleet: Fleet, sampler: Sampler, tag: str, *, spy: bool) -> di
 
     wait(record, "the deploys record converged", 30)
     cpu = {name: sampler.cpu(name) - cpu0[name] for name in sampler.procs}
-    for spy in profiles:
-        spy.wait(60)
+    for recorder in profiles:
+        recorder.wait(60)
     messages = obs.stop_recording()
     window = [(t, topic, p) for t, topic, p in messages if t <= pushed_at + all_converged]
     kinds: dict[str, int] = {}
