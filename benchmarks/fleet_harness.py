@@ -238,6 +238,14 @@ class Fleet:
         reader.join(timeout)
         return got[0] if got else f"no answer within {timeout:.0f} s"
 
+    def kill_worker(self, name: str) -> list[str]:
+        """SIGKILL one worker process (by its pid): its nodes vanish without a word, so the
+        broker publishes each one's last will. Returns those nodes."""
+        proc = self.procs[name]
+        proc.kill()
+        proc.wait(10)
+        return [n for n, w in self.worker_of.items() if w == name]
+
     def stop_node(self, node: str) -> None:
         name = self.worker_of[node]
         proc = self.procs[name]
