@@ -266,7 +266,7 @@ class Fleet:
     def close(self) -> None:
         """Stop everything started, by pid: the nodes first (their offline statuses), then the services."""
         for name, proc in self.procs.items():
-            if name.startswith("nodes-") and proc.stdin is not None and proc.poll() is None:
+            if name.startswith("nodes-") and proc.stdin is not None:  # a killed one's pipe too
                 with contextlib.suppress(OSError):  # already gone
                     proc.stdin.close()
         for name, proc in self.procs.items():

@@ -85,3 +85,26 @@ def test_twenty_simulated_nodes_converge_and_a_lost_one_loses_only_its_replicas(
     changed = [(s, i) for s in old for i, n in enumerate(old[s]) if new[s][i] != n]
     on_lost = [(s, i) for s in old for i, n in enumerate(old[s]) if n == lost]
     assert changed == on_lost and on_lost, (changed, on_lost)
+
+
+def test_a_killed_worker_s_nodes_go_by_their_last_wills_and_lose_only_their_replicas(fleet: Fleet) -> None:
+    fleet.start_config_sync()
+    fleet.start_nodes()
+    wait(lambda: converged_on(fleet, fleet.head()), "20 nodes converged", 60)
+    fleet.start_placement({"PHRAME_RESCHEDULE_AFTER_S": "1", "PHRAME_PLACEMENT_INTERVAL_S": "1"})
+    wait(
+        lambda: fleet.observer.doc(f"phrame/desired/environments/{ENV}/placement"),
+        "placement's first state",
+        60,
+    )
+    old = assignments(fleet, fleet.head())
+    lost = set(fleet.kill_worker("nodes-1"))  # SIGKILL: no agent says goodbye
+    assert len(lost) == NODES // 2
+    wait(lambda: not lost & {n for row in assignments(fleet, fleet.head()).values() for n in row if n},
+         "placement's commit without the killed nodes", 60)  # fmt: skip
+    wills = {n: fleet.observer.statuses.get(n) for n in lost}
+    assert all(doc == {"state": "offline", "agent": "node-agent"} for doc in wills.values()), wills
+    new = assignments(fleet, fleet.head())
+    changed = [(s, i) for s in old for i, n in enumerate(old[s]) if new[s][i] != n]
+    on_lost = [(s, i) for s in old for i, n in enumerate(old[s]) if n in lost]
+    assert changed == on_lost and on_lost, (changed, on_lost)
