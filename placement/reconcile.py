@@ -88,7 +88,7 @@ class PlacementReconciler:
         self.problems = ProblemLog(log)  # a problem that lasts many passes is logged once
         # parsed files and their schema results by git blob, as config-sync keeps them: every
         # pass re-reads the head (twice when the environment tracks the default ref), and
-        # at 1,000 nodes parsing it all cost 1.6 s of CPU per pass; now only changed files
+        # at 1,000 nodes parsing it all cost 1.6-2.5 s of CPU per pass; now only changed files
         self.read_cache = ReadCache()
         self._last: tuple[str, ConfigRepo] | None = None  # a commit never changes: read it once
 

@@ -2,7 +2,7 @@
 
 Placement re-reads the tracked head every ``PHRAME_PLACEMENT_INTERVAL_S`` (10 s). At 1,000
 nodes, parsing every file of the commit twice a pass (the default ref, then the tracked
-one) cost 1.6 s of CPU per pass, 16 % of a core by itself (``benchmarks/fleet_scale.py``).
+one) cost 1.6-2.5 s of CPU per pass, up to a quarter of a core by itself (``benchmarks/fleet_scale.py``).
 Real bare git remote; the YAML and JSON parsers are counted, not replaced.
 """
 
