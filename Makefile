@@ -8,6 +8,9 @@ SHELL := /bin/bash
 VENV := .venv/bin
 REPO ?= fixtures/phrame-config
 PYTEST_ARGS ?=
+# modules the benchmarks import, not benchmarks themselves
+BENCH_HELPERS := benchmarks/repo_gen.py benchmarks/fleet_repo.py benchmarks/fleet_harness.py \
+  benchmarks/fleet_sim.py benchmarks/sim_docker.py
 PHRAME_REQUIRE_SERVICES ?=
 export PHRAME_REQUIRE_SERVICES
 
@@ -51,7 +54,7 @@ validate: deps ## validate a config repo (REPO=path, default the sample repo)
 bench: deps ## run benchmarks/*.py and collect their JSON into out/bench.json
 	@mkdir -p out/bench
 	@rm -f out/bench/*.json
-	@for f in $(filter-out benchmarks/repo_gen.py,$(wildcard benchmarks/*.py)); do \
+	@for f in $(filter-out $(BENCH_HELPERS),$(wildcard benchmarks/*.py)); do \
 	  [ -e "$$f" ] || { echo "no benchmarks/*.py yet"; break; }; \
 	  name=$$(basename "$$f" .py); echo "bench: $$name"; \
 	  $(VENV)/python "$$f" > "out/bench/$$name.json"; \

@@ -17,10 +17,10 @@ from typing import Any
 
 from node_agent.commands import RestartCommands
 from node_agent.desired import DesiredStore
-from node_agent.docker_port import DockerPort
 from node_agent.errors import AgentError, DockerError
 from node_agent.handover import wanted
 from node_agent.models import NODE, ObservedProcess, Op
+from node_agent.ports import AgentRuntime
 from node_agent.processes import ProcessSupervisor
 from node_agent.reconcile import NodeReconciler
 from node_agent.reporting import ActualReporter
@@ -37,7 +37,7 @@ class Agent:
         self,
         settings: AgentSettings,
         *,
-        docker: DockerPort,
+        docker: AgentRuntime,
         supervisor: ProcessSupervisor,
         desired_mqtt: MqttSettings,
         actual_mqtt: MqttSettings,

@@ -1,13 +1,15 @@
-"""The seams between the agent's decisions and Docker: what the executor and the reconciler
+"""The seams between the agent and Docker: what the executor, the reconciler and the loop
 need from a container runtime, as Protocols.
 
-:class:`node_agent.docker_port.DockerPort` satisfies both; a unit test hands in a small
-fake. Only types here: no SDK import, no behaviour.
+:class:`node_agent.docker_port.DockerPort` satisfies all three; a unit test hands in a small
+fake, and ``benchmarks/fleet_scale.py`` a simulated daemon (``benchmarks/sim_docker.py``).
+Only types here: no SDK import, no behaviour.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol
 
 from node_agent.models import ObservedContainer, ObservedNetwork, Spec
 
@@ -33,3 +35,14 @@ class ObservableRuntime(ContainerRuntime, Protocol):
 
     def list_containers(self) -> list[ObservedContainer]: ...
     def list_networks(self) -> list[ObservedNetwork]: ...
+
+
+class AgentRuntime(ObservableRuntime, Protocol):
+    """What :class:`~node_agent.loop.Agent` needs besides the reconciler's calls: details
+    for the item reports, the event stream, restarts on command, and a way to end waits."""
+
+    def inspect_container(self, name: str) -> dict[str, Any]: ...
+    def events(self) -> Iterator[dict[str, Any]]: ...
+    def settle(self, ids: Iterable[str], *, timeout: float = 2.0, poll: float = 0.02) -> None: ...
+    def restart(self, name: str) -> None: ...
+    def cancel(self) -> None: ...

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random
 
-from config_repo import ConfigError, ConfigRepo, Problem, validate
+from config_repo import ConfigError, ConfigRepo, Problem, ReadCache, validate
 from placement import inventory
 from placement.decide import decide
 from placement.errors import (
@@ -86,6 +86,11 @@ class PlacementReconciler:
         self.instance = instance
         self.merge_requests = merge_requests
         self.problems = ProblemLog(log)  # a problem that lasts many passes is logged once
+        # parsed files and their schema results by git blob, as config-sync keeps them: every
+        # pass re-reads the head (twice when the environment tracks the default ref), and
+        # at 1,000 nodes parsing it all cost 1.6-2.5 s of CPU per pass; now only changed files
+        self.read_cache = ReadCache()
+        self._last: tuple[str, ConfigRepo] | None = None  # a commit never changes: read it once
 
     def run_pass(self) -> list[EnvResult]:
         """Every environment of the default ref; one failing environment never stops the rest."""
@@ -227,12 +232,17 @@ class PlacementReconciler:
             log.info("environment %s: closed superseded merge requests %s", environment, closed)
 
     def _load(self, sha: str) -> ConfigRepo:
-        repo, problems = self.git.load(sha)  # the shared adapter: its git processes end at once
-        problems = validate(repo, problems)
+        last = self._last
+        if last is not None and last[0] == sha:
+            return last[1]  # nobody mutates a loaded repo: inventory and decide only read it
+        # the shared adapter: its git processes end at once
+        repo, problems = self.git.load(sha, cache=self.read_cache)
+        problems = validate(repo, problems, cache=self.read_cache)
         if problems:
             # Semantic problems do not stop a decision (placement may be what fixes a capacity
             # or port problem); unreadable inputs do, per environment (unreadable_inputs).
             log.debug("config at %s has %d problems", sha[:12], len(problems))
+        self._last = (sha, repo)
         return repo
 
 
