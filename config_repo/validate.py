@@ -16,6 +16,7 @@ from config_repo.model import ConfigRepo, Document
 from config_repo.payload_size import payload_problems
 from config_repo.problems import Problem
 from config_repo.rules import semantic_problems
+from config_repo.yaml_scalars import YAML11_BOOLEANS
 from schemas.registry import pointer
 
 
@@ -41,11 +42,30 @@ def _within_one_form(error: ValidationError) -> ValidationError | None:
     return min((e for _, e in left), key=lambda e: (e.validator != "additionalProperties", -len(e.path)))
 
 
+def _yaml11_hint(error: ValidationError) -> str:
+    """For a value YAML 1.1 read as a boolean (``yes``, ``on``, ``n``…): YAML 1.2, which
+    the reader follows, reads it as text. Said where it makes a schema error only: a text
+    field that takes any text (``env: {DEBUG: yes}``) gets the text "yes", no problem."""
+    value = error.instance
+    if not isinstance(value, str) or value not in YAML11_BOOLEANS:
+        return ""
+    expected = error.validator_value if error.validator == "type" else None
+    if expected == "boolean" or (isinstance(expected, list) and "boolean" in expected):
+        truth = "true" if value.lower() in ("y", "yes", "on") else "false"
+        return f"; YAML 1.2 reads {value} as text, not a boolean: use {truth}"
+    return f"; YAML 1.2 reads {value} as the text {value!r}, not a boolean"
+
+
 def _message(error: ValidationError) -> tuple[list[Any], str]:
     """A readable message, and the path it should point at."""
     inner = _within_one_form(error)
     if inner is not None:
         return _message(inner)
+    path, message = _base_message(error)
+    return path, message + _yaml11_hint(error)
+
+
+def _base_message(error: ValidationError) -> tuple[list[Any], str]:
     path = list(error.absolute_path)
     schema = error.schema if isinstance(error.schema, dict) else {}
     keyword = error.validator
