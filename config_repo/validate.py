@@ -17,7 +17,7 @@ from config_repo.payload_size import payload_problems
 from config_repo.problems import Problem
 from config_repo.rules import semantic_problems
 from config_repo.yaml_scalars import YAML11_BOOLEANS
-from schemas.registry import pointer
+from schemas.registry import pointer, surely_valid
 
 
 def schema_name(kind: str, doc: Document) -> str:
@@ -112,9 +112,9 @@ def schema_problems(kind: str, doc: Document, cache: ReadCache | None = None) ->
         problems, doc.unsound = cached
         doc.schema_ok = not problems
         return list(problems)
-    validator = schemas.validator(name)
     found, unsound = [], set()
-    for error in validator.iter_errors(doc.data):
+    errors = () if surely_valid(name, doc.data) else schemas.validator(name).iter_errors(doc.data)
+    for error in errors:
         path, message = _message(error)
         is_key = error.validator in ("additionalProperties", "propertyNames")
         line, col = doc.position(path, key=is_key)

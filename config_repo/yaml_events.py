@@ -33,6 +33,7 @@ from yaml.events import (
     StreamEndEvent,
 )
 
+from config_repo.problems import NOT_TEXT
 from config_repo.yaml_scalars import Fallback, scalar
 
 log = logging.getLogger(__name__)
@@ -104,8 +105,8 @@ def _compose(get: Any, max_values: int | None, max_depth: int, growth: int, slac
             value = scalar(event.value, event.tag, event.style)
             marks: Any = (mark.line, mark.column)
             size = height = 1
-            if event.style == '"' or type(value) not in _FAST:
-                needs_check = True  # an escape may make what is no text; a date
+            if type(value) not in _FAST or (event.style == '"' and NOT_TEXT.search(value)):
+                needs_check = True  # a date; an escape that made what is no text
             if event.anchor is not None:
                 anchors[event.anchor] = (value, marks, 1, 1)
         elif kind is AliasEvent:
