@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -161,7 +162,14 @@ def main() -> int:
                 services = single_replica(topics, outcomes[0].messages)[:INCREMENTAL_RUNS]
                 for i, name in enumerate(services):
                     path = Path(remote.work_path, f"environments/prod/services/{name}.yaml")
-                    text = path.read_text().replace("image: ", f"image: changed{i}.test/", 1)
+                    # a valid change: the image moves to another registry (quoted or not)
+                    text = re.sub(
+                        r'^image: ("?)',
+                        rf"image: \g<1>changed{i}.test/",
+                        path.read_text(),
+                        count=1,
+                        flags=re.M,
+                    )
                     remote.commit(
                         f"change {path.stem}", files={str(path.relative_to(remote.work_path)): text}
                     )

@@ -44,7 +44,7 @@ if CParser is None:  # pragma: no cover - depends on how PyYAML was built
     log.warning("PyYAML has no libyaml (yaml.CSafeLoader): config files are read with ruamel.yaml, slowly")
 
 _FAST = (str, int, float, bool, type(None))
-_COLLECTION_TAGS = (None, "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+_MAP_TAGS, _SEQ_TAGS = (None, "tag:yaml.org,2002:map"), (None, "tag:yaml.org,2002:seq")
 _NO_KEY = object()
 
 
@@ -120,10 +120,14 @@ def _compose(get: Any, max_values: int | None, max_depth: int, growth: int, slac
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
             written += 1
             expanded += 1
-            if written > budget or len(stack) >= depth_limit or event.tag not in _COLLECTION_TAGS:
-                raise Fallback("collection")
-            mark = event.start_mark
             is_map = kind is MappingStartEvent
+            if (
+                written > budget
+                or len(stack) >= depth_limit
+                or event.tag not in (_MAP_TAGS if is_map else _SEQ_TAGS)
+            ):
+                raise Fallback("collection")  # ``!!map [..]`` is ruamel's to refuse
+            mark = event.start_mark
             stack.append(_Frame(*(({}, {}) if is_map else ([], [])), mark.line, mark.column, event.anchor))
             continue
         elif kind is MappingEndEvent or kind is SequenceEndEvent:

@@ -16,19 +16,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ruamel.yaml.composer import MaxDepthExceededError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
 from config_repo.model import Document
 from config_repo.problems import Problem
-from config_repo.scalar_checks import json_int, value_problems
+from config_repo.scalar_checks import MAX_INT_DIGITS, json_int, plain, value_problems
 from config_repo.yaml_events import Composed, compose
 from config_repo.yaml_ruamel import (
     ALIAS_GROWTH_LIMIT,
     ALIAS_SLACK_NODES,
     MAX_DEPTH,
     MAX_VALUES,
-    json_positions,
+    load,
+    marked,
     parse_ruamel,
-    placed,
-    plain,
     too_deep,
 )
 
@@ -104,7 +106,7 @@ def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     except json.JSONDecodeError as e:
         return None, [Problem(file, e.lineno, e.colno, "json-syntax", e.msg)]
     except ValueError as e:  # an integer too long: the YAML reading below knows where it is
-        return None, [placed(file, text, str(e))]
+        return None, [_placed(file, text, str(e))]
     except RecursionError:
         is_too_deep = True
     is_too_deep = is_too_deep or _deeper_than(data, MAX_DEPTH)
@@ -113,7 +115,7 @@ def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     if composed is not None:
         tree = composed.marks
     else:
-        tree, problem = json_positions(file, text, is_too_deep)
+        tree, problem = _json_positions(file, text, is_too_deep)
         if problem is not None:
             return None, [problem]
     if is_too_deep:  # and YAML gave no position for it
@@ -134,3 +136,30 @@ def _deeper_than(data: Any, limit: int) -> bool:
             children = value.values() if isinstance(value, dict) else value
             stack.extend((child, depth + 1) for child in children)
     return False
+
+
+def _json_positions(file: str, text: str, too_deep_already: bool) -> tuple[Any, Problem | None]:
+    """ruamel's tree of a JSON file (positions, duplicate keys), or the problem it shows."""
+    try:  # JSON is YAML: parse again to know where each value is, and to see duplicate keys
+        return load(text.replace("\t", " "), budget=None), None
+    except MaxDepthExceededError as e:
+        return None, too_deep(file, e, "json-syntax")
+    except MarkedYAMLError as e:
+        if "duplicate key" in str(e.problem) and not too_deep_already:
+            return None, marked(file, e, "yaml-duplicate-key")
+    except (YAMLError, RecursionError, ValueError, LookupError, TypeError, OverflowError):
+        pass  # json.loads read it: positions are lost, nothing else
+    return None, None
+
+
+def _placed(file: str, text: str, message: str) -> Problem:
+    """``message`` at the place the YAML reader stops (it refuses the same integer)."""
+    try:
+        load(text.replace("\t", " "), budget=None)
+    except MarkedYAMLError as e:
+        mark = e.problem_mark
+        if mark is not None and f"at most {MAX_INT_DIGITS} digits" in str(e.problem):
+            return Problem(file, mark.line + 1, mark.column + 1, "json-syntax", message)
+    except (YAMLError, RecursionError):
+        pass
+    return Problem(file, 1, 1, "json-syntax", message)

@@ -11,8 +11,6 @@ anything is expanded. Never raises for bad content.
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 import re
 import threading
 from typing import Any
@@ -31,7 +29,7 @@ from ruamel.yaml.reader import ReaderError
 
 from config_repo.model import Document
 from config_repo.problems import Problem
-from config_repo.scalar_checks import MAX_INT_DIGITS, CheckedConstructor, value_problems
+from config_repo.scalar_checks import CheckedConstructor, plain, value_problems
 
 # An anchor may be reused, but the expanded document may not grow past this many nodes
 # more than it has written out: a few KiB of "billion laughs" would otherwise expand to GiB.
@@ -104,14 +102,33 @@ def _parser() -> YAML:
     return y
 
 
-def _load(text: str, *, budget: int | None = MAX_VALUES) -> Any:
+def load(text: str, *, budget: int | None = MAX_VALUES) -> Any:
     # a %YAML directive sets the version of the parser, not only of its document: a
     # reused parser would read the next files of this thread as YAML 1.1 (``y`` as true)
     y = _parser() if "%YAML" not in text else _yaml()
     # the composer is reused and leaves its depth counter raised when a load fails
     y.composer.depth = 0
     y.composer.count, y.composer.budget = 0, budget
-    return y.load(text)
+    try:
+        return y.load(text)
+    except BaseException:
+        _forget()
+        raise
+
+
+def _forget() -> None:
+    """Drop this thread's parser: a failed load can leave its constructor or parser state
+    behind (found by fuzzing: the next file was refused for the last one's error)."""
+    _PER_THREAD.yaml = None
+
+
+def _events(text: str) -> Any:
+    y = _parser() if "%YAML" not in text else _yaml()  # as in load
+    try:
+        yield from y.parse(text)
+    except BaseException:
+        _forget()
+        raise
 
 
 def _alias_bomb(file: str, text: str) -> Problem | None:
@@ -121,7 +138,7 @@ def _alias_bomb(file: str, text: str) -> Problem | None:
     # stack of [anchor, nodes counted so far, height] for open collections
     stack: list[list[Any]] = []
     written = expanded = 0
-    for event in _parser().parse(text):
+    for event in _events(text):
         if isinstance(event, ScalarEvent | AliasEvent):
             is_alias = isinstance(event, AliasEvent)
             n, height = sizes.get(event.anchor, (1, 1)) if is_alias else (1, 1)
@@ -159,25 +176,7 @@ def _alias_bomb(file: str, text: str) -> Problem | None:
     return None
 
 
-def plain(value: Any) -> Any:
-    """ruamel round-trip objects → plain JSON-like data."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        # .inf/.nan have no JSON form: keep them as text so the schema names the error
-        return float(value) if math.isfinite(value) else str(value)
-    if isinstance(value, dt.date | dt.datetime):
-        return value.isoformat()
-    return str(value)
-
-
-def _marked(file: str, e: MarkedYAMLError, rule: str) -> Problem:
+def marked(file: str, e: MarkedYAMLError, rule: str) -> Problem:
     mark = e.problem_mark or e.context_mark
     line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
     problem = (e.problem or str(e)).strip()
@@ -221,7 +220,7 @@ def parse_ruamel(file: str, text: str) -> tuple[Document | None, list[Problem]]:
             bomb = _alias_bomb(file, text)
             if bomb:
                 return None, [bomb]
-        tree = _load(text)
+        tree = load(text)
         doc = Document(file, plain(tree), tree)
         return doc, value_problems(doc, tree, syntax_rule="yaml-syntax")
     except TooManyValues as e:
@@ -230,7 +229,7 @@ def parse_ruamel(file: str, text: str) -> tuple[Document | None, list[Problem]]:
         return None, [too_deep(file, e, "yaml-syntax")]
     except MarkedYAMLError as e:
         rule = "yaml-duplicate-key" if "duplicate key" in str(e.problem) else "yaml-syntax"
-        return None, [_marked(file, e, rule)]
+        return None, [marked(file, e, rule)]
     except ReaderError as e:
         return None, [_unreadable(file, text, e)]
     except YAMLError as e:
@@ -239,30 +238,3 @@ def parse_ruamel(file: str, text: str) -> tuple[Document | None, list[Problem]]:
         return None, [too_deep(file, None, "yaml-syntax")]
     except (ValueError, LookupError, TypeError, OverflowError) as e:  # the scanner's, unmarked
         return None, [_unmarked(file, text, e)]
-
-
-def json_positions(file: str, text: str, too_deep_already: bool) -> tuple[Any, Problem | None]:
-    """ruamel's tree of a JSON file (positions, duplicate keys), or the problem it shows."""
-    try:  # JSON is YAML: parse again to know where each value is, and to see duplicate keys
-        return _load(text.replace("\t", " "), budget=None), None
-    except MaxDepthExceededError as e:
-        return None, too_deep(file, e, "json-syntax")
-    except MarkedYAMLError as e:
-        if "duplicate key" in str(e.problem) and not too_deep_already:
-            return None, _marked(file, e, "yaml-duplicate-key")
-    except (YAMLError, RecursionError, ValueError, LookupError, TypeError, OverflowError):
-        pass  # json.loads read it: positions are lost, nothing else
-    return None, None
-
-
-def placed(file: str, text: str, message: str) -> Problem:
-    """``message`` at the place the YAML reader stops (it refuses the same integer)."""
-    try:
-        _load(text.replace("\t", " "), budget=None)
-    except MarkedYAMLError as e:
-        mark = e.problem_mark
-        if mark is not None and f"at most {MAX_INT_DIGITS} digits" in str(e.problem):
-            return Problem(file, mark.line + 1, mark.column + 1, "json-syntax", message)
-    except (YAMLError, RecursionError):
-        pass
-    return Problem(file, 1, 1, "json-syntax", message)

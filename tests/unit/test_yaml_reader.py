@@ -112,6 +112,13 @@ def test_merge_keys_tags_and_anchors_read_as_before() -> None:
     assert data["a"] is not data["b"]  # copied, as before: nothing shares a list
 
 
+def test_a_collection_tagged_as_the_other_kind_is_refused() -> None:
+    assert refused("a: !!map []\n") == [
+        "f.yaml:1:4: yaml-syntax: expected a mapping node, but found sequence"
+    ]
+    assert refused("[!!seq {}]\n") == ["f.yaml:1:2: yaml-syntax: expected a sequence node, but found mapping"]
+
+
 def test_merge_of_a_scalar_is_refused_at_its_place() -> None:
     (p,) = refused("a: &a 1\nc:\n  <<: *a\n")
     assert p.startswith("f.yaml:1:4: yaml-syntax: expected a mapping or list of mappings for merging")
@@ -181,3 +188,17 @@ def test_a_text_field_given_on_says_it_is_text(tmp_path: Path) -> None:
     (p,) = problems_of(tmp_path, service("web", "pull: on"))
     assert p.message.startswith("'on' is not one of ['missing', 'always']")
     assert "YAML 1.2" in p.message and "text" in p.message
+
+
+# found by fuzzing: ruamel's parser, kept per thread, was left mid-document by this refusal
+POISON = (
+    '- ports\n- {}\n-\n  -\n    -\n      - !!merge "\\u00f9s"\n  - {}\n  - !!pairs [[test]]\n  -\n'
+    '    coDAc-_: !@@DTe\n    !!set {a}: {}\n    kind:\n      - "[\\U00095e0c"\n    depends_on:\n'
+    "      - cordoned\n-\n  - !!omap []\n  -\n    volumes: {}\n  - !!float abc\n"
+)
+
+
+def test_a_refused_file_leaves_nothing_behind_for_the_next() -> None:
+    doc, problems = parse_yaml("bad.yaml", POISON.encode())
+    assert doc is None and problems
+    assert read("a: 0x10\nb: [1]\n") == {"a": 16, "b": [1]}  # hex: read by ruamel too
