@@ -202,3 +202,9 @@ def test_a_refused_file_leaves_nothing_behind_for_the_next() -> None:
     doc, problems = parse_yaml("bad.yaml", POISON.encode())
     assert doc is None and problems
     assert read("a: 0x10\nb: [1]\n") == {"a": 16, "b": [1]}  # hex: read by ruamel too
+
+
+def test_an_anchored_boolean_stays_a_boolean() -> None:
+    # ruamel's round-trip reading made it its int subclass, and plain() then 1
+    data = read("a: &c true\nb: *c\n")
+    assert data == {"a": True, "b": True} and all(type(v) is bool for v in data.values())
