@@ -15,6 +15,7 @@ from typing import Any
 
 from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
 from ruamel.yaml.nodes import MappingNode
+from ruamel.yaml.scalarbool import ScalarBoolean
 
 from config_repo.model import Document, PathPart
 from config_repo.problems import NOT_TEXT, Problem, escape_non_text
@@ -86,6 +87,8 @@ def plain(value: Any) -> Any:
         return [plain(v) for v in value]
     if isinstance(value, bool) or value is None:
         return value
+    if isinstance(value, ScalarBoolean):  # an anchored true/false: an int subclass in ruamel
+        return bool(value)
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
