@@ -138,6 +138,9 @@ class ConfigRepo:
     environments: dict[str, Environment] = field(default_factory=dict)
     commit: str | None = None
     problems: list[Problem] | None = None  # set by validate(); None = not validated yet
+    # (commit, Rendered) that validate's payload check rendered: render() at that commit
+    # returns it instead of rendering the whole repository a second time
+    rendered: Any = field(default=None, repr=False, compare=False)
 
     def documents(self) -> list[Document]:
         docs = list(self.nodes.values())
