@@ -34,7 +34,7 @@ from yaml.events import (
 )
 
 from config_repo.problems import NOT_TEXT
-from config_repo.yaml_scalars import Fallback, scalar
+from config_repo.yaml_scalars import Fallback, plain_scalar, scalar
 
 log = logging.getLogger(__name__)
 # PyYAML's wheels ship the C extension; without it this reader is no faster than ruamel,
@@ -60,10 +60,11 @@ class Composed:
 
 
 class _Frame:
-    __slots__ = ("anchor", "children", "height", "key", "key_mark", "marks", "size", "value")
+    __slots__ = ("anchor", "children", "height", "is_list", "key", "key_mark", "marks", "size", "value")
 
     def __init__(self, value: Any, children: Any, line: int, column: int, anchor: str | None) -> None:
         self.value, self.children, self.anchor = value, children, anchor
+        self.is_list = type(value) is list
         self.marks = (line, column, children)
         self.key: Any = _NO_KEY
         self.key_mark = (0, 0)
@@ -76,12 +77,15 @@ def compose(text: str, *, max_values: int | None, max_depth: int, growth: int, s
         raise Fallback("no libyaml")
     parser = CParser(text)
     try:
-        return _compose(parser.get_event, max_values, max_depth, growth, slack)
+        # without an anchor there is no alias: sizes and heights need no counting
+        return _compose(parser.get_event, max_values, max_depth, growth, slack, "&" in text)
     finally:
         parser.dispose()
 
 
-def _compose(get: Any, max_values: int | None, max_depth: int, growth: int, slack: int) -> Composed:
+def _compose(
+    get: Any, max_values: int | None, max_depth: int, growth: int, slack: int, track: bool
+) -> Composed:
     get()  # StreamStartEvent
     event = get()
     if type(event) is StreamEndEvent:  # empty, or only comments
@@ -97,16 +101,25 @@ def _compose(get: Any, max_values: int | None, max_depth: int, growth: int, slac
     needs_check = False
     root: Any = _NO_KEY
     root_marks: Any = None
+    frame: Any = None
     while True:
         event = get()
         kind = type(event)
+        size = height = 1
         if kind is ScalarEvent:
             mark = event.start_mark
-            value = scalar(event.value, event.tag, event.style)
             marks: Any = (mark.line, mark.column)
-            size = height = 1
-            if type(value) not in _FAST or (event.style == '"' and NOT_TEXT.search(value)):
-                needs_check = True  # a date; an escape that made what is no text
+            text, style = event.value, event.style
+            if event.tag is not None:
+                value = scalar(text, event.tag, style)
+            elif style:  # quoted or block: text; only an escape can make what is no text
+                value = text
+                if style == '"' and NOT_TEXT.search(text):
+                    needs_check = True
+            else:
+                value = plain_scalar(text)
+            if type(value) not in _FAST:
+                needs_check = True  # a date (or a key that is no text): made plain by the caller
             if event.anchor is not None:
                 anchors[event.anchor] = (value, marks, 1, 1)
         elif kind is AliasEvent:
@@ -128,37 +141,41 @@ def _compose(get: Any, max_values: int | None, max_depth: int, growth: int, slac
             ):
                 raise Fallback("collection")  # ``!!map [..]`` is ruamel's to refuse
             mark = event.start_mark
-            stack.append(_Frame(*(({}, {}) if is_map else ([], [])), mark.line, mark.column, event.anchor))
+            frame = _Frame(*(({}, {}) if is_map else ([], [])), mark.line, mark.column, event.anchor)
+            stack.append(frame)
             continue
         elif kind is MappingEndEvent or kind is SequenceEndEvent:
-            frame = stack.pop()
-            value, marks, size, height = frame.value, frame.marks, frame.size, frame.height
-            if frame.anchor is not None:
-                anchors[frame.anchor] = (value, marks, size, height)
-            size = height = 0  # counted in the parent as they came
-            if stack:
-                parent = stack[-1]
-                parent.size += frame.size
-                parent.height = max(parent.height, frame.height + 1)
+            done = stack.pop()
+            value, marks = done.value, done.marks
+            if done.anchor is not None:
+                anchors[done.anchor] = (value, marks, done.size, done.height)
+            frame = stack[-1] if stack else None
+            if frame is not None and track:
+                frame.size += done.size
+                if done.height >= frame.height:
+                    frame.height = done.height + 1
+            size = 0  # counted in the parent as they came
         elif kind is DocumentEndEvent:
             if type(get()) is not StreamEndEvent:
                 raise Fallback("several documents")
             return Composed(root, root_marks, needs_check)
         else:  # pragma: no cover - libyaml emits no other event inside a document
             raise Fallback(kind.__name__)
-        if kind is not MappingEndEvent and kind is not SequenceEndEvent:
+        if size:  # a scalar or an alias: one value written, ``size`` once expanded
             written += 1
-            expanded += size
-            if written > budget or expanded > growth * written + slack:
+            if written > budget:
                 raise Fallback("size")
-        if not stack:
+            if track:
+                expanded += size
+                if expanded > growth * written + slack:
+                    raise Fallback("size")
+                if frame is not None:
+                    frame.size += size
+                    if height >= frame.height:
+                        frame.height = height + 1
+        if frame is None:
             root, root_marks = value, marks
-            continue
-        frame = stack[-1]
-        if size:
-            frame.size += size
-            frame.height = max(frame.height, height + 1)
-        if type(frame.value) is list:
+        elif frame.is_list:
             frame.value.append(value)
             frame.children.append(marks)
         elif frame.key is _NO_KEY:
