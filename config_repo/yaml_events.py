@@ -9,7 +9,8 @@ the ruamel reader enforces (depth, values, alias growth), raising :class:`Fallba
 caller reads that file with ruamel, which words the refusal as before. Anything this
 reader does not construct itself (merge keys, non-text tags, duplicate or complex keys,
 several documents, ``%YAML`` directives) falls back the same way. Never raises otherwise,
-except libyaml's own ``yaml.YAMLError`` for a file it cannot read.
+except libyaml's own ``yaml.YAMLError`` for a file it cannot read, and ``TooManyValues``
+(ruamel's, with the same place) for a file without aliases holding more than it may.
 
 Marks: a scalar's are ``(line, column)``; a list's ``(line, column, [item marks])``; a
 mapping's ``(line, column, {key as read: (key line, key column, value marks)})``; 0-based.
@@ -34,6 +35,7 @@ from yaml.events import (
 )
 
 from config_repo.problems import NOT_TEXT
+from config_repo.yaml_ruamel import TooManyValues
 from config_repo.yaml_scalars import Fallback, plain_scalar, scalar
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,12 @@ class _Frame:
         self.size, self.height = 1, 1
 
 
+def _too_many(aliases: bool, mark: Any) -> None:
+    if aliases:
+        raise Fallback("size")
+    raise TooManyValues(mark.line + 1, mark.column + 1)
+
+
 def compose(text: str, *, max_values: int | None, max_depth: int, growth: int, slack: int) -> Composed:
     """The one document of ``text``; ``Fallback`` where ruamel must read it instead."""
     if CParser is None:
@@ -78,13 +86,14 @@ def compose(text: str, *, max_values: int | None, max_depth: int, growth: int, s
     parser = CParser(text)
     try:
         # without an anchor there is no alias: sizes and heights need no counting
-        return _compose(parser.get_event, max_values, max_depth, growth, slack, "&" in text)
+        track = "&" in text
+        return _compose(parser.get_event, max_values, max_depth, growth, slack, track, track and "*" in text)
     finally:
         parser.dispose()
 
 
 def _compose(
-    get: Any, max_values: int | None, max_depth: int, growth: int, slack: int, track: bool
+    get: Any, max_values: int | None, max_depth: int, growth: int, slack: int, track: bool, aliases: bool
 ) -> Composed:
     get()  # StreamStartEvent
     event = get()
@@ -93,8 +102,10 @@ def _compose(
     if type(event) is not DocumentStartEvent or event.version is not None or event.tags:
         raise Fallback("directive")
     # stop short of ruamel's limits: a file near one is read by ruamel, which refuses it
-    # with its own words and place (counts here are the same, the margin is for safety)
-    budget = max_values - 2 if max_values is not None else 1 << 62
+    # with its own words and place (counts here are the same, the margin is for safety).
+    # Too many values is refused here, at the value ruamel's composer stopped at, unless
+    # the file has aliases (ruamel's alias pass counts those, and stops elsewhere)
+    budget = 1 << 62 if max_values is None else max_values - 2 if aliases else max_values
     depth_limit, written, expanded = max_depth - 2, 0, 0
     anchors: dict[str, tuple[Any, Any, int, int]] = {}
     stack: list[_Frame] = []
@@ -134,13 +145,11 @@ def _compose(
             written += 1
             expanded += 1
             is_map = kind is MappingStartEvent
-            if (
-                written > budget
-                or len(stack) >= depth_limit
-                or event.tag not in (_MAP_TAGS if is_map else _SEQ_TAGS)
-            ):
-                raise Fallback("collection")  # ``!!map [..]`` is ruamel's to refuse
             mark = event.start_mark
+            if written > budget:
+                _too_many(aliases, mark)
+            if len(stack) >= depth_limit or event.tag not in (_MAP_TAGS if is_map else _SEQ_TAGS):
+                raise Fallback("collection")  # ``!!map [..]`` is ruamel's to refuse
             frame = _Frame(*(({}, {}) if is_map else ([], [])), mark.line, mark.column, event.anchor)
             stack.append(frame)
             continue
@@ -164,7 +173,7 @@ def _compose(
         if size:  # a scalar or an alias: one value written, ``size`` once expanded
             written += 1
             if written > budget:
-                raise Fallback("size")
+                _too_many(aliases, event.start_mark)
             if track:
                 expanded += size
                 if expanded > growth * written + slack:

@@ -28,10 +28,12 @@ from config_repo.yaml_ruamel import (
     ALIAS_SLACK_NODES,
     MAX_DEPTH,
     MAX_VALUES,
+    TooManyValues,
     load,
     marked,
     parse_ruamel,
     too_deep,
+    too_many,
 )
 
 __all__ = ["MAX_DEPTH", "MAX_VALUES", "decode", "parse_json", "parse_yaml", "plain"]
@@ -69,6 +71,8 @@ def _fast(text: str, max_values: int | None) -> Composed | None:
         return compose(
             text, max_values=max_values, max_depth=MAX_DEPTH, growth=ALIAS_GROWTH_LIMIT, slack=slack
         )
+    except TooManyValues:
+        raise
     except Exception:  # Fallback, libyaml's errors, anything odd: ruamel decides
         return None
 
@@ -82,7 +86,10 @@ def parse_yaml(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
         return None, tabs
     # libyaml takes a tab where YAML allows one (``a:<tab>b``); ruamel refused some of
     # those: a file with a tab anywhere is read by ruamel, so it is refused as before
-    composed = _fast(text, MAX_VALUES) if "\t" not in text else None
+    try:
+        composed = _fast(text, MAX_VALUES) if "\t" not in text else None
+    except TooManyValues as e:  # refused here, so a hostile file is not read twice
+        return None, [too_many(file, e.line, e.column)]
     if composed is None:
         return parse_ruamel(file, text)
     if not composed.needs_check:

@@ -53,7 +53,7 @@ class TooManyValues(Exception):
         self.line, self.column = line, column
 
 
-def _too_many(file: str, line: int, column: int) -> Problem:
+def too_many(file: str, line: int, column: int) -> Problem:
     msg = (
         f"the file holds more than {MAX_VALUES} values (list items, keys, aliases); "
         "not read further: split it or shorten its lists"
@@ -224,7 +224,7 @@ def parse_ruamel(file: str, text: str) -> tuple[Document | None, list[Problem]]:
         doc = Document(file, plain(tree), tree)
         return doc, value_problems(doc, tree, syntax_rule="yaml-syntax")
     except TooManyValues as e:
-        return None, [_too_many(file, e.line, e.column)]
+        return None, [too_many(file, e.line, e.column)]
     except MaxDepthExceededError as e:
         return None, [too_deep(file, e, "yaml-syntax")]
     except MarkedYAMLError as e:

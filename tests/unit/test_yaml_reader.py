@@ -209,3 +209,23 @@ def test_an_anchored_boolean_stays_a_boolean() -> None:
     for text in ("a: &c true\nb: *c\n", "a: &c true\nb: *c\nc: 0x1\n"):  # libyaml's reading, ruamel's
         data = read(text)
         assert data["a"] is True and data["b"] is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" + ",".join(["{}"] * 20_005) + "]\n",
+        "- a\n" * 19_999 + "- - x\n",
+        "".join(f"k{i}: v\n" for i in range(10_001)),
+    ],
+    ids=["flow-maps", "block-list", "keys"],
+)
+def test_too_many_values_are_refused_without_reading_twice(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    from config_repo.yaml_ruamel import parse_ruamel
+
+    expected = parse_ruamel("f.yaml", text)[1]  # ruamel's refusal: the rule, words and place
+    monkeypatch.setattr(yaml_reading, "parse_ruamel", lambda *_: pytest.fail("read twice"))
+    doc, problems = parse_yaml("f.yaml", text.encode())
+    assert doc is None and problems == expected and expected[0].rule == "file-too-large"
