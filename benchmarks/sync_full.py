@@ -2,9 +2,10 @@
 real mosquitto, compared in the same run with a plain paho loop publishing the same payloads;
 then the incremental sync after changing one service (run by ``make bench``; one JSON object).
 
-Targets (issue 5): publishing at most 2x the paho baseline; an incremental sync publishes
-at most 3 messages in at most 10% of the full-sync time. Reports, never gates: exit 0 when
-it ran, 2 without mosquitto. Uses paho directly ONLY for the baseline.
+Targets (issue 13): the whole first sync (fetch, load, validate, render, diff, publish, every
+PUBACK) at most 10x the paho baseline; publishing alone at most 2x it (issue 5); an
+incremental sync publishes at most 3 messages in at most 10% of the full-sync time.
+Reports, never gates: exit 0 when it ran, 2 without mosquitto. Uses paho directly ONLY for the baseline.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -26,7 +28,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 NODES, SERVICES, SEED = 20, 1000, 2026
 REPETITIONS, INCREMENTAL_RUNS = 5, 3
 NODELAY = os.environ.get("BENCH_BROKER_NODELAY", "1") == "1"
-TARGET_RATIO, TARGET_INCREMENTAL_MESSAGES, TARGET_INCREMENTAL_SHARE = 2.0, 3, 0.10
+TARGET_FULL_RATIO, TARGET_RATIO = 10.0, 2.0
+TARGET_INCREMENTAL_MESSAGES, TARGET_INCREMENTAL_SHARE = 3, 0.10
 
 
 def paho_baseline(port: int, messages: list[tuple[str, bytes | None]]) -> float:
@@ -159,7 +162,14 @@ def main() -> int:
                 services = single_replica(topics, outcomes[0].messages)[:INCREMENTAL_RUNS]
                 for i, name in enumerate(services):
                     path = Path(remote.work_path, f"environments/prod/services/{name}.yaml")
-                    text = path.read_text().replace("image: ", f"image: changed{i}.test/", 1)
+                    # a valid change: the image moves to another registry (quoted or not)
+                    text = re.sub(
+                        r'^image: ("?)',
+                        rf"image: \g<1>changed{i}.test/",
+                        path.read_text(),
+                        count=1,
+                        flags=re.M,
+                    )
                     remote.commit(
                         f"change {path.stem}", files={str(path.relative_to(remote.work_path)): text}
                     )
@@ -188,7 +198,8 @@ def main() -> int:
         "paho_baseline_s": round(baseline, 3),
         "publish_ratio": round(ratio, 2),
         "full_sync_ratio": round(full_s / baseline, 2),
-        "target_ratio": TARGET_RATIO,
+        "target_full_sync_ratio": TARGET_FULL_RATIO,
+        "target_publish_ratio": TARGET_RATIO,
         "idle_resync_messages": len(idle.messages),
         "incremental_sync_s": round(inc_s, 3),
         "incremental_share_of_full": round(inc_s / full_s, 3),
@@ -196,11 +207,13 @@ def main() -> int:
         "incremental_message_kinds": kinds,
         "target_incremental_messages": TARGET_INCREMENTAL_MESSAGES,
         "target_incremental_share": TARGET_INCREMENTAL_SHARE,
-        "meets_targets": ratio <= TARGET_RATIO
+        "meets_targets": full_s / baseline <= TARGET_FULL_RATIO
+        and ratio <= TARGET_RATIO
         and inc_messages <= TARGET_INCREMENTAL_MESSAGES
         and inc_s / full_s <= TARGET_INCREMENTAL_SHARE,
-        "note": "publish_ratio: diff + publish + every PUBACK of both tracked refs into an empty broker "
-        "vs the paho loop (medians); full_sync_s adds git fetch, YAML load, validate and render",
+        "note": "full_sync_ratio (the compared figure): the first sync of both tracked refs (git fetch, "
+        "YAML load, validate, render, diff, publish, every PUBACK) vs the paho loop publishing the same "
+        "messages (median); publish_ratio: diff + publish + PUBACKs alone into an empty broker (medians)",
     }
     print(json.dumps(report))
     return 0

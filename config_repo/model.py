@@ -13,8 +13,9 @@ PathPart = str | int
 
 @dataclass
 class Document:
-    """One parsed file. ``data`` is plain JSON-like data; ``tree`` the ruamel node kept for
-    positions (``None`` for files parsed without it). Lines and columns are 1-based."""
+    """One parsed file. ``data`` is plain JSON-like data; ``tree`` where its values are:
+    the marks of ``yaml_events`` (libyaml's reading), or the ruamel node of a file ruamel
+    read (``None`` for files parsed without it). Lines and columns are 1-based."""
 
     file: str
     data: Any
@@ -47,6 +48,8 @@ class Document:
     def position(self, path: Sequence[PathPart], *, key: bool = False) -> tuple[int, int]:
         """Line and column of the value at ``path`` (of its key when ``key``), or of the
         deepest enclosing value that has one."""
+        if type(self.tree) is tuple:
+            return _marked_position(self.tree, path, key)
         node = self.tree
         line, col = 1, 1
         # a tagged scalar (``!!str 0`` as a whole file) has an ``lc`` without a position
@@ -71,6 +74,30 @@ class Document:
                 line, col = pos[0] + 1, (pos[1] or 0) + 1
             node = child
         return line, col
+
+
+def _marked_position(marks: tuple[Any, ...], path: Sequence[PathPart], key: bool) -> tuple[int, int]:
+    """``Document.position`` over ``yaml_events`` marks: the same answers as over ruamel's
+    tree (a scalar file is at 1:1; a missing part stops at the deepest value found)."""
+    line, col = (marks[0] + 1, marks[1] + 1) if len(marks) == 3 else (1, 1)
+    node: Any = marks
+    for i, part in enumerate(path):
+        if len(node) != 3:
+            break
+        children = node[2]
+        if type(children) is list:
+            if type(part) is not int or not -len(children) <= part < len(children):
+                break
+            node = children[part]
+            line, col = node[0] + 1, node[1] + 1
+            continue
+        entry = children.get(part)
+        if entry is None:
+            break
+        node = entry[2]
+        at = entry if key and i == len(path) - 1 else node
+        line, col = at[0] + 1, at[1] + 1
+    return line, col
 
 
 @dataclass
@@ -111,6 +138,9 @@ class ConfigRepo:
     environments: dict[str, Environment] = field(default_factory=dict)
     commit: str | None = None
     problems: list[Problem] | None = None  # set by validate(); None = not validated yet
+    # (commit, Rendered) that validate's payload check rendered: render() at that commit
+    # returns it instead of rendering the whole repository a second time
+    rendered: Any = field(default=None, repr=False, compare=False)
 
     def documents(self) -> list[Document]:
         docs = list(self.nodes.values())

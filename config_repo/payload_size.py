@@ -36,7 +36,9 @@ def _at(doc: Document, path: list[Any], message: str) -> Problem:
 
 
 def payload_problems(repo: ConfigRepo, limit: int = MAX_PAYLOAD_BYTES) -> Iterator[Problem]:
-    rendered = render_checked(repo, repo.commit or _COMMIT)
+    sha = repo.commit or _COMMIT
+    rendered = render_checked(repo, sha)
+    repo.rendered = (sha, rendered)
     reported: set[tuple[str, str]] = set()
     for name, node in sorted(rendered.nodes.items()):
         for key, payload in node.items.items():

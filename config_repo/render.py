@@ -184,7 +184,10 @@ def render(repo: ConfigRepo, *, commit: str | None = None) -> Rendered:
         raise ConfigError("render() needs a repository that validate() has checked")
     if repo.problems:
         raise ConfigError(f"cannot render an invalid repository: {repo.problems[0].format()}")
-    return render_checked(repo, commit or repo.commit or WORKTREE)
+    sha = commit or repo.commit or WORKTREE
+    if repo.rendered is not None and repo.rendered[0] == sha:
+        return repo.rendered[1]  # validate rendered it (payload sizes): the same repository
+    return render_checked(repo, sha)
 
 
 def render_checked(repo: ConfigRepo, sha: str) -> Rendered:

@@ -10,10 +10,12 @@ never found later as a traceback. Never raises for bad content.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Any
 
 from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
 from ruamel.yaml.nodes import MappingNode
+from ruamel.yaml.scalarbool import ScalarBoolean
 
 from config_repo.model import Document, PathPart
 from config_repo.problems import NOT_TEXT, Problem, escape_non_text
@@ -74,6 +76,27 @@ class CheckedConstructor(RoundTripConstructor):
 
 
 CheckedConstructor.add_constructor("tag:yaml.org,2002:int", CheckedConstructor.construct_yaml_int)
+
+
+def plain(value: Any) -> Any:
+    """Values as read (ruamel round-trip objects, or the fast reader's values with their
+    non-text keys and dates) → plain JSON-like data."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, ScalarBoolean):  # an anchored true/false: an int subclass in ruamel
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        # .inf/.nan have no JSON form: keep them as text so the schema names the error
+        return float(value) if math.isfinite(value) else str(value)
+    if isinstance(value, dt.date | dt.datetime):
+        return value.isoformat()
+    return str(value)
 
 
 def json_int(text: str) -> int:

@@ -16,7 +16,8 @@ from config_repo.model import ConfigRepo, Document
 from config_repo.payload_size import payload_problems
 from config_repo.problems import Problem
 from config_repo.rules import semantic_problems
-from schemas.registry import pointer
+from config_repo.yaml_scalars import YAML11_BOOLEANS
+from schemas.registry import pointer, surely_valid
 
 
 def schema_name(kind: str, doc: Document) -> str:
@@ -41,11 +42,30 @@ def _within_one_form(error: ValidationError) -> ValidationError | None:
     return min((e for _, e in left), key=lambda e: (e.validator != "additionalProperties", -len(e.path)))
 
 
+def _yaml11_hint(error: ValidationError) -> str:
+    """For a value YAML 1.1 read as a boolean (``yes``, ``on``, ``n``…): YAML 1.2, which
+    the reader follows, reads it as text. Said where it makes a schema error only: a text
+    field that takes any text (``env: {DEBUG: yes}``) gets the text "yes", no problem."""
+    value = error.instance
+    if not isinstance(value, str) or value not in YAML11_BOOLEANS:
+        return ""
+    expected = error.validator_value if error.validator == "type" else None
+    if expected == "boolean" or (isinstance(expected, list) and "boolean" in expected):
+        truth = "true" if value.lower() in ("y", "yes", "on") else "false"
+        return f"; YAML 1.2 reads {value} as text, not a boolean: use {truth}"
+    return f"; YAML 1.2 reads {value} as the text {value!r}, not a boolean"
+
+
 def _message(error: ValidationError) -> tuple[list[Any], str]:
     """A readable message, and the path it should point at."""
     inner = _within_one_form(error)
     if inner is not None:
         return _message(inner)
+    path, message = _base_message(error)
+    return path, message + _yaml11_hint(error)
+
+
+def _base_message(error: ValidationError) -> tuple[list[Any], str]:
     path = list(error.absolute_path)
     schema = error.schema if isinstance(error.schema, dict) else {}
     keyword = error.validator
@@ -92,9 +112,9 @@ def schema_problems(kind: str, doc: Document, cache: ReadCache | None = None) ->
         problems, doc.unsound = cached
         doc.schema_ok = not problems
         return list(problems)
-    validator = schemas.validator(name)
     found, unsound = [], set()
-    for error in validator.iter_errors(doc.data):
+    errors = () if surely_valid(name, doc.data) else schemas.validator(name).iter_errors(doc.data)
+    for error in errors:
         path, message = _message(error)
         is_key = error.validator in ("additionalProperties", "propertyNames")
         line, col = doc.position(path, key=is_key)

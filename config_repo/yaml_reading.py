@@ -1,114 +1,42 @@
 """Parsing one YAML (or JSON) file into a Document, refusing the hazards first.
 
+Called by ``loader`` (every file of a config repo) and ``compose_io.reading``. Two readers,
+one contract: libyaml's C parser composed by ``yaml_events`` reads every file it can, with
+YAML 1.2 core scalars (``yaml_scalars``); ruamel.yaml (``yaml_ruamel``) reads the rest and
+words every refusal, so rule names, messages and positions are what they always were.
 Hazards are refused with a Problem, never a traceback: non-UTF-8 bytes, tab indentation,
 syntax errors, duplicate keys, nesting deeper than MAX_DEPTH, alias/anchor expansion
-bombs (detected on the event stream, before anything is expanded), and what
+bombs (refused before anything is expanded), more than MAX_VALUES values, and what
 ``scalar_checks`` refuses (integers too long to convert, non-text keys, unencodable or
-control characters).
+control characters). Never expands an alias while reading.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import math
-import re
-import threading
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.composer import Composer, MaxDepthExceededError
+from ruamel.yaml.composer import MaxDepthExceededError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.events import (
-    AliasEvent,
-    CollectionStartEvent,
-    MappingEndEvent,
-    ScalarEvent,
-    SequenceEndEvent,
-)
-from ruamel.yaml.reader import ReaderError
 
 from config_repo.model import Document
 from config_repo.problems import Problem
-from config_repo.scalar_checks import MAX_INT_DIGITS, CheckedConstructor, json_int, value_problems
+from config_repo.scalar_checks import MAX_INT_DIGITS, json_int, plain, value_problems
+from config_repo.yaml_events import Composed, compose
+from config_repo.yaml_ruamel import (
+    ALIAS_GROWTH_LIMIT,
+    ALIAS_SLACK_NODES,
+    MAX_DEPTH,
+    MAX_VALUES,
+    TooManyValues,
+    load,
+    marked,
+    parse_ruamel,
+    too_deep,
+    too_many,
+)
 
-# An anchor may be reused, but the expanded document may not grow past this many nodes
-# more than it has written out: a few KiB of "billion laughs" would otherwise expand to GiB.
-ALIAS_GROWTH_LIMIT = 10
-ALIAS_SLACK_NODES = 1000
-# Lists and mappings nest at most this deep (config files need < 10): the composer, the
-# constructor and plain() recurse, and a few hundred brackets would exhaust Python's stack.
-MAX_DEPTH = 64
-# A YAML file holds at most this many values (scalars, lists, mappings and aliases, as
-# written): config files need hundreds; ruamel takes ~35 µs per value, so a 1 MiB file of
-# 250,000 one-character list items would take 10 s to read. Counted while parsing, so the
-# read stops at the limit. node.json (placement's, JSON) is not limited.
-MAX_VALUES = 20_000
-_BIG_ESCAPE = re.compile(r"\\U([0-9A-Fa-f]{8})")
-TOO_DEEP = f"nested too deeply: more than {MAX_DEPTH} levels of lists and mappings"
-
-
-class TooManyValues(Exception):
-    def __init__(self, line: int, column: int) -> None:
-        super().__init__(f"more than {MAX_VALUES} values")
-        self.line, self.column = line, column
-
-
-def _too_many(file: str, line: int, column: int) -> Problem:
-    msg = (
-        f"the file holds more than {MAX_VALUES} values (list items, keys, aliases); "
-        "not read further: split it or shorten its lists"
-    )
-    return Problem(file, line, column, "file-too-large", msg)
-
-
-class CountingComposer(Composer):
-    """ruamel's composer, stopping once a document has more than ``budget`` nodes."""
-
-    budget: int | None = None
-    count = 0
-
-    def __init__(self, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        # YAML 1.2 allows an anchor defined again (an alias names the latest): no warning,
-        # which would print to stderr per file (and raise where warnings are errors)
-        self.warn_double_anchors = False
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        self.count += 1
-        if self.budget is not None and self.count > self.budget:
-            mark = self.parser.peek_event().start_mark
-            raise TooManyValues(mark.line + 1, mark.column + 1)
-        return super().compose_node(parent, index)
-
-
-def _yaml() -> YAML:
-    y = YAML(typ="rt")
-    y.Composer = CountingComposer
-    y.Constructor = CheckedConstructor
-    y.allow_duplicate_keys = False
-    y.max_depth = MAX_DEPTH  # checked by the composer, before anything is constructed
-    return y
-
-
-# One parser per thread: a YAML instance keeps its reader, scanner and composer between
-# loads, and config-sync parses in several workers at once (one per ref, and reviews).
-_PER_THREAD = threading.local()
-
-
-def _parser() -> YAML:
-    y: YAML | None = getattr(_PER_THREAD, "yaml", None)
-    if y is None:
-        y = _PER_THREAD.yaml = _yaml()
-    return y
-
-
-def _load(text: str, *, budget: int | None = MAX_VALUES) -> Any:
-    y = _parser()
-    # the composer is reused and leaves its depth counter raised when a load fails
-    y.composer.depth = 0
-    y.composer.count, y.composer.budget = 0, budget
-    return y.load(text)
+__all__ = ["MAX_DEPTH", "MAX_VALUES", "decode", "parse_json", "parse_yaml", "plain"]
 
 
 def decode(file: str, raw: bytes) -> tuple[str | None, list[Problem]]:
@@ -123,6 +51,8 @@ def decode(file: str, raw: bytes) -> tuple[str | None, list[Problem]]:
 
 
 def _tab_problems(file: str, text: str) -> list[Problem]:
+    if "\t" not in text:
+        return []
     problems = []
     for n, line in enumerate(text.splitlines(), start=1):
         indent = line[: len(line) - len(line.lstrip(" \t"))]
@@ -133,104 +63,18 @@ def _tab_problems(file: str, text: str) -> list[Problem]:
     return problems
 
 
-def _alias_bomb(file: str, text: str) -> Problem | None:
-    """Walk the event stream, computing each anchored node's expanded size and height
-    (an alias inside an anchored list nests it again: depth multiplies like size)."""
-    sizes: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, height) once expanded
-    # stack of [anchor, nodes counted so far, height] for open collections
-    stack: list[list[Any]] = []
-    written = expanded = 0
-    for event in _parser().parse(text):
-        if isinstance(event, ScalarEvent | AliasEvent):
-            is_alias = isinstance(event, AliasEvent)
-            n, height = sizes.get(event.anchor, (1, 1)) if is_alias else (1, 1)
-            written += 1
-            if written > MAX_VALUES:
-                raise TooManyValues(event.start_mark.line + 1, event.start_mark.column + 1)
-            expanded += n
-            if not is_alias and event.anchor:
-                sizes[event.anchor] = (1, 1)
-            if stack:
-                stack[-1][1] += n
-                stack[-1][2] = max(stack[-1][2], height + 1)
-            mark = event.start_mark
-            where = (file, mark.line + 1, mark.column + 1, "yaml-alias-bomb")
-            if expanded > ALIAS_GROWTH_LIMIT * written + ALIAS_SLACK_NODES:
-                msg = (
-                    f"alias *{event.anchor} expands the document past {expanded} nodes "
-                    f"from {written} written; anchors that multiply are refused"
-                )
-                return Problem(*where, msg)
-            if len(stack) + height > MAX_DEPTH:
-                msg = f"alias *{event.anchor} nests the document past {MAX_DEPTH} levels; refused"
-                return Problem(*where, msg)
-        elif isinstance(event, CollectionStartEvent):
-            written += 1
-            expanded += 1
-            stack.append([event.anchor, 1, 1])
-        elif isinstance(event, MappingEndEvent | SequenceEndEvent):
-            anchor, n, height = stack.pop()
-            if anchor:
-                sizes[anchor] = (n, height)
-            if stack:
-                stack[-1][1] += n
-                stack[-1][2] = max(stack[-1][2], height + 1)
-    return None
-
-
-def plain(value: Any) -> Any:
-    """ruamel round-trip objects → plain JSON-like data."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        # .inf/.nan have no JSON form: keep them as text so the schema names the error
-        return float(value) if math.isfinite(value) else str(value)
-    if isinstance(value, dt.date | dt.datetime):
-        return value.isoformat()
-    return str(value)
-
-
-def _marked(file: str, e: MarkedYAMLError, rule: str) -> Problem:
-    mark = e.problem_mark or e.context_mark
-    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-    problem = (e.problem or str(e)).strip()
-    if rule == "yaml-duplicate-key" and e.context_mark is not None:
-        first = e.context_mark.line + 1
-        problem = f"{problem.split(' with value')[0]} (the mapping starts at line {first})"
-    elif e.context and e.context_mark is not None and e.context_mark is not mark:
-        cm = e.context_mark
-        problem = f"{problem} ({e.context.strip()} started at line {cm.line + 1}, column {cm.column + 1})"
-    return Problem(file, line, col, rule, problem.replace("\n", " "))
-
-
-def _too_deep(file: str, e: MarkedYAMLError | None, rule: str) -> Problem:
-    mark = e.problem_mark if e is not None else None
-    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-    return Problem(file, line, col, rule, TOO_DEEP)
-
-
-def _unreadable(file: str, text: str, e: ReaderError) -> Problem:
-    """A character YAML does not allow: ``position`` counts characters of ``text``."""
-    pos = min(max(e.position if isinstance(e.position, int) else 0, 0), len(text))
-    line = text.count("\n", 0, pos) + 1
-    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
-    msg = f"character U+{ord(text[pos]) if pos < len(text) else 0:04X} is not allowed in YAML"
-    return Problem(file, line, col, "yaml-syntax", f"{msg} (nor as an escape); remove it")
-
-
-def _unmarked(file: str, text: str, e: Exception) -> Problem:
-    """An error the scanner raised with no place: an escape past U+10FFFF is the one known
-    (ruamel calls ``chr()`` on it), so point at the first such escape."""
-    beyond = next((m for m in _BIG_ESCAPE.finditer(text) if int(m.group(1), 16) > 0x10FFFF), None)
-    pos = beyond.start() if beyond else 0
-    line, col = text.count("\n", 0, pos) + 1, pos - (text.rfind("\n", 0, pos) + 1) + 1
-    return Problem(file, line, col, "yaml-syntax", f"cannot read: {e}; no character is above U+10FFFF")
+def _fast(text: str, max_values: int | None) -> Composed | None:
+    """libyaml's reading, or None where ruamel must read the file (see ``yaml_events``)."""
+    try:
+        # half the slack: a file near ruamel's alias limit is refused by ruamel, in its words
+        slack = ALIAS_SLACK_NODES // 2
+        return compose(
+            text, max_values=max_values, max_depth=MAX_DEPTH, growth=ALIAS_GROWTH_LIMIT, slack=slack
+        )
+    except TooManyValues:
+        raise
+    except Exception:  # Fallback, libyaml's errors, anything odd: ruamel decides
+        return None
 
 
 def parse_yaml(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
@@ -240,36 +84,29 @@ def parse_yaml(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     tabs = _tab_problems(file, text)
     if tabs:
         return None, tabs
+    # libyaml takes a tab where YAML allows one (``a:<tab>b``); ruamel refused some of
+    # those: a file with a tab anywhere is read by ruamel, so it is refused as before
     try:
-        if "&" in text and "*" in text:
-            bomb = _alias_bomb(file, text)
-            if bomb:
-                return None, [bomb]
-        tree = _load(text)
-        doc = Document(file, plain(tree), tree)
-        return doc, value_problems(doc, tree, syntax_rule="yaml-syntax")
-    except TooManyValues as e:
-        return None, [_too_many(file, e.line, e.column)]
-    except MaxDepthExceededError as e:
-        return None, [_too_deep(file, e, "yaml-syntax")]
-    except MarkedYAMLError as e:
-        rule = "yaml-duplicate-key" if "duplicate key" in str(e.problem) else "yaml-syntax"
-        return None, [_marked(file, e, rule)]
-    except ReaderError as e:
-        return None, [_unreadable(file, text, e)]
-    except YAMLError as e:
-        return None, [Problem(file, 1, 1, "yaml-syntax", str(e).replace("\n", " "))]
-    except RecursionError:  # a nesting the checks above missed: still no traceback
-        return None, [_too_deep(file, None, "yaml-syntax")]
-    except (ValueError, LookupError, TypeError, OverflowError) as e:  # the scanner's, unmarked
-        return None, [_unmarked(file, text, e)]
+        composed = _fast(text, MAX_VALUES) if "\t" not in text else None
+    except TooManyValues as e:  # refused here, so a hostile file is not read twice
+        return None, [too_many(file, e.line, e.column)]
+    if composed is None:
+        return parse_ruamel(file, text)
+    if not composed.needs_check:
+        return Document(file, composed.value, composed.marks), []
+    # a non-text key, a date, an alias (shared objects: copied, as ruamel's reading did)
+    # or an escape: checked on the values as read, then made plain JSON-like data
+    doc = Document(file, None, composed.marks)
+    problems = value_problems(doc, composed.value, syntax_rule="yaml-syntax")
+    doc.data = plain(composed.value)
+    return doc, problems
 
 
 def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     text, problems = decode(file, raw)
     if text is None:
         return None, problems
-    too_deep = False
+    is_too_deep = False
     data = None
     try:
         data = json.loads(text, parse_int=json_int)
@@ -278,35 +115,20 @@ def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     except ValueError as e:  # an integer too long: the YAML reading below knows where it is
         return None, [_placed(file, text, str(e))]
     except RecursionError:
-        too_deep = True
-    too_deep = too_deep or _deeper_than(data, MAX_DEPTH)
-    tree = None
-    try:  # JSON is YAML: parse again to know where each value is, and to see duplicate keys
-        tree = _load(text.replace("\t", " "), budget=None)
-    except MaxDepthExceededError as e:
-        return None, [_too_deep(file, e, "json-syntax")]
-    except MarkedYAMLError as e:
-        if "duplicate key" in str(e.problem) and not too_deep:
-            return None, [_marked(file, e, "yaml-duplicate-key")]
-    except (YAMLError, RecursionError, ValueError, LookupError, TypeError, OverflowError):
-        tree = None  # json.loads read it: positions are lost, nothing else
-    if too_deep:  # and YAML gave no position for it
-        return None, [_too_deep(file, None, "json-syntax")]
+        is_too_deep = True
+    is_too_deep = is_too_deep or _deeper_than(data, MAX_DEPTH)
+    composed = None if is_too_deep else _fast(text.replace("\t", " "), None)
+    tree: Any = None
+    if composed is not None:
+        tree = composed.marks
+    else:
+        tree, problem = _json_positions(file, text, is_too_deep)
+        if problem is not None:
+            return None, [problem]
+    if is_too_deep:  # and YAML gave no position for it
+        return None, [too_deep(file, None, "json-syntax")]
     doc = Document(file, data, tree)
     return doc, value_problems(doc, data, syntax_rule="json-syntax")
-
-
-def _placed(file: str, text: str, message: str) -> Problem:
-    """``message`` at the place the YAML reader stops (it refuses the same integer)."""
-    try:
-        _load(text.replace("\t", " "), budget=None)
-    except MarkedYAMLError as e:
-        mark = e.problem_mark
-        if mark is not None and f"at most {MAX_INT_DIGITS} digits" in str(e.problem):
-            return Problem(file, mark.line + 1, mark.column + 1, "json-syntax", message)
-    except (YAMLError, RecursionError):
-        pass
-    return Problem(file, 1, 1, "json-syntax", message)
 
 
 def _deeper_than(data: Any, limit: int) -> bool:
@@ -321,3 +143,30 @@ def _deeper_than(data: Any, limit: int) -> bool:
             children = value.values() if isinstance(value, dict) else value
             stack.extend((child, depth + 1) for child in children)
     return False
+
+
+def _json_positions(file: str, text: str, too_deep_already: bool) -> tuple[Any, Problem | None]:
+    """ruamel's tree of a JSON file (positions, duplicate keys), or the problem it shows."""
+    try:  # JSON is YAML: parse again to know where each value is, and to see duplicate keys
+        return load(text.replace("\t", " "), budget=None), None
+    except MaxDepthExceededError as e:
+        return None, too_deep(file, e, "json-syntax")
+    except MarkedYAMLError as e:
+        if "duplicate key" in str(e.problem) and not too_deep_already:
+            return None, marked(file, e, "yaml-duplicate-key")
+    except (YAMLError, RecursionError, ValueError, LookupError, TypeError, OverflowError):
+        pass  # json.loads read it: positions are lost, nothing else
+    return None, None
+
+
+def _placed(file: str, text: str, message: str) -> Problem:
+    """``message`` at the place the YAML reader stops (it refuses the same integer)."""
+    try:
+        load(text.replace("\t", " "), budget=None)
+    except MarkedYAMLError as e:
+        mark = e.problem_mark
+        if mark is not None and f"at most {MAX_INT_DIGITS} digits" in str(e.problem):
+            return Problem(file, mark.line + 1, mark.column + 1, "json-syntax", message)
+    except (YAMLError, RecursionError):
+        pass
+    return Problem(file, 1, 1, "json-syntax", message)

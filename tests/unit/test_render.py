@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import git
 
@@ -163,3 +164,24 @@ def test_read_cache_reparses_only_changed_blobs_and_gives_the_same_result(tmp_pa
     validate(fresh, read5)
     assert render(again).topics() == render(fresh).topics()
     assert files > 10 and len(cache) >= files
+
+
+def test_render_after_validate_reuses_what_the_payload_check_rendered(monkeypatch: Any) -> None:
+    import sys
+
+    render_module = sys.modules["config_repo.render"]  # config_repo.render is the function
+    calls: list[str] = []
+    real = render_module.render_checked
+
+    def counted(repo: Any, sha: str) -> Any:
+        calls.append(sha)
+        return real(repo, sha)
+
+    monkeypatch.setattr(render_module, "render_checked", counted)
+    monkeypatch.setattr("config_repo.payload_size.render_checked", counted)
+    repo, read_problems = load_directory(SAMPLE)
+    repo.commit = "a" * 40  # as load_git sets it
+    assert validate(repo, read_problems) == []
+    topics = render(repo).topics(Topics())
+    assert calls == ["a" * 40] and topics  # one rendering, for both
+    assert render(repo, commit="b" * 40).commit == "b" * 40 and len(calls) == 2  # another commit: rendered
