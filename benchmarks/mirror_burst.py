@@ -6,8 +6,9 @@ last update (its PUBACK at the publisher, and its arrival at the mirror) to the 
 that holds it. Target: under 2× the debounce window (250 ms). A real mosquitto that
 queues the whole burst per client (see README "Mirror"). Exit 0 when it ran, 2 without
 mosquitto.
-Baseline (same run): the naive one snapshot write per update; the write bound is
-burst / debounce + 2. Target: last arrival → snapshot under 2× the debounce window.
+Baseline (same run): the naive one snapshot write per update (none for the latency: its
+target is set by the debounce window). Targets: at most burst / debounce + 2 writes; last
+arrival → snapshot under 2× the debounce window.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ FIGURES = [
         "name": "last arrival at the mirror → its snapshot",
         "value": "last_arrival_to_snapshot_ms",
         "unit": "ms",
-        "baseline": "debounce_ms",
+        "baseline": None,  # the debounce window is a setting, not a measurement: it sets the target
         "target": "target_ms",
         "op": "<",
     },

@@ -193,3 +193,10 @@ def test_every_benchmark_declares_figures_baseline_and_target(module: Path) -> N
                 assert step in BUILT_KEYS or f'"{step}"' in source, (
                     f"{module}: {spec['name']}: {step!r} is never written"
                 )
+
+
+def test_readme_performance_section_holds_the_one_bench_block() -> None:
+    readme = (BENCHMARKS.parent / "README.md").read_text()
+    assert readme.count(BEGIN) == 1 and readme.count(END) == 1
+    section = readme.split("\n## Performance\n", 1)[1].split("\n## ", 1)[0]
+    assert section.index(BEGIN) < section.index(END)
