@@ -58,7 +58,7 @@ bench: deps ## run benchmarks/*.py; out/bench.json and the table out/bench.md (b
 	  [ -e "$$f" ] || { echo "no benchmarks/*.py yet"; break; }; \
 	  name=$$(basename "$$f" .py); echo "bench: $$name (load $$(cut -d' ' -f1 /proc/loadavg))"; \
 	  cp /proc/loadavg "out/bench/$$name.load"; \
-	  $(VENV)/python "$$f" > "out/bench/$$name.json"; \
+	  $(VENV)/python "$$f" > "out/bench/$$name.json" || echo "bench: $$name exited $$? (its row says why)"; \
 	done
 	$(VENV)/python benchmarks/report.py
 

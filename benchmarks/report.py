@@ -31,8 +31,9 @@ def collect(bench_dir: Path, modules: Path | None = None) -> dict[str, dict[str,
     modules = modules or HERE
     runs: dict[str, dict[str, Any]] = {}
     for path in sorted(bench_dir.glob("*.json")):
+        text = path.read_text()
         try:
-            doc = json.loads(path.read_text())
+            doc = json.loads(text) if text.strip() else {"error": "printed nothing (see make bench's output)"}
         except json.JSONDecodeError as e:
             doc = {"error": f"{path}: not JSON ({e})"}
         if not isinstance(doc, dict):

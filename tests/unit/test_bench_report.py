@@ -83,6 +83,11 @@ def test_a_run_that_failed_is_a_row_saying_so(tmp_path: Path) -> None:
     runs = collect(runs_dir, modules)
     assert runs["toy"]["figures"] == []
     assert rows(render(runs), "`toy`") == [["`toy`", "did not run: no mosquitto", "—", "—", "—", "—", "—"]]
+    (runs_dir / "toy.json").write_text("")  # crashed before printing (make bench goes on)
+    assert (
+        rows(render(collect(runs_dir, modules)), "`toy`")[0][1]
+        == "did not run: printed nothing (see make bench's output)"
+    )
 
 
 def test_equality_target_on_a_ratio() -> None:
