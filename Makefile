@@ -10,16 +10,16 @@ REPO ?= fixtures/phrame-config
 PYTEST_ARGS ?=
 # modules the benchmarks import, not benchmarks themselves
 BENCH_HELPERS := benchmarks/repo_gen.py benchmarks/fleet_repo.py benchmarks/fleet_harness.py \
-  benchmarks/fleet_sim.py benchmarks/sim_docker.py
+  benchmarks/fleet_sim.py benchmarks/sim_docker.py benchmarks/figures.py benchmarks/report.py
 PHRAME_REQUIRE_SERVICES ?=
 export PHRAME_REQUIRE_SERVICES
 
-.PHONY: help deps up down status test lint validate bench clean replay plan
+.PHONY: help deps up down status test lint validate bench bench-readme clean replay plan
 
 help: ## list the targets
 	@echo "Phrame GitOps - make targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
-	  awk 'BEGIN {FS = ":.*## "}; {printf "  make %-9s %s\n", $$1, $$2}'
+	  awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
 	@echo "Variables: DEV_ARGS='--listen ... --broker-port ...' (up, down), PURGE=1 (down),"
 	@echo "  REPO=path (validate), PYTEST_ARGS='...' and PHRAME_REQUIRE_SERVICES=1 (test)."
 
@@ -51,18 +51,19 @@ lint: deps ## ruff check, ruff format --check, mypy, lint-imports (layers, SDKs 
 validate: deps ## validate a config repo (REPO=path, default the sample repo)
 	$(VENV)/phrame validate $(REPO)
 
-bench: deps ## run benchmarks/*.py and collect their JSON into out/bench.json
+bench: deps ## run benchmarks/*.py; out/bench.json and the table out/bench.md (benchmarks/report.py)
 	@mkdir -p out/bench
-	@rm -f out/bench/*.json
+	@rm -f out/bench/*.json out/bench/*.load
 	@for f in $(filter-out $(BENCH_HELPERS),$(wildcard benchmarks/*.py)); do \
 	  [ -e "$$f" ] || { echo "no benchmarks/*.py yet"; break; }; \
-	  name=$$(basename "$$f" .py); echo "bench: $$name"; \
-	  $(VENV)/python "$$f" > "out/bench/$$name.json"; \
+	  name=$$(basename "$$f" .py); echo "bench: $$name (load $$(cut -d' ' -f1 /proc/loadavg))"; \
+	  cp /proc/loadavg "out/bench/$$name.load"; \
+	  $(VENV)/python "$$f" > "out/bench/$$name.json" || echo "bench: $$name exited $$? (its row says why)"; \
 	done
-	@$(VENV)/python -c 'import json, pathlib, sys; \
-	  runs = {p.stem: json.loads(p.read_text()) for p in sorted(pathlib.Path("out/bench").glob("*.json"))}; \
-	  pathlib.Path("out/bench.json").write_text(json.dumps(runs, indent=2, sort_keys=True) + "\n"); \
-	  print(f"out/bench.json: {len(runs)} benchmark(s)")'
+	$(VENV)/python benchmarks/report.py
+
+bench-readme: deps ## copy out/bench.md (make bench) into README.md between the bench markers
+	$(VENV)/python benchmarks/report.py --readme README.md
 
 replay: deps ## post a recorded webhook to a running config-sync (EVENT=fixtures/webhooks/push.json URL=... TOKEN_FILE=...)
 	$(VENV)/phrame replay $(or $(EVENT),fixtures/webhooks/push.json) --new-key $(if $(URL),--url $(URL)) \

@@ -5,6 +5,8 @@ Measures, per pass (observe + plan + execute nothing + report nothing new): Dock
 calls, CPU time and wall time, and the process RSS afterwards. Targets: at most 2 list
 calls, under 50 ms CPU per pass, RSS under 80 MB. Containers carry a benchmark label and
 are removed at the end. Reports, never gates: exit 0 when it ran, 2 without Docker.
+Baseline: none measured (the targets are absolute budgets of a pass that should do nothing).
+Targets: at most 2 Docker list calls, under 50 ms CPU per pass, RSS under 80 MB.
 """
 
 from __future__ import annotations
@@ -33,6 +35,34 @@ from tests.support import docker as docker_support  # noqa: E402
 COUNT = int(os.environ.get("BENCH_CONTAINERS", "200"))
 PASSES = 20
 TARGET_CALLS, TARGET_CPU_MS, TARGET_RSS_MB = 2, 50.0, 80.0
+
+
+# what report.py puts in the table (benchmarks/figures.py says how to read it)
+FIGURES = [
+    {
+        "name": "Docker calls per no-op pass (max)",
+        "value": "docker_calls_per_pass_max",
+        "unit": "calls",
+        "baseline": None,
+        "target": "targets.calls",
+    },
+    {
+        "name": "CPU per no-op pass (median)",
+        "value": "cpu_ms_per_pass_median",
+        "unit": "ms",
+        "baseline": None,
+        "target": "targets.cpu_ms",
+        "op": "<",
+    },
+    {
+        "name": "agent RSS with 200 containers",
+        "value": "rss_mb",
+        "unit": "MB",
+        "baseline": None,
+        "target": "targets.rss_mb",
+        "op": "<",
+    },
+]
 
 
 class CountingPublisher:

@@ -9,6 +9,8 @@ retained snapshot (a mirror restarting). Run twice: plain MQTT, then MQTT over T
 ``phrame broker-config`` listens (test certificates). The broker's own CPU time is read from
 /proc, our clients' (paho and phrame_mqtt, callbacks that only count) from this process.
 Prints one JSON object; reports, never gates.
+Baseline (same run): the plain-MQTT run for the TLS run's broker CPU. Target: none; these
+are inputs to the README's fleet arithmetic, not a budget.
 """
 
 from __future__ import annotations
@@ -36,6 +38,25 @@ from tests.support.services import free_port  # noqa: E402
 NODES = int(os.environ.get("BENCH_NODES", "20000"))
 PAYLOAD = b"x" * 380  # the agent's heartbeat, measured by benchmarks/payload_sizes.py
 T = Topics()
+
+
+# what report.py puts in the table (benchmarks/figures.py says how to read it)
+FIGURES = [
+    {
+        "name": "broker CPU per message in and out, TLS (plain MQTT as baseline)",
+        "value": "tls.broker_cpu_us_per_message_in_and_out",
+        "unit": "µs",
+        "baseline": "plain.broker_cpu_us_per_message_in_and_out",
+        "target": None,
+    },
+    {
+        "name": "broker CPU per retained delivery, TLS (plain MQTT as baseline)",
+        "value": "tls.broker_cpu_us_per_retained_delivery",
+        "unit": "µs",
+        "baseline": "plain.broker_cpu_us_per_retained_delivery",
+        "target": None,
+    },
+]
 
 
 def cpu_s(pid: int) -> float:

@@ -13,6 +13,10 @@ same messages; (b) placement with every heartbeat live: CPU share and pass time 
 bare paho subscriber to the same topics, and that losing one node moves only its replicas;
 (c) ``phrame/deploy`` green (config-sync's log and its retained ``deploys`` record);
 (d) the broker's message rate and RSS. Exit 0 when it measured, 2 without mosquitto.
+Baselines (same run): one raw paho client publishing the same messages after the fleet
+settled (a), a bare paho subscriber to the same topics (b). Targets: (a) every node
+converged within 5 s of the push, config-sync RSS under 300 MB; (b) placement under 10 %
+of one core, and losing one node changes only that node's replicas.
 """
 
 from __future__ import annotations
@@ -45,6 +49,57 @@ PLACEMENT_WINDOW_S = float(os.environ.get("BENCH_FLEET_WINDOW_S", "30"))
 TARGET_CONVERGE_S, TARGET_SYNC_RSS_MB, TARGET_PLACEMENT_CPU = 5.0, 300.0, 0.10
 TAGS = ("2.0", "3.0", "4.0")  # one push each: the median is reported
 PLACEMENT_ENV = {"PHRAME_RESCHEDULE_AFTER_S": "3"}  # interval, node timeout: the defaults (10 s, 20 s)
+
+
+# what report.py puts in the table (benchmarks/figures.py says how to read it)
+FIGURES = [
+    {
+        "name": "(a) push → 1,000 nodes converged (median push)",
+        "value": "a_change_every_node.median.push_to_all_converged_s",
+        "unit": "s",
+        "baseline": "a_change_every_node.median.paho_baseline_same_messages_s",
+        "target": "targets.push_to_all_converged_s",
+    },
+    {
+        "name": "(a) config-sync peak RSS",
+        "value": "config_sync_peak_rss_mb",
+        "unit": "MB",
+        "baseline": None,
+        "target": "targets.config_sync_rss_mb",
+        "op": "<",
+    },
+    {
+        "name": "(b) placement CPU, share of one core (bare subscriber as baseline)",
+        "value": "b_placement.placement_cpu_share_of_one_core",
+        "unit": "cores",
+        "baseline": "b_placement.bare_paho_subscriber_cpu_share",
+        "target": "targets.placement_cpu_share",
+        "op": "<",
+    },
+    {
+        "name": "(b) one node lost: replicas changed (its own as baseline)",
+        "value": "b_placement.one_node_stopped.assignments_changed",
+        "unit": "",
+        "baseline": "b_placement.one_node_stopped.replicas_on_lost_nodes",
+        "target": 1,
+        "check": "ratio",
+        "op": "==",
+    },
+    {
+        "name": "(c) push → `phrame/deploy` success",
+        "value": "c_deploy_green_after_push_s",
+        "unit": "s",
+        "baseline": None,
+        "target": None,
+    },
+    {
+        "name": "(d) mosquitto peak RSS",
+        "value": "d_broker.peak_rss_mb",
+        "unit": "MB",
+        "baseline": "d_broker.idle_rss_mb",
+        "target": None,
+    },
+]
 
 
 class Sampler:

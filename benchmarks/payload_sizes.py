@@ -8,6 +8,8 @@ Then the per-heartbeat CPU of the code each heartbeat subscriber runs on it: pla
 handler (parse, JSON, schema check), config-sync's node watch and the mirror's JSON decode.
 Prints one JSON object; the container carries a benchmark label and is removed at the end.
 Exit 2 when no Docker daemon answers.
+Baseline (same run): a bare ``json.loads`` of the same heartbeat, beside placement's
+handler. Target: none; the sizes and costs are inputs to the README's fleet arithmetic.
 """
 
 from __future__ import annotations
@@ -34,6 +36,32 @@ from tests.support import agent_support as spec  # noqa: E402
 from tests.support import docker as docker_support  # noqa: E402
 
 SAMPLE = ROOT / "fixtures" / "phrame-config"
+
+
+# what report.py puts in the table (benchmarks/figures.py says how to read it)
+FIGURES = [
+    {
+        "name": "heartbeat payload",
+        "value": "actual.heartbeat_bytes",
+        "unit": "B",
+        "baseline": None,
+        "target": None,
+    },
+    {
+        "name": "desired item payload (mean)",
+        "value": "desired.item_bytes_mean",
+        "unit": "B",
+        "baseline": None,
+        "target": None,
+    },
+    {
+        "name": "placement's handling of one heartbeat (bare json.loads as baseline)",
+        "value": "heartbeat_cpu.placement_handler_us",
+        "unit": "µs",
+        "baseline": "heartbeat_cpu.mirror_json_decode_us",
+        "target": None,
+    },
+]
 
 
 class Recorder:

@@ -7,6 +7,8 @@ pipeline overhead (total minus bare Docker; target < 1 s), and the time from sta
 ``phrame dev`` to its ready banner, first start (new state) and second start (state reused).
 Everything it creates is removed (``phrame dev --down --purge``, the bare containers by
 label). Exit 0 whenever it measured, 2 without Docker or mosquitto.
+Baseline (same run): the bare docker-py ``create`` + ``start``. Target: pipeline
+overhead (push → converged minus the baseline) under 1 s.
 """
 
 from __future__ import annotations
@@ -32,6 +34,33 @@ from tests.support.services import free_port  # noqa: E402
 PUSHES = max(5, int(os.environ.get("BENCH_PUSHES", "7")))
 TARGET_OVERHEAD_S = 1.0
 LABEL = f"bench-push-{uuid.uuid4().hex[:8]}"
+
+
+# what report.py puts in the table (benchmarks/figures.py says how to read it)
+FIGURES = [
+    {
+        "name": "`git push` → node converged (median; bare docker-py create+start as baseline)",
+        "value": "push_to_converged_s.median",
+        "unit": "s",
+        "baseline": "bare_create_start_s.median",
+        "target": None,
+    },
+    {
+        "name": "pipeline overhead (push → converged minus bare create+start)",
+        "value": "overhead_s",
+        "unit": "s",
+        "baseline": None,
+        "target": "target_overhead_s",
+        "op": "<",
+    },
+    {
+        "name": "`phrame dev` start → ready (new state)",
+        "value": "ready_first_start_s",
+        "unit": "s",
+        "baseline": None,
+        "target": None,
+    },
+]
 
 
 def bare_create_start(client: Any, spec: dict[str, Any]) -> tuple[float, float]:

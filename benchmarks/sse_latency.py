@@ -31,6 +31,26 @@ from tests.support.topic_api import ApiStack, SseReader, fleet  # noqa: E402
 NODES, ITEMS, CHANGES, TARGET_MS = 50, 40, 50, 1000.0
 
 
+# what report.py puts in the table (benchmarks/figures.py says how to read it)
+FIGURES = [
+    {
+        "name": "publish → SSE `change` event (p50; raw MQTT round trip as baseline)",
+        "value": "sse_p50_ms",
+        "unit": "ms",
+        "baseline": "baseline_mqtt_p50_ms",
+        "target": None,
+    },
+    {
+        "name": "publish → SSE `change` event (p95)",
+        "value": "sse_p95_ms",
+        "unit": "ms",
+        "baseline": "baseline_mqtt_p95_ms",
+        "target": "target_ms",
+        "op": "<",
+    },
+]
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)

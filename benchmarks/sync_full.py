@@ -32,6 +32,42 @@ TARGET_FULL_RATIO, TARGET_RATIO = 10.0, 2.0
 TARGET_INCREMENTAL_MESSAGES, TARGET_INCREMENTAL_SHARE = 3, 0.10
 
 
+# what report.py puts in the table (benchmarks/figures.py says how to read it)
+FIGURES = [
+    {
+        "name": "first full sync, 20 nodes / 1,000 services (paho publish as baseline)",
+        "value": "full_sync_s",
+        "unit": "s",
+        "baseline": "paho_baseline_s",
+        "target": "target_full_sync_ratio",
+        "check": "ratio",
+    },
+    {
+        "name": "publishing alone",
+        "value": "full_publish_s",
+        "unit": "s",
+        "baseline": "paho_baseline_s",
+        "target": "target_publish_ratio",
+        "check": "ratio",
+    },
+    {
+        "name": "incremental sync: messages",
+        "value": "incremental_messages",
+        "unit": "",
+        "baseline": None,
+        "target": "target_incremental_messages",
+    },
+    {
+        "name": "incremental sync: time (full sync as baseline)",
+        "value": "incremental_sync_s",
+        "unit": "s",
+        "baseline": "full_sync_s",
+        "target": "target_incremental_share",
+        "check": "ratio",
+    },
+]
+
+
 def paho_baseline(port: int, messages: list[tuple[str, bytes | None]]) -> float:
     """A plain paho client publishing the same retained QoS 1 payloads, waiting for every PUBACK."""
     import paho.mqtt.client as paho

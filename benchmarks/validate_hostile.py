@@ -7,6 +7,8 @@ Hostile cases (issue 10, item 15): one service file of 1 MB holding a 250,000-it
 a 12 KB file whose aliases render to a 1.1 MB container. Baselines: 1 MB of ordinary service
 files, and 3,001 ordinary services (validate, then render). Each measurement runs in a fresh
 subprocess and times only the work. It reports, it never gates: exit 0 whenever it ran.
+Targets: each hostile case at most the time of its ordinary baseline of the same size
+(1x); the chain with render at most 1.5x 3,001 ordinary services.
 """
 
 from __future__ import annotations
@@ -25,6 +27,43 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 REPETITIONS = 3
 HEAD = "name: {name}\nimage: registry.example/app:1\nplacement:\n  node: n1\n"
+
+
+# what report.py puts in the table (benchmarks/figures.py says how to read it)
+FIGURES = [
+    {
+        "name": "1 MB file of 250,000 list items (1 MB of ordinary files as baseline)",
+        "value": "cases.list_250k_items.seconds",
+        "unit": "s",
+        "baseline": "cases.ordinary_1mb.seconds",
+        "target": 1,
+        "check": "ratio",
+    },
+    {
+        "name": "100,000 aliases (1 MB of ordinary files as baseline)",
+        "value": "cases.aliases_100k.seconds",
+        "unit": "s",
+        "baseline": "cases.ordinary_1mb.seconds",
+        "target": 1,
+        "check": "ratio",
+    },
+    {
+        "name": "12 KB rendering to 1.1 MB (1 MB of ordinary files as baseline)",
+        "value": "cases.payload_1_1_mb.seconds",
+        "unit": "s",
+        "baseline": "cases.ordinary_1mb.seconds",
+        "target": 1,
+        "check": "ratio",
+    },
+    {
+        "name": "3,001-service `depends_on` chain (3,001 ordinary services as baseline)",
+        "value": "cases.depends_on_chain_3001.seconds",
+        "unit": "s",
+        "baseline": "cases.ordinary_3001.seconds",
+        "target": 1.5,
+        "check": "ratio",
+    },
+]
 
 
 def _service(root: Path, name: str, body: str = "") -> None:

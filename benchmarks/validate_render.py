@@ -28,6 +28,26 @@ REPETITIONS = 5
 TARGET_RATIO, TARGET_RSS_MB = 8.0, 150
 
 
+# what report.py puts in the table (benchmarks/figures.py says how to read it)
+FIGURES = [
+    {
+        "name": "load + validate + render, 50 nodes / 2,000 services (bare libyaml compose as baseline)",
+        "value": "validate_render_s",
+        "unit": "s",
+        "baseline": "baseline_libyaml_compose_s",
+        "target": "target_ratio",
+        "check": "ratio",
+    },
+    {
+        "name": "peak RSS",
+        "value": "peak_rss_mb",
+        "unit": "MB",
+        "baseline": "baseline_peak_rss_mb",
+        "target": "target_rss_mb",
+    },
+]
+
+
 def _yaml_files(repo: str) -> list[Path]:
     return [
         Path(dirpath, name)
