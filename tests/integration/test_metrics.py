@@ -1,6 +1,6 @@
 """Every service's metrics after real activity (issue 14): a git push synced by config-sync
 (served by uvicorn), applied by a real ``phrame node-agent`` on the real daemon, placement
-and a mirror as processes, one mosquitto. Each ``/metrics`` is scraped over HTTP and the
+and a mirror and the topic API as processes, one mosquitto. Each ``/metrics`` is scraped over HTTP and the
 counters are seen to move; every metric the Grafana dashboard and the alert rules name is
 one a service really exports; with ``PHRAME_METRICS_LISTEN`` unset nothing listens."""
 
@@ -26,9 +26,9 @@ from tests.support.agent_support import AgentEnv, AgentProcess
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import free_port
 from tests.support.sync_support import SECRET, ConfigRemote, settings_for
+from tests.support.topic_api import ApiStack
 from tests.support.waiting import wait_for
 from tests.unit.test_metrics_files import used_metrics
-from topic_api.metrics import ApiMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -143,7 +143,10 @@ def test_every_service_counts_real_activity(tmp_path: Path, mosquitto: Mosquitto
         deploy_timeout_s=30,
     )
     service = ConfigSync(settings, reporter=LocalReporter())
+    # the topic API reads the snapshots the mirror below writes
+    api = ApiStack(mosquitto.url, tmp_path / "api", PHRAME_MIRROR_DIR=str(tmp_path / "mirror" / "mirror"))
     try:
+        api.start(mirrors=False)
         with (
             phrame(["placement"], placement_env, tmp_path / "placement.log"),
             phrame(["mirror", "--plane", "actual"], mirror_env, tmp_path / "mirror.log") as mirror,
@@ -175,8 +178,8 @@ def test_every_service_counts_real_activity(tmp_path: Path, mosquitto: Mosquitto
             assert listens(agent.proc.pid) == [("127.0.0.1", agent_port)]
 
             placement_url = f"http://127.0.0.1:{placement_port}/metrics"
+            wait_metric(placement_url, "phrame_placement_passes_total", 1, result="ok")  # a pass finished
             placed = wait_metric(placement_url, "phrame_placement_node_alive", 1, node=env.node)
-            assert placed.value("phrame_placement_passes_total", result="ok") >= 1
             age = placed.value("phrame_placement_heartbeat_age_seconds", node=env.node)
             assert 0 <= age < 10, age  # the agent beats every 0.5 s
 
@@ -190,18 +193,16 @@ def test_every_service_counts_real_activity(tmp_path: Path, mosquitto: Mosquitto
             exported = set().union(
                 *(Scrape(u).families for u in (sync_url + "/metrics", agent_url, placement_url, mirror_url))
             )
-            exported |= topic_api_families()
+            api_m = wait_metric(
+                f"{api.url}/metrics", "phrame_topic_api_snapshot_reads_total", 1, plane="actual"
+            )
+            exported |= api_m.families
             missing = {name: where for name, where in used_metrics().items() if name not in exported}
             assert not missing, f"the dashboard or the alerts use metrics no service exports: {missing}"
     finally:
         agent.terminate()
+        api.stop()
         remote.work.close()  # gitpython's cat-file helpers
-
-
-def topic_api_families() -> set[str]:
-    """The topic API's families, from its own registry (its HTTP /metrics is tested in
-    test_topic_api.py); the dashboard shows two of them."""
-    return {f.name for f in text_string_to_metric_families(ApiMetrics().render().decode())}
 
 
 def test_no_listener_without_the_setting(tmp_path: Path, mosquitto: Mosquitto) -> None:

@@ -15,7 +15,7 @@ from node_agent.settings import AgentSettings
 from phrame_settings.metrics_listen import Listen, parse_listen
 from placement.liveness import Liveness
 from placement.metrics import PlacementMetrics
-from placement.models import Decision
+from placement.models import Decision, Move
 from placement.reconcile import EnvResult
 
 
@@ -57,12 +57,15 @@ def test_placement_counts_moves_held_decisions_and_heartbeat_age() -> None:
     liveness.heartbeat("n1", 1000.0, received_at=1000.0, is_retained=False)
     m = PlacementMetrics(liveness, clock=lambda: 1005.0)
     held = EnvResult("a", decision=Decision({}, held="no node alive"))
+    moved = Move("web", 0, "n2", "n1", "n2 offline")
+    m.record_pass(0.2, [EnvResult("c", decision=Decision({}, moves=(moved, moved), is_changed=True))])
+    assert m.moves.labels("c")._value.get() == 2
     m.record_pass(0.2, [held, EnvResult("b", error="git failed")])
     m.record_pass(0.2, None)
     m.record_pass(0.2, [])
     assert m.held.labels("a")._value.get() == 1
     assert m.errors.labels("b")._value.get() == 1
-    assert [m.passes.labels(r)._value.get() for r in ("ok", "error", "deaf")] == [1, 1, 1]
+    assert [m.passes.labels(r)._value.get() for r in ("ok", "error", "deaf")] == [2, 1, 1]
     text = m.render().decode()
     assert 'phrame_placement_heartbeat_age_seconds{node="n1"} 5.0' in text
     assert 'phrame_placement_node_alive{node="n1"} 1.0' in text
