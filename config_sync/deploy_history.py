@@ -53,6 +53,8 @@ class DeployHistory:
         self.deadlines: dict[tuple[str, str], float] = {}  # (env, commit) of a pending record
         self.dirty: set[str] = set()  # environments whose topic must be (re)published
         self.restored = False
+        # told of each record that stops being pending here (metrics); must not raise
+        self.on_finished: Callable[[str, DeployRecord], None] | None = None
         self._lock = threading.RLock()  # held while publishing too: never an older list after a newer
 
     def restore(self, published: Mapping[str, bytes]) -> None:
@@ -137,6 +139,8 @@ class DeployHistory:
                         recs[i] = judged
                         self.dirty.add(env)
                         log.info("deployment of %s to %s: %s", r.commit[:12], env, judged.state)
+                        if self.on_finished is not None and not judged.is_pending:
+                            self.on_finished(env, judged)
             self.deadlines = {k: v for k, v in self.deadlines.items() if self._is_pending(*k)}
             self.flush()
 

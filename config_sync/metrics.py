@@ -7,7 +7,11 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from config_sync.deploy_records import DeployRecord
+
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+# push -> converged: a second for a config change, minutes for large pulls, up to the timeout
+DEPLOY_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200)
 
 
 class Metrics:
@@ -37,11 +41,41 @@ class Metrics:
         self.messages = Counter(
             "phrame_config_sync_messages_published", "Retained messages published", registry=self.registry
         )
+        self.sync_failing = Gauge(
+            "phrame_config_sync_sync_failing",
+            "1 while the last sync of the ref failed (error or invalid commit)",
+            ["ref"],
+            registry=self.registry,
+        )
+        self.deploys = Counter(
+            "phrame_config_sync_deploys",
+            "Deployments finished, by environment and result (converged, failed)",
+            ["environment", "result"],
+            registry=self.registry,
+        )
+        self.deploy_seconds = Histogram(
+            "phrame_config_sync_deploy_seconds",
+            "Publish of a commit to every node converged on it (or failed), per environment",
+            ["environment", "result"],
+            buckets=DEPLOY_BUCKETS,
+            registry=self.registry,
+        )
         self.ready = Gauge(
             "phrame_config_sync_ready", "1 when broker connected and repo fetched", registry=self.registry
         )
         if ready is not None:  # asked at each render: never stale, and asking changes nothing
             self.ready.set_function(lambda: 1.0 if ready() else 0.0)
+
+    def record_sync(self, ref: str, result: str) -> None:
+        """``result``: applied, invalid or error."""
+        self.syncs.labels(ref, result).inc()
+        self.sync_failing.labels(ref).set(0.0 if result == "applied" else 1.0)
+
+    def deploy_finished(self, environment: str, record: DeployRecord) -> None:
+        """A deployment record left pending (converged or failed; superseded ones never finish)."""
+        self.deploys.labels(environment, record.state).inc()
+        if record.duration_s is not None:
+            self.deploy_seconds.labels(environment, record.state).observe(record.duration_s)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

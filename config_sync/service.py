@@ -68,6 +68,7 @@ class ConfigSync:
         self.publisher = DesiredPublisher(self.mqtt, self.topics, applied=self.deployer.applied_generations)
         self.history = DeployHistory(self.mqtt, self.topics, self.git.commit_info, timeout_s=deploy_s)
         self.deployer.history = self.history
+        self.history.on_finished = self.metrics.deploy_finished
         self.syncer = Syncer(
             self.git,
             self.publisher,
@@ -203,7 +204,7 @@ class ConfigSync:
             try:
                 outcome = self.syncer.sync_ref(ref)
             except Exception:
-                self.metrics.syncs.labels(ref, "error").inc()
+                self.metrics.record_sync(ref, "error")
                 raise
         if not outcome.tracked:  # untracked while it ran
             self._retire_self(ref)
@@ -249,7 +250,7 @@ class ConfigSync:
             self.trigger_sync(ref)
 
     def _record(self, outcome: SyncOutcome) -> None:
-        self.metrics.syncs.labels(outcome.ref, "applied" if outcome.ok else "invalid").inc()
+        self.metrics.record_sync(outcome.ref, "applied" if outcome.ok else "invalid")
         self.metrics.messages.inc(len(outcome.messages))
 
     # -- reading

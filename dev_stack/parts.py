@@ -37,6 +37,8 @@ SCRUBBED_PREFIXES = (
     "PHRAME_MIRROR_DIR",
     "PHRAME_API_TOKEN",
     "PHRAME_API_WRITE_PREFIXES",
+    # one port for every child would collide: metrics in the dev stack stay off (README "Metrics")
+    "PHRAME_METRICS_LISTEN",
 )
 # defaults for a stack on one machine, unless the caller set them
 DEV_DEFAULTS = {

@@ -70,6 +70,10 @@ class MirrorLoop:
                 self._first_unflushed = now
             self._cond.notify_all()
 
+    def topics_held(self) -> dict[str, Any]:
+        """The topics held now (a reference, read without the lock: for metrics only)."""
+        return self._topics
+
     # -- lifecycle
     def start(self) -> None:
         """Make the folder, connect (waiting as long as it takes) and subscribe once."""

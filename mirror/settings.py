@@ -13,6 +13,7 @@ from pathlib import Path
 
 from phrame_mqtt import MqttSettings, SettingsError
 from phrame_settings import EnvReader
+from phrame_settings.metrics_listen import Listen, read_listen
 from phrame_settings.mirror_dir import snapshot_dir
 
 PLANES = ("desired", "actual")
@@ -27,6 +28,7 @@ class MirrorSettings:
     debounce_s: float = 0.25
     max_delay_s: float = 2.0
     topic_prefix: str = "phrame"
+    metrics_listen: Listen | None = None  # PHRAME_METRICS_LISTEN host:port; None: no listener
 
     @property
     def snapshot_path(self) -> Path:
@@ -57,4 +59,5 @@ class MirrorSettings:
             debounce_s=debounce_ms / 1000,
             max_delay_s=max_delay_ms / 1000,
             topic_prefix=r.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",
+            metrics_listen=read_listen(r, error=SettingsError),
         )

@@ -27,6 +27,7 @@ class SnapshotWriter:
         self.path = path
         self.writes = 0
         self.failures = 0
+        self.last_bytes = 0  # size of the last snapshot written (for metrics)
         self.last_error: str | None = None  # the condition last logged; None: healthy
 
     def write(self, document: dict[str, Any]) -> bool:
@@ -50,6 +51,7 @@ class SnapshotWriter:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
         self.writes += 1
+        self.last_bytes = len(data)
         if self.last_error is not None:
             log.info("snapshot %s written again (after: %s)", self.path, self.last_error)
             self.last_error = None

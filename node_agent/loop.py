@@ -19,10 +19,11 @@ from node_agent.commands import RestartCommands
 from node_agent.desired import DesiredStore
 from node_agent.errors import AgentError, DockerError
 from node_agent.handover import wanted
+from node_agent.metrics import AgentMetrics
 from node_agent.models import NODE, ObservedProcess, Op
 from node_agent.ports import AgentRuntime
 from node_agent.processes import ProcessSupervisor
-from node_agent.reconcile import NodeReconciler
+from node_agent.reconcile import NodeReconciler, PassResult
 from node_agent.reporting import ActualReporter
 from node_agent.restarts import started_containers
 from node_agent.settings import AgentSettings
@@ -72,6 +73,8 @@ class Agent:
         self._processes: dict[str, ObservedProcess] = {}
         self._counts: dict[str, int] = {}
         self._check_soon = False  # the last pass waits on something another agent finishes
+        self.metrics = AgentMetrics(self.node)
+        self._last: tuple[PassResult | None, bool] = (None, False)  # this pass's result, for metrics
         # One connection per broker: the generated broker config makes the user name the
         # client id, so two connections of node-<node> to one broker would take each other over.
         base = f"phrame-agent-{self.node}"
@@ -199,8 +202,10 @@ class Agent:
     def run_pass(self) -> None:
         """One pass; never raises: a failure is logged, reported on the status, retried later."""
         self.passes += 1
+        started, failed, self._last = time.monotonic(), True, (None, False)
         try:
             self._pass()
+            failed = False
         except Exception as e:  # one bad item or a Docker outage must not end the loop
             if isinstance(e, AgentError):
                 log.error("node %s: pass %d failed: %s", self.node, self.passes, e)
@@ -211,6 +216,8 @@ class Agent:
                 self.reporter.report_status("online", applied=self.applied, errors=[f"pass failed: {why}"])
             except Exception as report_error:
                 log.warning("node %s: cannot report the failure: %s", self.node, report_error)
+        finally:
+            self.metrics.record_pass(time.monotonic() - started, *self._last, failed=failed)
 
     def _pass(self) -> None:
         if self._reconnected:
@@ -247,6 +254,7 @@ class Agent:
             "processes_running": sum(p.state == "running" for p in actual.processes.values()),
         }
         converged = result.converged and desired.is_complete
+        self._last = (result, converged)
         if converged and desired.manifest is not None:
             self.applied = (desired.manifest.generation, desired.manifest.commit)
         item_errors = {o.action.target: o.error for o in result.outcomes if o.error}

@@ -14,6 +14,7 @@ from pathlib import Path
 from node_agent.errors import SettingsError
 from node_agent.secret_files import DEFAULT_SECRETS_DIR
 from phrame_settings import EnvReader
+from phrame_settings.metrics_listen import Listen, read_listen
 
 DEFAULT_STATE_DIR = "/var/lib/phrame"
 
@@ -37,6 +38,7 @@ class AgentSettings:
     shared_daemon: bool = False
     # the only folder ``env: {X: {file: name}}`` values are read from (secret_files.py)
     secrets_dir: Path = DEFAULT_SECRETS_DIR
+    metrics_listen: Listen | None = None  # PHRAME_METRICS_LISTEN host:port; None: no listener
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
@@ -63,6 +65,7 @@ class AgentSettings:
             max_payload_bytes=r.integer("PHRAME_MAX_PAYLOAD_BYTES", 1024 * 1024, minimum=1024),
             shared_daemon=r.flag("PHRAME_SHARED_DAEMON", False),
             secrets_dir=r.path("PHRAME_SECRETS_DIR", str(DEFAULT_SECRETS_DIR)) or DEFAULT_SECRETS_DIR,
+            metrics_listen=read_listen(r, error=SettingsError),
         )
 
     @property

@@ -11,9 +11,11 @@ import signal
 import sys
 
 from mirror.loop import MirrorLoop
+from mirror.metrics import mirror_registry
 from mirror.settings import PLANES, MirrorSettings
 from phrame_mqtt import MqttError
 from phrame_settings import setup_logging, use_private_umask
+from phrame_settings.metrics_listen import start_listener
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +27,12 @@ def run(args: argparse.Namespace) -> int:
     use_private_umask()  # snapshots 0600 under a 0700 folder, as every service's state
     try:
         loop = MirrorLoop(MirrorSettings.from_env(args.plane))
+        start_listener(mirror_registry(loop), loop.settings.metrics_listen)
     except MqttError as e:
         print(f"phrame mirror: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # the metrics port is taken or not ours: a configuration error
+        print(f"phrame mirror: cannot listen for metrics: {e}", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, lambda *_: loop.stop())
     signal.signal(signal.SIGINT, lambda *_: loop.stop())

@@ -27,6 +27,7 @@ from node_agent.reconcile import NodeReconciler, PassResult
 from node_agent.settings import AgentSettings
 from phrame_mqtt import MqttClient, MqttError, MqttSettings
 from phrame_settings import setup_logging
+from phrame_settings.metrics_listen import start_listener
 from phrame_settings.state import use_private_umask
 from schemas import Topics
 
@@ -57,6 +58,13 @@ def run(args: argparse.Namespace) -> int:
         print("phrame node-agent: --desired and --dry-run need --once", file=sys.stderr)
         return 2
     agent = _build_agent(settings)
+    try:
+        start_listener(agent.metrics.registry, settings.metrics_listen)
+    except OSError as e:  # the port is taken or the address is not ours: a configuration error
+        print(
+            f"phrame node-agent: cannot listen on {settings.metrics_listen} for metrics: {e}", file=sys.stderr
+        )
+        return 2
 
     def on_signal(*_: object) -> None:
         # from another thread: the handler may interrupt the main thread inside an Event's

@@ -16,6 +16,7 @@ import sys
 
 from phrame_mqtt import MqttError
 from phrame_settings import setup_logging
+from phrame_settings.metrics_listen import start_listener
 from phrame_settings.state import use_private_umask
 from placement.errors import PlacementError
 from placement.loop import build_loop
@@ -36,6 +37,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"phrame placement: {e}", file=sys.stderr)
         return 2
     if not args.once:
+        try:
+            start_listener(loop.metrics.registry, settings.metrics_listen)
+        except OSError as e:  # the port is taken or the address is not ours: a configuration error
+            print(
+                f"phrame placement: cannot listen on {settings.metrics_listen} for metrics: {e}",
+                file=sys.stderr,
+            )
+            return 2
         signal.signal(signal.SIGTERM, lambda *_: loop.stop())
         signal.signal(signal.SIGINT, lambda *_: loop.stop())
         return loop.run()

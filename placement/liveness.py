@@ -124,6 +124,11 @@ class Liveness:
         )
         self.resume(now, listened_until=disruption.last_heard)
 
+    def last_heard(self) -> dict[str, float | None]:
+        """Every node heard of: when its last heartbeat counts from (None: a status only)."""
+        with self._lock:
+            return {node: seen.last_heartbeat for node, seen in self._seen.items()}
+
     def forget(self, node: str) -> None:
         with self._lock:
             self._seen.pop(node, None)

@@ -26,6 +26,7 @@ from placement.gitlab_api import MergeRequests
 from placement.listening import Listening
 from placement.liveness import Liveness
 from placement.lock import ProcessLock
+from placement.metrics import PlacementMetrics
 from placement.reconcile import EnvResult, PlacementReconciler
 from placement.settings import PlacementSettings
 from schemas import PayloadError, Topics, check_payload, load_json
@@ -65,6 +66,7 @@ class PlacementLoop:
         self.listening = Listening(actual, liveness, clock=clock, where=actual.settings.broker.redacted())
         self._held: dict[str, str | None] = {}
         self._desired_connects = -1
+        self.metrics = PlacementMetrics(liveness, clock)
 
     # -- liveness input (runs on the MQTT network thread: quick, never raises)
     def handle(self, msg: Message) -> None:
@@ -144,6 +146,13 @@ class PlacementLoop:
         return 0
 
     def run_pass(self) -> list[EnvResult]:
+        started = time.monotonic()
+        results = self._pass()
+        self.metrics.record_pass(time.monotonic() - started, results)
+        return results or []
+
+    def _pass(self) -> list[EnvResult] | None:
+        """One pass: None when it failed as a whole, [] when it does not hear the actual plane."""
         if self.desired.connect_count != self._desired_connects:
             self._desired_connects = self.desired.connect_count
             self._published.clear()  # a restarted broker may have lost the retained states
@@ -154,7 +163,7 @@ class PlacementLoop:
             results = self.reconciler.run_pass()
         except Exception:  # the loop never dies from one pass
             log.exception("placement pass failed")
-            return []
+            return None
         for result in results:
             self._publish(result)
         return results

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from phrame_settings import EnvReader
+from phrame_settings.metrics_listen import Listen, read_listen
 from placement.errors import SettingsError
 
 DEFAULT_STATE_DIR = "/var/lib/phrame"
@@ -38,6 +39,7 @@ class PlacementSettings:
     # and the ref an environment without ``track:`` follows.
     default_ref: str = "main"
     instance: str = ""  # who we are in commit trailers and logs: host/pid
+    metrics_listen: Listen | None = None  # PHRAME_METRICS_LISTEN host:port; None: no listener
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PlacementSettings:
@@ -64,6 +66,7 @@ class PlacementSettings:
             # ``refs/heads/main`` is the branch ``main``, as in Environment.track().
             default_ref=(r.text("PHRAME_TRACK_REF", "main") or "main").removeprefix("refs/heads/"),
             instance=f"{os.uname().nodename}/{os.getpid()}",
+            metrics_listen=read_listen(r, error=SettingsError),
         )
         if git_host == "gitlab" and not (settings.gitlab_url and settings.gitlab_project):
             raise SettingsError("PHRAME_GIT_HOST=gitlab needs PHRAME_GITLAB_URL and PHRAME_GITLAB_PROJECT")

@@ -106,8 +106,10 @@ def test_children_get_the_stack_settings_whatever_the_callers_environment(tmp_pa
         "PHRAME_NODE_TIMEOUT_S": "3",
         "PHRAME_API_TOKEN": "the caller's",
         "PHRAME_MIRROR_DIR": "/elsewhere",
+        "PHRAME_METRICS_LISTEN": "127.0.0.1:9310",  # one port for every child would collide
     }
     _which, children = build_children(settings, caller)
+    assert not [c.name for c in children if "PHRAME_METRICS_LISTEN" in c.env]
     names = [c.name for c in children]
     assert names == [
         "broker",
