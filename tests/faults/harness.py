@@ -34,7 +34,14 @@ CHAIN = ("chain-a", "chain-b", "chain-c")
 #: the stack's grace periods: long enough that no fault here is a node loss to placement
 #: (moving replicas after a node loss is placement's own tested behaviour, not this suite's)
 NODE_TIMEOUT_S = "20"
-STACK_ENV = {"PHRAME_NODE_TIMEOUT_S": NODE_TIMEOUT_S, "PHRAME_RESCHEDULE_AFTER_S": "300"}
+REPORTS_S = 15.0
+#: config-sync's production debounce (the dev stack's is 0.1 s): a webhook burst folds per window
+DEBOUNCE_S = 0.5
+STACK_ENV = {
+    "PHRAME_NODE_TIMEOUT_S": NODE_TIMEOUT_S,
+    "PHRAME_RESCHEDULE_AFTER_S": "300",
+    "PHRAME_DEBOUNCE_S": str(DEBOUNCE_S),
+}
 Snapshot = dict[str, tuple[str, str]]  # container id -> (service@node, StartedAt)
 
 
@@ -182,7 +189,12 @@ class FaultStack:
         """(d): /api/nodes, ``phrame status --json`` and the deploys record agree with the head."""
         s = self.stack
         head = s.remote_head()
-        assert self.converged(), s.log_tails()
+        # a report may lag the first converged observation by a publication (a deploy record
+        # rewritten after a republish): give it a short bounded wait, naming what is off
+        try:
+            s.wait(self.converged, "the reports to agree again", REPORTS_S)
+        except AssertionError as e:
+            raise AssertionError(f"{self.not_converged()}\n{e}") from None
         code, doc = self.status_json()
         rows = {n["node"]: n for n in doc.get("nodes", [])}
         assert code == 0, doc
