@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from config_sync import fault_point
 from config_sync.desired import decode
 from config_sync.errors import PublishError
 from config_sync.models import Claim
@@ -164,8 +165,11 @@ class DesiredPublisher:
             order = decision.order
             messages = order.publication_messages()
             sending = time.monotonic()
-            for step in order.steps():  # two acknowledged steps: manifests only after their items
-                self._send(step, commit, published)
+            items, manifests = order.steps()  # two acknowledged steps: manifests only after their items
+            self._send(items, commit, published)
+            if items and order.manifests:
+                fault_point.between_items_and_manifests()  # test-only; nothing unless the suite asks
+            self._send(manifests, commit, published)
             self._note_generations(order.manifests)
             changed = order.changed_nodes(self.topics)
             generations = {n: self.generations[n] for n in changed}

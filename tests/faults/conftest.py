@@ -1,0 +1,41 @@
+"""The fault suite's fixtures: a Docker client and one extended dev stack for the suite (its cases run in file order)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import docker
+import pytest
+
+from tests.faults.harness import STACK_ENV, FaultStack
+from tests.support.dev_stack import DevStackProcess
+from tests.support.docker import RUN_ID, cleanup, docker_client
+from tests.support.services import require_binary
+
+
+@pytest.fixture(scope="package")
+def client() -> Iterator[docker.DockerClient]:
+    c = docker_client()
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="package")
+def faults(client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultStack]:
+    require_binary("mosquitto", "mosquitto")
+    root = tmp_path_factory.mktemp("faults")
+    # test-only (config_sync/fault_point.py): config-sync pauses while this file exists
+    pause = {"PHRAME_TEST_PAUSE_BEFORE_MANIFESTS": str(root / "pause-before-manifests")}
+    stack = DevStackProcess(root, env=STACK_ENV | pause)
+    run = f"{RUN_ID}-faults-{stack.prefix}"
+    f = FaultStack(stack, client, run)
+    try:
+        stack.wait_ready()
+        f.settle("the sample converged", 120)
+        f.extend()
+        yield f
+    finally:
+        down = stack.close()
+        cleanup(client, run)
+        left = [c.name for c in f.managed()]
+        assert not left, f"phrame dev --down --purge left {left}:\n{down}"
