@@ -14,7 +14,7 @@ from pathlib import Path
 
 from compose_io import export_node
 from config_repo import render
-from phrame.repo_args import validated_from_args
+from phrame.repo_args import valid_repo_from_args
 from schemas import Topics
 
 
@@ -32,18 +32,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     name = "phrame export-compose"
-    loaded = validated_from_args(args)
-    if loaded is None:
-        return 2
-    repo, problems = loaded
-    if problems:
-        for p in problems:
-            print(p.format(), file=sys.stderr)
-        print(f"{name}: {len(problems)} problem(s); nothing exported", file=sys.stderr)
-        return 1
-    if args.node not in repo.nodes:
-        print(f"{name}: node {args.node!r} is not in nodes/", file=sys.stderr)
-        return 2
+    repo = valid_repo_from_args(args, node=args.node, refusal="exported")
+    if isinstance(repo, int):
+        return repo
     text = export_node(render(repo).topics(Topics(args.prefix)), args.node, prefix=args.prefix)
     if args.out:
         try:

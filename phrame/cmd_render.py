@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from typing import Any
 
 from config_repo import render
-from phrame.repo_args import add_repo_args, validated_from_args
+from phrame.repo_args import add_repo_args, valid_repo_from_args
 from schemas import Topics
 
 
@@ -29,18 +28,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    loaded = validated_from_args(args)
-    if loaded is None:
-        return 2
-    repo, problems = loaded
-    if problems:
-        for p in problems:
-            print(p.format(), file=sys.stderr)
-        print(f"phrame render: {len(problems)} problem(s); nothing rendered", file=sys.stderr)
-        return 1
-    if args.node is not None and args.node not in repo.nodes:
-        print(f"phrame render: node {args.node!r} is not in nodes/", file=sys.stderr)
-        return 2
+    repo = valid_repo_from_args(args, node=args.node, refusal="rendered")
+    if isinstance(repo, int):
+        return repo
     rendered = render(repo)
     out: Any
     if args.format == "topics":

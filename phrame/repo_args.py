@@ -42,3 +42,25 @@ def validated_from_args(args: argparse.Namespace) -> tuple[ConfigRepo, list[Prob
         print(f"phrame {args.command}: {e}", file=sys.stderr)
         return None
     return repo, validate(repo, read_problems)
+
+
+def valid_repo_from_args(
+    args: argparse.Namespace, *, node: str | None = None, refusal: str
+) -> ConfigRepo | int:
+    """The valid repo the arguments name, or the exit code after printing why not: 2 when it
+    cannot be read or ``node`` is not in it, 1 (with every problem) when it is invalid.
+    ``refusal`` ends the summary line: ``3 problem(s); nothing <refusal>``."""
+    loaded = validated_from_args(args)
+    if loaded is None:
+        return 2
+    repo, problems = loaded
+    name = f"phrame {args.command}"
+    if problems:
+        for p in problems:
+            print(p.format(), file=sys.stderr)
+        print(f"{name}: {len(problems)} problem(s); nothing {refusal}", file=sys.stderr)
+        return 1
+    if node is not None and node not in repo.nodes:
+        print(f"{name}: node {node!r} is not in nodes/", file=sys.stderr)
+        return 2
+    return repo
