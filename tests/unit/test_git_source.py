@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import git
 import pytest
@@ -31,18 +30,18 @@ def _repo(tmp_path: Path) -> git.Repo:
 
 def test_sizes_blobs_and_links_from_one_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = _repo(tmp_path)
-    asked: list[Any] = []
-    real = git.cmd.Git.get_object_header
-
-    def header(self: Any, ref: Any) -> Any:
-        asked.append(ref)
-        return real(self, ref)
-
-    monkeypatch.setattr(git.cmd.Git, "get_object_header", header)
+    trace = tmp_path / "git.trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))  # real git reports every command it runs
     source = GitSource(tmp_path, "HEAD")
     files = dict(source.files())
-    blobs = {repo.git.rev_parse(f"HEAD:{path}") for path in files}
-    assert not {bytes(r).decode() if isinstance(r, bytes) else str(r) for r in asked} & blobs  # none per file
+    commands = [
+        line.split("trace: built-in: ", 1)[1]
+        for line in trace.read_text().splitlines()
+        if "built-in: " in line
+    ]
+    listings = [c for c in commands if c.startswith("git ls-tree")]
+    # one listing of the whole commit with sizes: a tree walk would list no tree at all
+    assert len(listings) == 1 and "-r -l" in listings[0], commands
     assert files == {
         "README.md": 0,
         "environments/lab/environment.yaml": 300,
