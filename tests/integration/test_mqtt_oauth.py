@@ -226,9 +226,19 @@ def test_refresh_under_mqtt5_keeps_the_session_both_ways(
     )
     agent = start(clients, settings, "agent-a")
     to_agent, from_agent = Inbox(), Inbox()
-    assert agent.subscribe("cmd/#", to_agent)
+    # The token lives 3 s and is refreshed at 2.25 s: on a loaded machine the first refresh can
+    # drop the connection that carries this SUBSCRIBE before its SUBACK. The subscription is
+    # renewed on the reconnect either way, so wait until a probe from the peer arrives instead
+    # of trusting the first acknowledgement.
+    agent.subscribe("cmd/#", to_agent)
     peer = start(clients, MqttSettings(url=mosquitto.url), "peer")
     assert peer.subscribe("out/#", from_agent)
+
+    def probe_arrives() -> bool:
+        peer.publish("cmd/probe", b"probe", retain=False)
+        return to_agent.wait_for("cmd/probe", timeout=0.5)
+
+    wait_for(probe_arrives, "the agent's subscription in force at the broker", 15)
     # a message every 2 ms each way until two token refreshes happened under the stream
     sent_in: list[bytes] = []
     sent_out: list[bytes] = []
