@@ -19,7 +19,7 @@ from typing import Any
 from config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
 from config_sync.deploy import DeployWatcher
 from config_sync.deploy_history import DeployHistory
-from config_sync.errors import GitLabError
+from config_sync.errors import GitError, GitLabError
 from config_sync.git_repo import RefMissing, SyncRepo
 from config_sync.gitlab_api import CommitReporter
 from config_sync.models import Claim, Reading
@@ -113,11 +113,17 @@ class Syncer:
         reports and records nothing: the outcome says ``tracked=False``."""
         if ref not in self.tracked:
             return _untracked(ref)
-        self.git.fetch()
+        try:
+            self.git.fetch()
+        except GitError as e:  # the queue retries with backoff; the sync topic says why meanwhile
+            self._keep_last(ref, "git-unreachable", f"{e}; keeping the last good state")
+            raise
         try:
             sha = self.git.head(ref)
         except RefMissing as e:
-            return self._keep_last(ref, e)
+            return self._keep_last(
+                ref, "ref-missing", f"{ref} is not on the remote ({e}); keeping the last good state"
+            )
         reading = self.read(sha)
         errors = reading.errors
         claimed = False
@@ -145,12 +151,12 @@ class Syncer:
                 self.deployer.unchanged(ref, sha)  # a README edit deserves its green tick too
         return outcome
 
-    def _keep_last(self, ref: str, missing: RefMissing) -> SyncOutcome:
-        """A tracked ref gone from the remote (a deleted tag, a release not tagged yet):
-        nothing is cleared or deployed; its environments' ``sync`` topics report why, at the
-        commit they last attempted, so ``phrame status`` shows it while the last good state runs."""
-        text = f"{ref} is not on the remote ({missing}); keeping the last good state"
-        errors = [{"rule": "ref-missing", "message": text}]
+    def _keep_last(self, ref: str, rule: str, text: str) -> SyncOutcome:
+        """A tracked ref that cannot be read (``ref-missing``: a deleted tag, a release not
+        tagged yet; ``git-unreachable``: the fetch failed): nothing is cleared or deployed; its
+        environments' ``sync`` topics report why, at the commit they last attempted, so
+        ``phrame status`` and the dashboard show it while the last good state runs."""
+        errors = [{"rule": rule, "message": text}]
         with self._publishing:
             with self._lock:
                 if ref not in self.tracked:
