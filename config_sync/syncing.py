@@ -25,6 +25,7 @@ from config_sync.gitlab_api import CommitReporter
 from config_sync.models import Claim, Reading
 from config_sync.publishing import DesiredPublisher, SyncOutcome
 from config_sync.review_note import item_changes, review_note
+from placement_rules.preview import Placed, preview
 from schemas import Topics
 
 log = logging.getLogger(__name__)
@@ -250,13 +251,27 @@ class Syncer:
         new, old = self.read(sha), self.read(base)
         errors = new.errors
         self._report_validation(sha, errors, source_branch)
-        changes = []
+        changes, liveness = [], ""
+        placed: list[Placed] = []
         if new.rendered is not None:
             changes = item_changes(old.rendered or {}, new.rendered, self.topics)
-        body = review_note(changes, errors, commit=sha, ref=target_ref)
+            placed, liveness = self._placement_preview(sha)
+        body = review_note(changes, errors, commit=sha, ref=target_ref, placed=placed, liveness=liveness)
         self.reporter.upsert_review_note(mr_iid, body)
         log.info("reviewed !%d at %s: %d change(s), %d error(s)", mr_iid, sha[:12], len(changes), len(errors))
         return body
+
+    def _placement_preview(self, sha: str) -> tuple[list[Placed], str]:
+        """Where placement would put the replicas ``sha`` adds or moves, with the nodes this
+        config-sync hears now (a valid commit: its files are in the read cache already)."""
+        repo, problems = self.git.load(sha, cache=self.read_cache)
+        validate(repo, problems, cache=self.read_cache)  # marks the documents placement may read
+        if self.deployer is None:
+            return preview(repo), "every node assumed online"
+        down = sorted(n for n in repo.nodes if not self.deployer.nodes.verdict(n).is_online)
+        return preview(
+            repo, offline=down
+        ), f"not online now: {', '.join(down)}" if down else "every node online"
 
 
 def _untracked(ref: str, commit: str = "") -> SyncOutcome:
