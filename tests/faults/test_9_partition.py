@@ -113,6 +113,8 @@ def test_a_partitioned_node_keeps_its_containers_and_loses_its_replicas_only_aft
         still = faults.snapshot()
         assert {cid: still.get(cid) for cid in on_x} == on_x, f"{x}'s containers changed during the partition"
         assert roam_on(faults)[x] == roam_before[x] > 0
+        _code, doc = faults.status_json()  # phrame status says so too (it judges by the same rule)
+        assert {r["node"]: r["state"] for r in doc["nodes"]}[x] == "offline", doc
         last = max(beats)  # the last heartbeat through (what was sent since waits in the proxy)
         offline_after, moved_after = seen["offline"] - last, seen["moved"] - last
         print(
