@@ -14,7 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from node_agent.errors import AgentError
+from node_agent.errors import AgentError, RecordError
+from node_agent.process_records import ProcessRecords
 from node_agent.processes import ProcessSupervisor
 from tests.support import agent_support as spec
 from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess
@@ -109,6 +110,24 @@ def test_a_crashed_process_restarted_on_a_full_disk_fails_nothing_else(
     again = sup.check()[ITEM]
     assert again.state == "running" and record(disk)["pid"] == again.pid != first.pid
     assert sup.record_errors() == []
+
+
+class FillsAfterTheProbe(ProcessRecords):
+    """The disk fills between the probe and the save (another writer took the last room)."""
+
+    def save(self, item_id: str, meta: dict) -> None:
+        raise RecordError(f"its record cannot be saved in {self.folder(item_id)} (No space left on device)")
+
+
+def test_a_process_started_whose_record_then_fails_is_stopped_at_once(tmp_path: Path) -> None:
+    marker = f"disk-full-race-{tmp_path.name}"
+    sup = ProcessSupervisor(tmp_path, clock=FakeClock())
+    sup.records = FillsAfterTheProbe(sup.root)
+    with pytest.raises(RecordError):
+        sup.start(job(marker))
+    assert running_with(marker) == []  # started, then stopped: it had no record
+    seen = sup.check()[ITEM]
+    assert seen.state == "backoff" and seen.pid is None and sup.record_errors()
 
 
 def unsaved_metric(port: int) -> float:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -68,6 +69,30 @@ def fill(folder: Path) -> Path:
                 except OSError:
                     break
     return filler
+
+
+@contextmanager
+def kept_full(*folders: Path, every_s: float = 0.02) -> Iterator[list[Path]]:
+    """Fill each folder's disk and keep it full for the block, as a disk filling up does:
+    space a writer frees (a replaced file) is taken again within ``every_s``. The files are
+    deleted at the end, which gives the space back."""
+    fillers = [fill(f) for f in folders]
+    stop = threading.Event()
+
+    def top_up() -> None:
+        while not stop.wait(every_s):
+            for filler in fillers:
+                fill(filler.parent)
+
+    thread = threading.Thread(target=top_up, name="disk-filler", daemon=True)
+    thread.start()
+    try:
+        yield fillers
+    finally:
+        stop.set()
+        thread.join(5)
+        for filler in fillers:
+            filler.unlink()
 
 
 @contextmanager
