@@ -45,11 +45,13 @@ def faults(client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory
         down = ""
         try:
             if disks.mounted:  # --down reads the host processes' records there: unmount after it
-                stack.stop()
-                argv = [*stack.phrame_dev(), "--down"]
-                done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-                down = done.stdout + done.stderr
-                disks.unmount()
+                try:
+                    stack.stop()
+                finally:  # --down also stops a stack that stop() left running
+                    argv = [*stack.phrame_dev(), "--down"]
+                    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+                    down = done.stdout + done.stderr
+                    disks.unmount()
         finally:
             down += stack.close()
             cleanup(client, run)
