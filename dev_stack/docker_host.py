@@ -86,7 +86,7 @@ def _ours(labels: dict[str, str] | None, nodes: tuple[str, ...]) -> bool:
 
 def publishes_port(client: docker.DockerClient, nodes: tuple[str, ...], port: int) -> bool:
     """True when one of our nodes' containers holds host ``port`` (a second start reuses it)."""
-    for c in client.containers.list(filters={"label": f"{MANAGED}=true"}):
+    for c in client.containers.list(filters={"label": f"{MANAGED}=true"}, ignore_removed=True):
         if _ours(c.labels, nodes):
             for bindings in (c.attrs.get("HostConfig", {}).get("PortBindings") or {}).values():
                 if any(str(b.get("HostPort")) == str(port) for b in bindings or ()):
@@ -97,7 +97,9 @@ def publishes_port(client: docker.DockerClient, nodes: tuple[str, ...], port: in
 def remove_nodes_objects(client: docker.DockerClient, nodes: tuple[str, ...]) -> list[str]:
     """Force-remove our nodes' managed containers, then their networks; the names removed."""
     removed: list[str] = []
-    for c in client.containers.list(all=True, filters={"label": f"{MANAGED}=true"}):
+    # ignore_removed: on a shared daemon another stack removes its own containers meanwhile
+    found = client.containers.list(all=True, filters={"label": f"{MANAGED}=true"}, ignore_removed=True)
+    for c in found:
         if _ours(c.labels, nodes):
             try:
                 c.remove(force=True, v=True)

@@ -46,6 +46,11 @@ class ProcessError(AgentError):
     """A supervised host process could not be started or stopped."""
 
 
+class RecordError(ProcessError):
+    """A host process's record could not be saved in the state folder (a full disk): it is
+    not run until it can be, so no process runs that a restarted agent would not know."""
+
+
 # An error quotes what it refuses: a refused 1 MiB payload must not make a 1 MiB line in the
 # node status (sent at every pass) or the log. The end says what is wrong, so the cut is in
 # the middle.

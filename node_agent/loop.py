@@ -253,7 +253,10 @@ class Agent:
             "processes": len(actual.processes),
             "processes_running": sum(p.state == "running" for p in actual.processes.values()),
         }
-        converged = result.converged and desired.is_complete
+        # a process kept from running by a full state disk: the node is not where it should be
+        unsaved = self.supervisor.record_errors()
+        self.metrics.unsaved.set(len(unsaved))
+        converged = result.converged and desired.is_complete and not unsaved
         self._last = (result, converged)
         if converged and desired.manifest is not None:
             self.applied = (desired.manifest.generation, desired.manifest.commit)
@@ -265,7 +268,7 @@ class Agent:
             self.reporter.report_items(wanted(desired, actual), actual, item_errors)
             for note in self.reporter.skipped:  # the plan's errors already name these objects
                 log.debug("node %s: %s", self.node, note)
-            errors = [*result.errors, *restart_errors]
+            errors = [*result.errors, *restart_errors, *unsaved]
             errors += sorted(self.store.errors().values())
             self.reporter.report_status("online", applied=self.applied, converged=converged, errors=errors)
         except MqttError as e:

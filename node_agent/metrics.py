@@ -54,6 +54,11 @@ class AgentMetrics:
             "1 when the last pass left the node converged",
             registry=self.registry,
         )
+        self.unsaved = Gauge(
+            "phrame_node_agent_processes_unsaved",
+            "Host processes not running because the state folder cannot hold their record (a full disk)",
+            registry=self.registry,
+        )
         self.info = Gauge(
             "phrame_node_agent_info",
             "Always 1; the node label names the node",

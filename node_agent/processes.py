@@ -3,13 +3,14 @@
 The executor starts and stops them; the reconcile pass calls :meth:`ProcessSupervisor.check` once
 per pass. Each process runs in its own session with its log in
 ``PHRAME_STATE_DIR/processes/<id>/output.log`` and a ``meta.json`` holding pid and start
-time, so a restarted agent re-adopts it instead of starting a duplicate. It must never
+time, so a restarted agent re-adopts it instead of starting a duplicate. It never runs a
+process whose record it cannot save (a full disk: reported, retried), and it must never
 signal a pid whose start time does not match its record (the pid may have been reused).
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
 import os
 import signal
@@ -18,13 +19,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import psutil
 
 from node_agent.container_config import resolve_env
-from node_agent.errors import ProcessError, SpecError
+from node_agent.errors import ProcessError, RecordError, SpecError
 from node_agent.models import ObservedProcess, Spec
+from node_agent.process_records import ProcessRecords
 from node_agent.secret_files import DEFAULT_SECRETS_DIR
 from phrame_settings.state import inherited_umask, private_dir
 
@@ -49,6 +51,7 @@ class _Entry:
     exit_code: int | None = None
     retry_at: float = 0.0
     error: str | None = None
+    unsaved: bool = False  # not running because its record cannot be saved (a full disk)
 
 
 class ProcessSupervisor:
@@ -64,6 +67,7 @@ class ProcessSupervisor:
         secrets_dir: Path = DEFAULT_SECRETS_DIR,
     ) -> None:
         self.root = state_dir / "processes"
+        self.records = ProcessRecords(self.root)
         self.secrets_dir = secrets_dir
         self.clock = clock
         self.stable_after_s = stable_after_s
@@ -79,22 +83,14 @@ class ProcessSupervisor:
     def _dir(self, item_id: str) -> Path:
         return self.root / item_id
 
-    def _save(self, item_id: str, e: _Entry) -> None:
+    @staticmethod
+    def _meta(e: _Entry) -> dict[str, Any]:
         meta: dict[str, Any] = {"pid": e.pid, "create_time": e.create_time}
-        meta |= {"started_at": e.started_at, "restart_count": e.restart_count, "spec": e.spec}
-        tmp = self._dir(item_id) / "meta.json.tmp"
-        tmp.write_text(json.dumps(meta))
-        tmp.replace(self._dir(item_id) / "meta.json")
+        return meta | {"started_at": e.started_at, "restart_count": e.restart_count, "spec": e.spec}
 
     def _adopt(self) -> None:
         """Re-attach to processes a previous agent started (matched by pid + start time)."""
-        if not self.root.is_dir():
-            return
-        for meta_file in sorted(self.root.glob("*/meta.json")):
-            try:
-                meta = json.loads(meta_file.read_text())
-            except (OSError, ValueError):
-                continue
+        for item_id, meta in self.records.all():
             e = _Entry(spec=meta["spec"], restart_count=int(meta.get("restart_count") or 0))
             if _alive(meta.get("pid"), meta.get("create_time")):
                 e.pid, e.create_time = meta["pid"], meta["create_time"]
@@ -104,8 +100,8 @@ class ProcessSupervisor:
                 # the previous agent watched it: up long enough counts as its two checks, so a
                 # restarted agent does not take a finished handover for a fresh one
                 e.up_checks = 2 if up_for >= self.stable_after_s else 1
-                log.info("re-adopted process %s (pid %s)", meta_file.parent.name, e.pid)
-            self._entries[meta_file.parent.name] = e
+                log.info("re-adopted process %s (pid %s)", item_id, e.pid)
+            self._entries[item_id] = e
 
     # -- the runtime used by the executor
     def start(self, spec: Spec) -> None:
@@ -116,9 +112,12 @@ class ProcessSupervisor:
         self._spawn(item_id, e)
 
     def _spawn(self, item_id: str, e: _Entry) -> None:
-        directory = private_dir(self._dir(item_id))  # 0700, like processes/ above it
         env = {k: os.environ[k] for k in INHERITED if k in os.environ}
         try:
+            directory = private_dir(self._dir(item_id))  # 0700, like processes/ above it
+            # a process its record cannot hold would be a stranger to the next agent (which
+            # would start a second one): none is started while the disk refuses the record
+            self.records.probe(item_id, self._meta(e))
             env |= resolve_env(e.spec.get("env"), item_id, self.secrets_dir)
             with open(directory / "output.log", "ab") as out:
                 e.popen = subprocess.Popen(
@@ -132,6 +131,8 @@ class ProcessSupervisor:
                     start_new_session=True,  # survives the agent; signalled as a group
                     umask=inherited_umask(),  # the agent's private umask is not the process's
                 )
+        except RecordError as err:
+            self._unsaved(item_id, e, err)
         except (KeyError, OSError, ValueError, SpecError, subprocess.SubprocessError) as err:
             # KeyError: Popen's look-up of an unknown user
             why = f"no user {e.spec.get('user')!r} on this host" if isinstance(err, KeyError) else err
@@ -143,8 +144,30 @@ class ProcessSupervisor:
         e.create_time = psutil.Process(e.pid).create_time()
         e.started_at, e.up_checks, e.error, e.exit_code = time.time(), 0, None, None
         e.up_since = self.clock()
-        self._save(item_id, e)
+        try:
+            self.records.save(item_id, self._meta(e))
+        except RecordError as err:  # the disk filled since the probe: stop what has no record
+            self._kill(e)
+            self._unsaved(item_id, e, err)
+        if e.unsaved:
+            log.info("process %s: its record is saved again", item_id)
+        e.unsaved = False
         log.info("started process %s (pid %s)", item_id, e.pid)
+
+    def _unsaved(self, item_id: str, e: _Entry, err: RecordError) -> NoReturn:
+        """Not running for want of disk: retried at the first backoff, never counted as a
+        crash of the process (which would lengthen its backoff and its time to be stable)."""
+        if not e.unsaved:
+            log.error("process %s: %s", item_id, err)
+        e.pid, e.error, e.unsaved = None, str(err), True
+        e.retry_at = self.clock() + self.base_backoff
+        raise RecordError(f"{item_id}: {err}") from err
+
+    def _kill(self, e: _Entry) -> None:
+        assert e.pid is not None and e.popen is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(e.pid, signal.SIGKILL)  # a session leader: its whole group
+        e.popen.wait(5)
 
     def stop(self, item_id: str) -> None:
         e = self._entries.pop(item_id, None)
@@ -159,7 +182,7 @@ class ProcessSupervisor:
                 pass
             if e.popen is not None:
                 e.popen.wait(5)
-        (self._dir(item_id) / "meta.json").unlink(missing_ok=True)
+        self.records.forget(item_id)
         log.info("stopped process %s", item_id)
 
     # -- the per-pass check
@@ -186,9 +209,15 @@ class ProcessSupervisor:
                 e.restart_count += 1
                 try:
                     self._spawn(item_id, e)
+                except RecordError:
+                    e.restart_count -= 1  # not started: no restart to count
                 except ProcessError as err:
                     log.warning("%s", err)
         return {item_id: self._observed(item_id, e, now) for item_id, e in self._entries.items()}
+
+    def record_errors(self) -> list[str]:
+        """What is not running because its record cannot be saved (for the node status)."""
+        return sorted(f"process {i}: {e.error}" for i, e in self._entries.items() if e.unsaved)
 
     def next_retry(self) -> float | None:
         """Clock time of the earliest pending restart, for the loop's next wake-up."""

@@ -155,7 +155,7 @@ class MqttClient:
             self._tokens.stop()
         with self._lifecycle:
             self._paho.disconnect(properties=paho_setup.end_session(self.settings))
-            self._paho.loop_stop()
+            paho_setup.stop_loop(self._paho)
             paho_setup.release_wakeup_sockets(self._paho)
 
     @property
@@ -346,7 +346,7 @@ class MqttClient:
             self._cycling = True
             try:
                 self._paho.disconnect()  # a clean DISCONNECT: the will is not published
-                self._paho.loop_stop()
+                paho_setup.stop_loop(self._paho)
                 paho_setup.release_wakeup_sockets(self._paho)
             finally:
                 self._cycling = False

@@ -93,6 +93,20 @@ def subscribe_topics(
     ]
 
 
+def stop_loop(client: paho.Client) -> None:
+    """``loop_stop()``, tolerating the network thread ending by itself meanwhile.
+
+    paho clears ``_thread`` as the thread exits, and ``loop_stop()`` checks it and then
+    joins it (eclipse-paho/paho.mqtt.python#872, open): a thread that ends in between makes
+    it raise AttributeError. The thread is gone then; there is nothing left to join.
+    """
+    try:
+        client.loop_stop()
+    except AttributeError:
+        if getattr(client, "_thread", None) is not None:  # private; not that race: re-raise
+            raise
+
+
 def release_wakeup_sockets(client: paho.Client) -> None:
     """Close the wake-up socket pair of a stopped network thread.
 

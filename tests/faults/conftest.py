@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 
 import docker
 import pytest
 
+from tests.faults.disks import StateDisks
 from tests.faults.harness import STACK_ENV, FaultStack
 from tests.support.dev_stack import DevStackProcess
 from tests.support.docker import RUN_ID, cleanup, docker_client
@@ -26,16 +28,32 @@ def faults(client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory
     root = tmp_path_factory.mktemp("faults")
     # test-only (config_sync/fault_point.py): config-sync pauses while this file exists
     pause = {"PHRAME_TEST_PAUSE_BEFORE_MANIFESTS": str(root / "pause-before-manifests")}
-    stack = DevStackProcess(root, env=STACK_ENV | pause)
+    disks = StateDisks(root / "state")  # case 8 fills them; mounted before the stack writes
+    try:
+        stack = DevStackProcess(root, env=STACK_ENV | pause)
+    except BaseException:
+        disks.unmount()
+        raise
     run = f"{RUN_ID}-faults-{stack.prefix}"
-    f = FaultStack(stack, client, run)
+    f = FaultStack(stack, client, run, disks)
     try:
         stack.wait_ready()
         f.settle("the sample converged", 120)
         f.extend()
         yield f
     finally:
-        down = stack.close()
-        cleanup(client, run)
+        down = ""
+        try:
+            if disks.mounted:  # --down reads the host processes' records there: unmount after it
+                try:
+                    stack.stop()
+                finally:  # --down also stops a stack that stop() left running
+                    argv = [*stack.phrame_dev(), "--down"]
+                    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+                    down = done.stdout + done.stderr
+                    disks.unmount()
+        finally:
+            down += stack.close()
+            cleanup(client, run)
         left = [c.name for c in f.managed()]
         assert not left, f"phrame dev --down --purge left {left}:\n{down}"

@@ -24,6 +24,7 @@ from typing import Any
 
 import docker
 
+from tests.faults.disks import StateDisks
 from tests.support.dev_stack import DevStackProcess
 from tests.support.docker import busybox_image, labels
 
@@ -74,8 +75,11 @@ class FaultRecord:
 
 
 class FaultStack:
-    def __init__(self, stack: DevStackProcess, client: docker.DockerClient, run: str) -> None:
+    def __init__(
+        self, stack: DevStackProcess, client: docker.DockerClient, run: str, disks: StateDisks | None = None
+    ) -> None:
         self.stack, self.client, self.run = stack, client, run
+        self.disks = disks  # the agents' and mirrors' small disks (case 8), when mounted
         self.unmanaged: list[str] = []
 
     # -- setup

@@ -1,0 +1,134 @@
+"""Fault 8: the disks under the agents' state folders and the mirrors' snapshots fill up.
+
+Both are small tmpfs folders (``tests/faults/disks.py``, mounted before the stack started);
+the case fills them with a file of its own, then pushes a change to a container and a new
+host process, whose record needs the agent's disk. While full: the agent converges the
+container, does not run the process without a record and says so in its node status; the
+mirrors log the refused writes and keep their last good snapshots, which the topic API keeps
+serving (their ``generated_at`` stops). Deleting the file returns the space: the process
+starts with its record saved, both snapshots are written again, all converges.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.faults.harness import FaultStack, service
+from tests.support.services import require
+from tests.support.tmpfs import FILLER, kept_full
+
+pytestmark = [pytest.mark.docker, pytest.mark.mqtt, pytest.mark.slow]
+FAULT = "8 agent state and mirror snapshot disks full, then space again"
+# the agent retries an unsaved process every second, the mirrors every debounce window
+# (250 ms); the rest is config-sync's deploy record and the reports agreeing
+BOUND_S = 30.0
+STALE_S = 3.0  # the actual plane's snapshot is older than three heartbeats: not being written
+
+
+def env_of(faults: FaultStack, name: str) -> list[str]:
+    """The environment of the service's one container ([] while it is being recreated)."""
+    found = [c for c in faults.managed() if c.labels.get("io.phrame.service") == name]
+    return list(found[0].attrs["Config"]["Env"]) if len(found) == 1 else []
+
+
+PROCESS = "disk8"
+LOOP = "while true; do date > disk8.txt; sleep 5; done"
+
+
+def process_service(node: str, workdir: Path) -> str:
+    return (
+        f"name: {PROCESS}\nkind: process\ncommand: [/bin/sh, -c, {LOOP!r}]\n"
+        f"workdir: {workdir}\nplacement:\n  node: {node}\n"
+    )
+
+
+def shells() -> list[int]:
+    """The new process's shell (its command line names disk8.txt), not its ``sleep`` child."""
+    return [
+        p.info["pid"]
+        for p in psutil.process_iter(["pid", "cmdline"])
+        if LOOP in (p.info["cmdline"] or ()) and p.info["cmdline"][0] == "/bin/sh"
+    ]
+
+
+def snapshot(path: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(path.read_text())
+    return doc
+
+
+def test_full_disks_are_reported_lose_nothing_and_recover_when_space_returns(faults: FaultStack):
+    disks = faults.disks
+    require(disks is not None and not disks.why, f"no small disk under the stack: {disks and disks.why}")
+    assert disks is not None
+    s = faults.stack
+    faults.settle("converged before the fault", 60)
+    before, unmanaged = faults.snapshot(), faults.unmanaged_state()
+    node = s.nodes[0]  # fa1's node
+    workdir = s.state / "work" / node  # the sample's host process works there too
+    record = disks.agents / node / "processes" / f"{s.environment}.{PROCESS}.0" / "meta.json"
+    assert shells() == []
+    planes = ("desired", "actual")
+    logs = {p: s.state / "logs" / f"mirror-{p}.log" for p in planes}
+    log_from = {p: len(logs[p].read_text()) for p in planes}
+
+    def said(p: str, text: str) -> bool:
+        return text in logs[p].read_text()[log_from[p] :]
+
+    def unsaved_reported() -> bool:
+        errors = s.node_status(node).get("errors") or []
+        return any(PROCESS in e and "record cannot be saved" in e for e in errors)
+
+    with kept_full(disks.agents, disks.mirror):
+        full_at = time.monotonic()
+        s.env_file(f"services/{PROCESS}.yaml").write_text(process_service(node, workdir))
+        s.env_file("services/fa1.yaml").write_text(service("fa1", node, env="8"))
+        sha, _ = s.commit_and_push("faults: a change while the disks are full")
+        # the mirrors: the refused writes logged (the change and the heartbeats are due)
+        for p in planes:
+            s.wait(partial(said, p, "cannot write snapshot"), f"mirror-{p} to log a refused write", 15)
+        good = {p: snapshot(disks.mirror / f"{p}.json") for p in planes}  # the last good ones
+        served_at = s.api("api/nodes")["generated_at"]
+        # the agent keeps converging (fa1 recreated) and says why the new process waits
+        s.wait(lambda: "ROUND=8" in env_of(faults, "fa1"), "fa1 recreated on the full disk", 30)
+        s.wait(unsaved_reported, f"the agent to report {PROCESS}'s unsaved record", 30)
+        reported_after = time.monotonic() - full_at
+        assert not s.node_status(node).get("converged"), s.node_status(node)
+        assert shells() == [] and not record.exists()  # nothing runs that no record names
+        assert s.commit_status(sha) != "success"
+        # the topic API serves the last good snapshots; their age grows past three heartbeats
+        s.wait(
+            lambda: time.time() - s.api("api/nodes")["generated_at"]["actual"] > STALE_S,
+            f"the topic API's actual snapshot to be older than {STALE_S:g} s",
+            15,
+        )
+        served = s.api("api/nodes")
+        assert served["generated_at"] == served_at and {n["node"] for n in served["nodes"]} >= set(s.nodes)
+        assert {p: snapshot(disks.mirror / f"{p}.json") for p in planes} == good
+        assert sorted(x.name for x in disks.mirror.iterdir()) == sorted(
+            [FILLER, "actual.json", "desired.json"]
+        )
+        full_for = time.monotonic() - full_at
+    at = time.monotonic()
+
+    def recovered() -> bool:
+        """The process runs once, its record names it; the actual snapshot is fresh again."""
+        pids = shells()
+        if not record.exists() or len(pids) != 1:
+            return False
+        fresh = time.time() - s.api("api/nodes")["generated_at"]["actual"] < STALE_S
+        return bool(json.loads(record.read_text())["pid"] == pids[0] and fresh)
+
+    faults.verdict(FAULT, BOUND_S, at, before, unmanaged, expect_changed={"fa1"}, also=recovered)
+    assert not any("record cannot be saved" in e for e in s.node_status(node).get("errors") or [])
+    for p in planes:
+        assert said(p, "written again"), f"mirror-{p} never said it writes again"
+    print(
+        f"disk 8: full for {full_for:.1f} s, the agent reported the unsaved record {reported_after:.1f} s in"
+    )
