@@ -148,8 +148,10 @@ class Agent:
                 # said once per outage: the tries go on every EVENTS_RETRY_MAX_S at most
                 (log.debug if said else log.warning)("node %s: Docker event stream failed: %s", self.node, e)
                 said = True
-            if lost is None:
+            if lost is None:  # a pass now: with no daemon it fails and says so on the
+                # status (with --live-restore no die event comes, and the resync is far)
                 lost = time.monotonic()
+                self._trigger.set()
             self.stop_event.wait(backoff)
             backoff = min(EVENTS_RETRY_MAX_S, backoff * 2)
 

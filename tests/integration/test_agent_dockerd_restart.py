@@ -54,18 +54,7 @@ def test_a_change_made_while_the_daemon_was_down_is_applied_once_it_answers(
     watcher = ActualWatcher(mosquitto.url, node)
     first = _spec(node, image, "1")
     watcher.publish(spec.topics_doc(node, [first]))
-    env = {
-        "PATH": "/usr/bin:/bin:/usr/sbin:/sbin",
-        "DOCKER_HOST": dockerd.host,
-        "PHRAME_NODE_NAME": node,
-        "PHRAME_STATE_DIR": str(tmp_path / "state"),
-        "PHRAME_DESIRED_MQTT_URL": mosquitto.url,
-        "PHRAME_HEARTBEAT_S": "0.5",
-        "PHRAME_STOP_TIMEOUT_S": "1",
-        # no timer brings the pass: only the daemon's return can
-        "PHRAME_RESYNC_S": "600",
-    }
-    agent = AgentProcess(env, str(tmp_path / "agent.log"))
+    agent = AgentProcess(_env(node, dockerd, mosquitto, tmp_path), str(tmp_path / "agent.log"))
     try:
         watcher.wait_for(lambda: (watcher.status() or {}).get("converged"), 30, "the first converge")
         dockerd.stop()
@@ -97,6 +86,75 @@ def test_a_change_made_while_the_daemon_was_down_is_applied_once_it_answers(
         watcher.stop()
         agent.terminate()
     assert "Traceback" not in agent.log(), agent.log()
+
+
+@pytest.fixture
+def live_dockerd() -> Iterator[PrivateDockerd]:
+    d = PrivateDockerd(live_restore=True)
+    try:
+        d.start()
+        yield d
+    finally:
+        d.close()
+
+
+def test_an_idle_agent_says_at_once_that_its_daemon_went_away_and_came_back(
+    mosquitto: Mosquitto, live_dockerd: PrivateDockerd, tmp_path: Path
+):
+    """With --live-restore the containers run on while dockerd restarts, so no die event
+    comes, and the resync is 600 s away: the status must not keep saying converged while
+    the daemon is gone. The event stream's end brings a pass, which fails and says why; its
+    return brings another, converged, that restarted nothing."""
+    dockerd, node = live_dockerd, f"idle-{live_dockerd.tag}"
+    with contextlib.closing(dockerd.client()) as client:
+        image = busybox_image(client)
+    watcher = ActualWatcher(mosquitto.url, node)
+    watcher.publish(spec.topics_doc(node, [_spec(node, image, "1")]))
+    agent = AgentProcess(_env(node, dockerd, mosquitto, tmp_path), str(tmp_path / "agent.log"))
+    try:
+        watcher.wait_for(lambda: (watcher.status() or {}).get("converged"), 30, "the first converge")
+        with contextlib.closing(dockerd.client()) as client:
+            (before,) = client.containers.list(filters={"label": f"io.phrame.node={node}"})
+        idle(watcher)
+        dockerd.stop()
+        gone = time.monotonic()
+        watcher.wait_for(
+            lambda: any("Docker unreachable" in e for e in (watcher.status() or {}).get("errors", [])),
+            10,
+            "the status to say the daemon is unreachable (the resync is 600 s away)",
+        )
+        said = time.monotonic() - gone
+        assert watcher.status()["state"] == "online" and not watcher.status()["converged"]
+        idle(watcher)
+        dockerd.start()
+        back = time.monotonic()
+        watcher.wait_for(lambda: watcher.status()["converged"], 10, "converged again, the daemon back")
+        print(
+            f"\nsaid unreachable {said:.2f} s after dockerd exited, converged {time.monotonic() - back:.2f} s after it answered"
+        )
+        with contextlib.closing(dockerd.client()) as client:
+            (after,) = client.containers.list(filters={"label": f"io.phrame.node={node}"})
+        assert (
+            after.id == before.id and after.attrs["State"]["StartedAt"] == before.attrs["State"]["StartedAt"]
+        )
+        assert agent.proc.poll() is None, agent.log()
+    finally:
+        watcher.stop()
+        agent.terminate()
+
+
+def _env(node: str, dockerd: PrivateDockerd, mosquitto: Mosquitto, tmp_path: Path) -> dict[str, str]:
+    return {
+        "PATH": "/usr/bin:/bin:/usr/sbin:/sbin",
+        "DOCKER_HOST": dockerd.host,
+        "PHRAME_NODE_NAME": node,
+        "PHRAME_STATE_DIR": str(tmp_path / "state"),
+        "PHRAME_DESIRED_MQTT_URL": mosquitto.url,
+        "PHRAME_HEARTBEAT_S": "0.5",
+        "PHRAME_STOP_TIMEOUT_S": "1",
+        # no timer brings a pass: only what the agent sees of the daemon can
+        "PHRAME_RESYNC_S": "600",
+    }
 
 
 def idle(watcher: ActualWatcher, beats: int = 6, timeout: float = 30.0) -> None:
