@@ -6,6 +6,7 @@ chain among them), records every container's id and StartedAt before a fault, an
 after it that nothing was lost or restarted, that the stack converged again within the
 case's bound, and that what it reports (``/api/nodes``, ``phrame status --json``, the
 deploys record) is true again. It writes one record per case to ``out/faults.json``.
+A node on a Docker daemon of its own (fault 2's) is read from that daemon (``daemons``).
 It never touches a Docker object it did not create (the stack's nodes, or RUN_ID labels).
 """
 

@@ -54,8 +54,12 @@ class PrivateDockerd:
         return f"unix://{self.socket}"
 
     def argv(self) -> list[str]:
+        config = self.root / "daemon.json"  # not the host's /etc/docker/daemon.json
+        if not config.exists():
+            config.write_text("{}\n")
         return [
             "dockerd",
+            *("--config-file", str(config)),
             *("--host", self.host, "--pidfile", str(self.root / "dockerd.pid")),
             *("--data-root", str(self.root / "data"), "--exec-root", str(self.root / "exec")),
             # no system containerd runs here, so dockerd supervises its own under the exec
