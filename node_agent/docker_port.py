@@ -24,7 +24,7 @@ from docker.utils import parse_repository_tag
 from node_agent.container_config import create_params
 from node_agent.docker_networks import NetworkCalls
 from node_agent.docker_refs import auth_for, detect_own_container_id, observed_container, root_upperdir
-from node_agent.errors import DockerError, NameConflict, NotFound
+from node_agent.errors import DockerError, DockerUnreachable, NameConflict, NotFound
 from node_agent.models import MANAGED, NODE, ObservedContainer, Spec
 from node_agent.secret_files import DEFAULT_SECRETS_DIR
 
@@ -48,7 +48,7 @@ def _convert(what: str, e: Exception) -> DockerError:
         transient = status >= 500 and not any(p in text.lower() for p in _PERMANENT_500)
         return DockerError(f"{what}: {text}", transient=transient, status=status)
     if isinstance(e, requests.exceptions.ConnectionError | requests.exceptions.Timeout):
-        return DockerError(f"{what}: Docker unreachable: {e}", transient=True)
+        return DockerUnreachable(f"{what}: Docker unreachable: {e}", transient=True)
     return DockerError(f"{what}: {e}")
 
 
@@ -86,6 +86,9 @@ class DockerPort(NetworkCalls):
         self.calls: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
+        # the last call found no daemon (a restart): the next are tried once each, not with
+        # backoff, so a pass cut short reports the outage at once; any answer ends it
+        self._away = False
         self._retry = tenacity.Retrying(
             retry=tenacity.retry_if_exception(lambda e: getattr(e, "transient", False)),
             stop=tenacity.stop_after_attempt(attempts),
@@ -119,13 +122,17 @@ class DockerPort(NetworkCalls):
             with self._lock:
                 self.calls[fn.__name__] += 1
             try:
-                return fn(*args, **kw)
+                result = fn(*args, **kw)
             # every SDK or transport error leaves as a DockerError; anything else (a
             # TypeError, a KeyError) is a bug and leaves as itself, traceback and all
             except _SDK_ERRORS as e:
-                raise _convert(what, e) from e
+                error = _convert(what, e)
+                self._away = isinstance(error, DockerUnreachable)
+                raise error from e
+            self._away = False
+            return result
 
-        return self._retry(once)
+        return once() if self._away else self._retry(once)
 
     # -- reading
     def list_containers(self) -> list[ObservedContainer]:

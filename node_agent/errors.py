@@ -26,6 +26,10 @@ class DockerError(AgentError):
         self.status = status  # HTTP status of the Docker API answer, 0 when none
 
 
+class DockerUnreachable(DockerError):
+    """No answer from the Docker daemon: connection refused or lost, or a timeout."""
+
+
 class NotFound(DockerError):
     """The object (container, network, image) does not exist."""
 

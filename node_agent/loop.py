@@ -31,6 +31,9 @@ from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings, Will
 from schemas import Topics
 
 log = logging.getLogger(__name__)
+#: the longest wait between two tries to reopen Docker's event stream: how long the return
+#: of a restarted daemon can go unnoticed (a try is one connection to the daemon's socket)
+EVENTS_RETRY_MAX_S = 2.0
 
 
 class Agent:
@@ -119,9 +122,20 @@ class Agent:
 
     def _watch_events(self) -> None:
         backoff = 1.0
+        lost: float | None = None  # since when the stream is broken: Docker's doings unseen
+        said = False  # that it broke, in this outage
         while not self.stop_event.is_set():
             try:
                 self._events = self.docker.events()
+                if lost is not None:  # the daemon answers again (a restart): a pass at once,
+                    # not at the resync; a pass that failed meanwhile waits for no other trigger
+                    log.info(
+                        "node %s: the Docker daemon answers again (after %.1f s)",
+                        self.node,
+                        time.monotonic() - lost,
+                    )
+                    lost, said = None, False
+                    self._trigger.set()
                 for event in self._events:
                     if event.get("Action") in ("die", "destroy") and event.get("id"):
                         with self._stopped_lock:
@@ -131,9 +145,15 @@ class Agent:
             except Exception as e:  # the daemon restarted or the stream broke
                 if self.stop_event.is_set():
                     return
-                log.warning("node %s: Docker event stream failed: %s", self.node, e)
+                # said once per outage: the tries go on every EVENTS_RETRY_MAX_S at most
+                (log.debug if said else log.warning)("node %s: Docker event stream failed: %s", self.node, e)
+                said = True
+            if lost is None:  # a pass now: with no daemon it fails and says so on the
+                # status (with --live-restore no die event comes, and the resync is far)
+                lost = time.monotonic()
+                self._trigger.set()
             self.stop_event.wait(backoff)
-            backoff = min(30.0, backoff * 2)
+            backoff = min(EVENTS_RETRY_MAX_S, backoff * 2)
 
     # -- the loop
     def run(self) -> int:

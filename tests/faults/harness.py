@@ -6,6 +6,7 @@ chain among them), records every container's id and StartedAt before a fault, an
 after it that nothing was lost or restarted, that the stack converged again within the
 case's bound, and that what it reports (``/api/nodes``, ``phrame status --json``, the
 deploys record) is true again. It writes one record per case to ``out/faults.json``.
+A node on a Docker daemon of its own (fault 2's) is read from that daemon (``daemons``).
 It never touches a Docker object it did not create (the stack's nodes, or RUN_ID labels).
 """
 
@@ -46,7 +47,9 @@ STACK_ENV = {
 Snapshot = dict[str, tuple[str, str]]  # container id -> (service@node, StartedAt)
 
 
-def service(name: str, node: str, *, env: str = "1", depends: str | None = None) -> str:
+def service(
+    name: str, node: str, *, env: str = "1", depends: str | None = None, healthcheck: bool = False
+) -> str:
     text = (
         f"name: {name}\nimage: phrame-quickstart/busybox:1\n"
         f'command: [sh, -c, "{LOOP}"]\nenv:\n  ROUND: "{env}"\n'
@@ -54,7 +57,7 @@ def service(name: str, node: str, *, env: str = "1", depends: str | None = None)
     )
     if depends:  # a healthcheck, so depends_on waits for a started, healthy container
         text += f"depends_on:\n  - {depends}\n"
-    if name.startswith("chain-"):
+    if healthcheck or name.startswith("chain-"):
         text += "healthcheck:\n  test: [CMD, 'true']\n  interval: 1s\n  timeout: 1s\n  retries: 3\n"
     return text
 
@@ -81,6 +84,13 @@ class FaultStack:
         self.stack, self.client, self.run = stack, client, run
         self.disks = disks  # the agents' and mirrors' small disks (case 8), when mounted
         self.unmanaged: list[str] = []
+        #: nodes on a Docker daemon of their own (fault 2's), with a client of that daemon
+        self.daemons: dict[str, docker.DockerClient] = {}
+
+    @property
+    def nodes(self) -> list[str]:
+        """The stack's nodes, then those on a daemon of their own."""
+        return [*self.stack.nodes, *self.daemons]
 
     # -- setup
     def extend(self) -> None:
@@ -119,10 +129,14 @@ class FaultStack:
 
     # -- reading Docker
     def managed(self) -> list[Any]:
-        found = self.client.containers.list(
-            all=True, filters={"label": "io.phrame.managed=true"}, ignore_removed=True
-        )
-        return [c for c in found if c.labels.get("io.phrame.node") in self.stack.nodes]
+        """The managed containers of every node, each read from its node's daemon."""
+        found = []
+        for client, nodes in [(self.client, self.stack.nodes), *((c, [n]) for n, c in self.daemons.items())]:
+            listed = client.containers.list(
+                all=True, filters={"label": "io.phrame.managed=true"}, ignore_removed=True
+            )
+            found += [c for c in listed if c.labels.get("io.phrame.node") in nodes]
+        return found
 
     def snapshot(self) -> Snapshot:
         return {
@@ -156,12 +170,12 @@ class FaultStack:
         head = s.remote_head()
         if s.commit_status(head) != "success":
             return f"phrame/deploy of {head[:12]}: {s.commit_status(head)}"
-        for n in s.nodes:
+        for n in self.nodes:
             if not s.is_converged(n):  # its status names its manifest's commit, not the head
                 st = s.node_status(n)
                 return f"{n} status: {st.get('state')} converged={st.get('converged')} {st.get('commit')}"
         nodes = {n["node"]: n for n in s.api("api/nodes")["nodes"]}
-        for n in s.nodes:
+        for n in self.nodes:
             row = nodes.get(n) or {}
             if not (row.get("online") and row.get("converged") and row.get("drift") == 0):
                 return f"/api/nodes {n}: {row}"
@@ -202,7 +216,7 @@ class FaultStack:
         code, doc = self.status_json()
         rows = {n["node"]: n for n in doc.get("nodes", [])}
         assert code == 0, doc
-        assert all(rows[n]["state"] == "online" and rows[n]["converged"] for n in s.nodes), rows
+        assert all(rows[n]["state"] == "online" and rows[n]["converged"] for n in self.nodes), rows
         env = s.api(f"api/environments/{s.environment}")
         assert env["commit"] == head, env
         (mine,) = [e for e in doc["environments"] if e["environment"] == s.environment]
@@ -227,8 +241,14 @@ class FaultStack:
         *,
         expect_changed: Collection[str] = (),
         also: Callable[[], bool] | None = None,
+        daemon_restarted: Collection[str] = (),
+        touched: Callable[[], set[str]] | None = None,
     ) -> FaultRecord:
-        """Wait for convergence (and ``also``) within ``bound`` from ``at``; check (a)-(d); record."""
+        """Wait for convergence (and ``also``) within ``bound`` from ``at``; check (a)-(d); record.
+
+        The containers of the ``daemon_restarted`` nodes were restarted by their daemon: they
+        must keep their ids and run again, a new StartedAt is no fault. ``touched`` names more
+        unmanaged containers the fault touched (beyond :meth:`unmanaged_state`'s)."""
         try:
             self.stack.wait(
                 lambda: self.converged() and (also is None or also()),
@@ -250,20 +270,30 @@ class FaultStack:
         restarted = {
             after[i][0]
             for i in after
-            if i in before and after[i][1] != before[i][1] and after[i][0].split("@")[0] not in expect_changed
+            if i in before
+            and after[i][1] != before[i][1]
+            and after[i][0].split("@")[0] not in expect_changed
+            and after[i][0].split("@")[1] not in daemon_restarted
         }
         assert not lost and not restarted and not missing, (
             f"lost {lost}, restarted {restarted}, not running {missing}\n{self.stack.log_tails()}"
         )
-        record = self.record(fault, bound, recovery, len(lost | restarted | missing), unmanaged)
+        record = self.record(fault, bound, recovery, len(lost | restarted | missing), unmanaged, touched)
         self.reported_true()
         return record
 
     def record(
-        self, fault: str, bound: float, recovery: float, lost: int, unmanaged: Snapshot
+        self,
+        fault: str,
+        bound: float,
+        recovery: float,
+        lost: int,
+        unmanaged: Snapshot,
+        more_touched: Callable[[], set[str]] | None = None,
     ) -> FaultRecord:
         """Print and write the case's line; (b) and (c) checked here, (a) by the caller first."""
         touched = {i for i, v in self.unmanaged_state().items() if unmanaged.get(i) != v or v[0] != "running"}
+        touched |= more_touched() if more_touched else set()
         rec = FaultRecord(fault, bound, round(recovery, 2), lost, len(touched))
         print("\n" + rec.line())
         write_record(rec)
