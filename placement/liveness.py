@@ -51,7 +51,15 @@ class Liveness:
     def heartbeat(self, node: str, ts: float, *, received_at: float, is_retained: bool) -> None:
         """A heartbeat. A live one counts from its arrival (immune to clock skew); a retained
         one from its own ``ts`` (never later than its arrival), so a stale retained heartbeat
-        of a dead node does not make it look alive after a restart of the reconciler."""
+        of a dead node does not make it look alive after a restart of the reconciler. A
+        retained one dated more than a timeout before its arrival is ignored: the node is not
+        alive, but how long it has been silent is only its clock's word (a live node whose
+        clock is behind looks the same), so it counts as never heard, offline a timeout after
+        we started listening (issue 14 case 7: no replica moves on a node's clock's word)."""
+        if is_retained and received_at - ts > self.timeout_s:
+            with self._lock:
+                self._seen.setdefault(node, _Seen())
+            return
         seen_at = min(ts, received_at) if is_retained else received_at
         with self._lock:
             state = self._seen.setdefault(node, _Seen())
