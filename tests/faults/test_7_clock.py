@@ -1,0 +1,108 @@
+"""Fault 7: a node whose clock is 10 minutes behind: no flapping.
+
+The first node's agent is restarted with its wall clock 600 s behind (the test-only
+``PHRAME_TEST_CLOCK_OFFSET_S``, node_agent/test_clock.py; libfaketime 0.9.10 breaks
+Python's ``time.sleep``), so every heartbeat it sends is dated ten minutes ago. For
+``SKEWED_S`` (over two of the stack's 20 s node timeouts) the test samples, one round after
+another, the topic API's ``/api/nodes``, ``phrame status --json`` and placement's state
+topic: the node stays online in every one (placement lists no replica of it as pending, holds
+nothing, moves nothing), its dashboard chart keeps filling, and placement, SIGKILLed and
+restarted halfway, does not take the node's retained heartbeat (dated ten minutes ago) for
+a node long dead. Then the agent runs with the right clock again; nothing moved or restarted.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.faults.harness import NODE_TIMEOUT_S, FaultStack
+
+pytestmark = [pytest.mark.docker, pytest.mark.mqtt, pytest.mark.slow]
+BOUND_S = 60.0
+SKEW_S = -600.0
+SKEWED_S = 2 * float(NODE_TIMEOUT_S) + 5
+
+
+def command_of(pid: int) -> tuple[list[bytes], dict[bytes, bytes]]:
+    """The command line and environment of the running process ``pid``."""
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+    lines = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    env = dict(line.split(b"=", 1) for line in lines if b"=" in line)
+    return argv, env
+
+
+def spawn(argv: list[bytes], env: dict[bytes, bytes], log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as out:
+        return subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def test_a_node_whose_clock_is_ten_minutes_behind_stays_online_everywhere(faults: FaultStack):
+    s = faults.stack
+    node = s.nodes[0]
+    faults.settle("converged before the fault", 60)
+    before, unmanaged = faults.snapshot(), faults.unmanaged_state()
+    assignments = s.placement.get("assignments")
+    argv, env = command_of(s.pid_of(f"agent-{node}"))
+    env[b"PHRAME_TEST_CLOCK_OFFSET_S"] = str(SKEW_S).encode()
+    skewed: subprocess.Popen[bytes] | None = None
+    samples: dict[str, int] = {"/api/nodes": 0, "phrame status": 0, "placement": 0}
+    try:
+        # the same agent command and settings, held by the supervisor, run by us with the offset
+        faults.kill(f"agent-{node}")
+        skewed = spawn(argv, env, s.state / "logs" / "agent-skewed.log")
+
+        def status_row() -> dict:
+            _, doc = faults.status_json()
+            return {n["node"]: n for n in doc.get("nodes", [])}.get(node) or {}
+
+        def skewed_and_online() -> bool:
+            row = status_row()
+            offset = row.get("clock_offset_s")
+            return row.get("state") == "online" and offset is not None and abs(offset - SKEW_S) < 5
+
+        s.wait(skewed_and_online, f"phrame status to show {node} online with its clock 600 s behind", 60)
+        faults.settle("the skewed agent converged", 60)
+        # no flapping: every view says online at every sample, for over two node timeouts
+        start = time.monotonic()
+        restarted = False
+        while time.monotonic() - start < SKEWED_S:
+            assert skewed.poll() is None, f"the skewed agent exited ({skewed.returncode})\n{s.log_tails()}"
+            if not restarted and time.monotonic() - start > SKEWED_S / 2:
+                # a (re)started placement first reads the node's retained heartbeat, dated
+                # 10 minutes ago: that alone must not make it offline or move its replicas
+                faults.kill("placement")
+                faults.release("placement")
+                restarted = True
+            row = {n["node"]: n for n in s.api("api/nodes")["nodes"]}[node]
+            assert row["online"], f"/api/nodes flapped: {row}"
+            # its chart: heartbeats kept by when the API received them, not emptied by their ts
+            assert row["history"] and time.time() - row["history"][-1]["at"] < 10, row["history"][-3:]
+            samples["/api/nodes"] += 1
+            st = status_row()
+            assert st.get("state") == "online", f"phrame status flapped: {st}"
+            samples["phrame status"] += 1
+            placed = s.placement
+            pending = [p for p in placed.get("pending") or [] if p.get("node") == node]
+            assert not pending and not placed.get("held"), f"placement counts {node} offline: {placed}"
+            assert placed.get("assignments") == assignments, f"placement moved replicas: {placed}"
+            samples["placement"] += 1
+        print(f"\nFAULT 7 samples over {SKEWED_S:g} s, all online: {samples}")
+    finally:
+        if skewed is not None and skewed.poll() is None:
+            os.kill(skewed.pid, signal.SIGTERM)  # ours, by pid
+            try:
+                skewed.wait(30)
+            except subprocess.TimeoutExpired:
+                os.kill(skewed.pid, signal.SIGKILL)
+                skewed.wait(10)
+        at = time.monotonic()
+        faults.release(f"agent-{node}")  # the supervisor runs it again, with the right clock
+    assert min(samples.values()) >= 10, samples
+    # the bound: the supervisor's restart backoff (1 s after a first crash) and one agent pass
+    faults.verdict("7 node clock 10 minutes behind", BOUND_S, at, before, unmanaged)
