@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.mqtt, pytest.mark.slow]
 BOUND_S = 60.0
 SKEW_S = -600.0
 SKEWED_S = 2 * float(NODE_TIMEOUT_S) + 5
+HEARTBEAT_S = 5  # PHRAME_HEARTBEAT_S's default
 
 
 def command_of(pid: int) -> tuple[list[bytes], dict[bytes, bytes]]:
@@ -50,6 +51,9 @@ def test_a_node_whose_clock_is_ten_minutes_behind_stays_online_everywhere(faults
     assignments = s.placement.get("assignments")
     argv, env = command_of(s.pid_of(f"agent-{node}"))
     env[b"PHRAME_TEST_CLOCK_OFFSET_S"] = str(SKEW_S).encode()
+    # the production interval: with the stack's 1 s beats a live one would always reach a
+    # restarted placement before its first decision, hiding how it reads the retained one
+    env[b"PHRAME_HEARTBEAT_S"] = str(HEARTBEAT_S).encode()
     skewed: subprocess.Popen[bytes] | None = None
     samples: dict[str, int] = {"/api/nodes": 0, "phrame status": 0, "placement": 0}
     try:
@@ -76,9 +80,16 @@ def test_a_node_whose_clock_is_ten_minutes_behind_stays_online_everywhere(faults
             if not restarted and time.monotonic() - start > SKEWED_S / 2:
                 # a (re)started placement first reads the node's retained heartbeat, dated
                 # 10 minutes ago: that alone must not make it offline or move its replicas
+                s.wait((s.state / "run" / "placement.pid").exists, "placement running", 30)
                 faults.kill("placement")
+                killed_at = time.time()
                 faults.release("placement")
                 restarted = True
+
+                def decided() -> bool:  # the new placement's first state (its ts: when computed)
+                    return float(s.placement.get("ts") or 0) > killed_at  # noqa: B023 (called at once)
+
+                s.wait(decided, "the restarted placement's first decision", 30)
             row = {n["node"]: n for n in s.api("api/nodes")["nodes"]}[node]
             assert row["online"], f"/api/nodes flapped: {row}"
             # its chart: heartbeats kept by when the API received them, not emptied by their ts
@@ -103,6 +114,6 @@ def test_a_node_whose_clock_is_ten_minutes_behind_stays_online_everywhere(faults
                 skewed.wait(10)
         at = time.monotonic()
         faults.release(f"agent-{node}")  # the supervisor runs it again, with the right clock
-    assert min(samples.values()) >= 10, samples
+    assert min(samples.values()) >= 5, samples
     # the bound: the supervisor's restart backoff (1 s after a first crash) and one agent pass
     faults.verdict("7 node clock 10 minutes behind", BOUND_S, at, before, unmanaged)
