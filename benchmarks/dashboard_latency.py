@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+from figures import percentile  # noqa: E402
 
 from phrame_mqtt import MqttClient, MqttSettings  # noqa: E402
 from schemas import Topics  # noqa: E402
@@ -63,8 +65,7 @@ FIGURES = [
 
 
 def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
+    return round(percentile(values, q), 1)
 
 
 def summary(values: list[float]) -> dict[str, float]:

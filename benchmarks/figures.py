@@ -12,6 +12,7 @@ the same run, or None; ``target``, a number, a dotted path, or None (reported, n
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable
 from pathlib import Path
@@ -110,3 +111,9 @@ def evaluate(doc: dict[str, Any], specs: list[dict[str, Any]]) -> list[dict[str,
             }
         )
     return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank ``q`` quantile (0 < q <= 1) of ``values``: a value that was measured."""
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered), math.ceil(q * len(ordered))) - 1)]

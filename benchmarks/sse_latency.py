@@ -21,7 +21,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+from figures import percentile  # noqa: E402
 
 from phrame_mqtt import Message, MqttClient, MqttSettings  # noqa: E402
 from schemas import Topics  # noqa: E402
@@ -52,8 +54,7 @@ FIGURES = [
 
 
 def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
+    return round(percentile(values, q), 1)
 
 
 def main() -> int:

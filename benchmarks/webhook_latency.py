@@ -23,7 +23,9 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT)]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+from figures import percentile  # noqa: E402
 
 REQUESTS, CONCURRENCY, WARMUP = 1000, 20, 50
 TARGET_P99_MS = 50.0
@@ -41,11 +43,6 @@ FIGURES = [
     },
     {"name": "syncs caused by the burst", "value": "syncs_caused", "unit": "", "baseline": None, "target": 2},
 ]
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 async def _connection(
@@ -172,14 +169,14 @@ def main() -> int:
                 proc.wait(5)
         broker.stop()
     ms = [x * 1000 for x in latencies]
-    p99 = percentile(ms, 99)
+    p99 = percentile(ms, 0.99)
     report = {
         "benchmark": "webhook_latency",
         "requests": REQUESTS,
         "concurrency": CONCURRENCY,
         "status_codes": {str(k): v for k, v in sorted(codes.items())},
-        "p50_ms": round(percentile(ms, 50), 2),
-        "p90_ms": round(percentile(ms, 90), 2),
+        "p50_ms": round(percentile(ms, 0.5), 2),
+        "p90_ms": round(percentile(ms, 0.9), 2),
         "p99_ms": round(p99, 2),
         "max_ms": round(max(ms), 2),
         "mean_ms": round(statistics.fmean(ms), 2),

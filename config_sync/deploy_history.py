@@ -15,26 +15,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from config_sync import deploy_records as records
 from config_sync.deploy_records import DeployRecord
 from config_sync.errors import GitError
-from config_sync.publishing import SyncOutcome
+from config_sync.publishing import Sender, SyncOutcome
 from phrame_mqtt import MqttError
 from schemas import PayloadError, Topics, canonical_json, check_payload, load_json
 
 log = logging.getLogger(__name__)
-
-
-class Sender(Protocol):
-    def publish_batch(
-        self,
-        items: Iterable[tuple[str, bytes | None]],
-        retain: bool = True,
-        qos: int = 1,
-        timeout: float = 30.0,
-    ) -> None: ...
 
 
 class DeployHistory:

@@ -29,8 +29,8 @@ from schemas import Topics
 log = logging.getLogger(__name__)
 
 
-class Broker(Protocol):
-    """The part of ``phrame_mqtt.MqttClient`` publishing needs."""
+class Sender(Protocol):
+    """The part of ``phrame_mqtt.MqttClient`` that sends (the deploy records need only this)."""
 
     def publish_batch(
         self,
@@ -39,6 +39,10 @@ class Broker(Protocol):
         qos: int = 1,
         timeout: float = 30.0,
     ) -> None: ...
+
+
+class Broker(Sender, Protocol):
+    """The part of ``phrame_mqtt.MqttClient`` publishing needs: sending and reading back."""
 
     def collect_retained(
         self, topic_filter: str, settle: float = 0.3, timeout: float = 10.0

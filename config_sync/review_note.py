@@ -7,11 +7,12 @@ Pure: renderings in, text out; it never decides what is published.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from config_sync.desired import owned_topic
 from config_sync.models import Change
+from placement_rules.preview import Placed
 from schemas import Topics
 from schemas.topics import ITEM_KINDS
 
@@ -47,10 +48,17 @@ def _cell(text: Any) -> str:
 
 
 def review_note(
-    changes: list[Change], errors: list[dict[str, Any]], *, commit: str, ref: str | None = None
+    changes: list[Change],
+    errors: list[dict[str, Any]],
+    *,
+    commit: str,
+    ref: str | None = None,
+    placed: Sequence[Placed] = (),
+    liveness: str = "",
 ) -> str:
-    """The review note as Markdown: errors first, then one table per node (the MR note
-    body, and what ``phrame plan`` prints)."""
+    """The review note as Markdown: errors first, then one table per node, then the placement
+    preview of label-placed replicas (``placed``, decided with ``liveness`` as the caller
+    knows it) — the MR note body, and what ``phrame plan`` prints."""
     where = f" into `{ref}`" if ref else ""
     lines = [REVIEW_NOTE_MARKER, f"### Phrame plan for `{commit[:12]}`{where}", ""]
     if errors:
@@ -61,7 +69,9 @@ def review_note(
             lines.append(f"| `{_cell(place)}` | {_cell(e.get('rule', ''))} | {_cell(e.get('message', ''))} |")
         return "\n".join(lines) + "\n"
     if not changes:
-        return "\n".join([*lines, "No changes to any node."]) + "\n"
+        return (
+            "\n".join([*lines, "No changes to any node.", "", *_placement(placed, liveness)]).rstrip() + "\n"
+        )
     counts = {a: sum(c.action == a for c in changes) for a in ("add", "change", "remove")}
     lines += [f"{counts['add']} to add, {counts['change']} to change, {counts['remove']} to remove.", ""]
     for node in sorted({c.node for c in changes}):
@@ -70,4 +80,24 @@ def review_note(
             fields = ", ".join(f"`{f}`" for f in c.fields)
             lines.append(f"| {c.action} | {c.kind[:-1]} | `{c.item_id}` | {fields} |")
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join([*lines, *_placement(placed, liveness)])
+
+
+def _placement(placed: Sequence[Placed], liveness: str) -> list[str]:
+    """The preview's section: nothing when the change places no replica."""
+    if not placed:
+        return []
+    known = f" ({liveness})" if liveness else ""
+    lines = [
+        "#### Placement preview",
+        "",
+        f"Label-placed replicas this change adds or moves, where placement would put them now{known}. "
+        "Placement decides again after the merge and commits its choice to the environment's `node.json`.",
+        "",
+        "| environment | replica | from | to | why |",
+        "|---|---|---|---|---|",
+    ]
+    for p in placed:
+        target = p.target or "**unassigned**"
+        lines.append(f"| {p.environment} | `{p.replica}` | {p.source or '—'} | {target} | {_cell(p.cause)} |")
+    return [*lines, ""]

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from config_sync.errors import SettingsError
 from phrame_mqtt import MqttSettings
 from phrame_settings import EnvReader
+from phrame_settings.git_host import git_host_fields, git_host_problem
 from phrame_settings.http_serving import HttpLimits
 
 DEFAULT_STATE_DIR = "/var/lib/phrame"  # as every service; config-sync keeps its clone in config-sync/
 
-GIT_HOSTS = ("local", "gitlab")
 DEFAULT_LISTEN = "127.0.0.1:8080"
 MAX_BODY_BYTES = 1024 * 1024  # GitLab push payloads are capped at 20 commits; 1 MiB is ample
 INSECURE_FLAG = "PHRAME_INSECURE_NO_WEBHOOK_SECRET"
@@ -59,21 +59,17 @@ class SyncSettings:
                 f"PHRAME_WEBHOOK_SECRET (or its _FILE) is empty; set a secret ({INSECURE_FLAG}=true"
                 " and no secret turns authentication off, for development only)"
             )
-        if self.git_host not in GIT_HOSTS:
-            raise SettingsError(f"PHRAME_GIT_HOST must be local or gitlab, not {self.git_host!r}")
-        if self.git_host == "gitlab":
-            missing = [
-                name
-                for name, value in (
-                    ("PHRAME_GITLAB_URL", self.gitlab_url),
-                    ("PHRAME_GITLAB_TOKEN", self.gitlab_token),
-                    ("PHRAME_GITLAB_PROJECT", self.gitlab_project),
-                    ("PHRAME_WEBHOOK_SECRET", self.webhook_secret),
-                )
-                if not value
-            ]
-            if missing:
-                raise SettingsError(f"PHRAME_GIT_HOST=gitlab needs {', '.join(missing)}")
+        problem = git_host_problem(
+            self.git_host,
+            {
+                "PHRAME_GITLAB_URL": self.gitlab_url,
+                "PHRAME_GITLAB_TOKEN": self.gitlab_token,
+                "PHRAME_GITLAB_PROJECT": self.gitlab_project,
+                "PHRAME_WEBHOOK_SECRET": self.webhook_secret,
+            },
+        )
+        if problem:
+            raise SettingsError(problem)
         self.listen_address  # noqa: B018 -- fail at start-up on a bad PHRAME_LISTEN
 
     def require_webhook_auth(self) -> None:
@@ -101,10 +97,7 @@ class SyncSettings:
         return cls(
             repo_url=repo_url,
             state_dir=e.text("PHRAME_STATE_DIR", DEFAULT_STATE_DIR) or DEFAULT_STATE_DIR,
-            git_host=e.choice("PHRAME_GIT_HOST", "local", GIT_HOSTS),
-            gitlab_url=e.text("PHRAME_GITLAB_URL"),
-            gitlab_token=e.secret("PHRAME_GITLAB_TOKEN"),
-            gitlab_project=e.text("PHRAME_GITLAB_PROJECT"),
+            **git_host_fields(e),
             webhook_secret=e.secret("PHRAME_WEBHOOK_SECRET"),
             insecure_no_webhook_secret=e.flag(INSECURE_FLAG, False),
             listen=e.text("PHRAME_LISTEN", DEFAULT_LISTEN) or DEFAULT_LISTEN,

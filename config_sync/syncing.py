@@ -19,12 +19,13 @@ from typing import Any
 from config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
 from config_sync.deploy import DeployWatcher
 from config_sync.deploy_history import DeployHistory
-from config_sync.errors import GitLabError
+from config_sync.errors import GitError, GitLabError
 from config_sync.git_repo import RefMissing, SyncRepo
 from config_sync.gitlab_api import CommitReporter
 from config_sync.models import Claim, Reading
 from config_sync.publishing import DesiredPublisher, SyncOutcome
 from config_sync.review_note import item_changes, review_note
+from placement_rules.preview import Placed, preview
 from schemas import Topics
 
 log = logging.getLogger(__name__)
@@ -113,11 +114,17 @@ class Syncer:
         reports and records nothing: the outcome says ``tracked=False``."""
         if ref not in self.tracked:
             return _untracked(ref)
-        self.git.fetch()
+        try:
+            self.git.fetch()
+        except GitError as e:  # the queue retries with backoff; the sync topic says why meanwhile
+            self._keep_last(ref, "git-unreachable", f"{e}; keeping the last good state")
+            raise
         try:
             sha = self.git.head(ref)
         except RefMissing as e:
-            return self._keep_last(ref, e)
+            return self._keep_last(
+                ref, "ref-missing", f"{ref} is not on the remote ({e}); keeping the last good state"
+            )
         reading = self.read(sha)
         errors = reading.errors
         claimed = False
@@ -145,12 +152,12 @@ class Syncer:
                 self.deployer.unchanged(ref, sha)  # a README edit deserves its green tick too
         return outcome
 
-    def _keep_last(self, ref: str, missing: RefMissing) -> SyncOutcome:
-        """A tracked ref gone from the remote (a deleted tag, a release not tagged yet):
-        nothing is cleared or deployed; its environments' ``sync`` topics report why, at the
-        commit they last attempted, so ``phrame status`` shows it while the last good state runs."""
-        text = f"{ref} is not on the remote ({missing}); keeping the last good state"
-        errors = [{"rule": "ref-missing", "message": text}]
+    def _keep_last(self, ref: str, rule: str, text: str) -> SyncOutcome:
+        """A tracked ref that cannot be read (``ref-missing``: a deleted tag, a release not
+        tagged yet; ``git-unreachable``: the fetch failed): nothing is cleared or deployed; its
+        environments' ``sync`` topics report why, at the commit they last attempted, so
+        ``phrame status`` and the dashboard show it while the last good state runs."""
+        errors = [{"rule": rule, "message": text}]
         with self._publishing:
             with self._lock:
                 if ref not in self.tracked:
@@ -244,13 +251,27 @@ class Syncer:
         new, old = self.read(sha), self.read(base)
         errors = new.errors
         self._report_validation(sha, errors, source_branch)
-        changes = []
+        changes, liveness = [], ""
+        placed: list[Placed] = []
         if new.rendered is not None:
             changes = item_changes(old.rendered or {}, new.rendered, self.topics)
-        body = review_note(changes, errors, commit=sha, ref=target_ref)
+            placed, liveness = self._placement_preview(sha)
+        body = review_note(changes, errors, commit=sha, ref=target_ref, placed=placed, liveness=liveness)
         self.reporter.upsert_review_note(mr_iid, body)
         log.info("reviewed !%d at %s: %d change(s), %d error(s)", mr_iid, sha[:12], len(changes), len(errors))
         return body
+
+    def _placement_preview(self, sha: str) -> tuple[list[Placed], str]:
+        """Where placement would put the replicas ``sha`` adds or moves, with the nodes this
+        config-sync hears now (a valid commit: its files are in the read cache already)."""
+        repo, problems = self.git.load(sha, cache=self.read_cache)
+        validate(repo, problems, cache=self.read_cache)  # marks the documents placement may read
+        if self.deployer is None:
+            return preview(repo), "every node assumed online"
+        down = sorted(n for n in repo.nodes if not self.deployer.nodes.verdict(n).is_online)
+        return preview(
+            repo, offline=down
+        ), f"not online now: {', '.join(down)}" if down else "every node online"
 
 
 def _untracked(ref: str, commit: str = "") -> SyncOutcome:

@@ -2,9 +2,11 @@
 
 Prints the same Markdown plan config-sync posts on a merge request: per node, the
 containers, networks and processes to add, change (with the changed fields) and remove,
-or every problem of the new state. ``--to`` defaults to the files on disk (``HEAD`` for
-a bare repository); ``--from`` to ``main``. Like the note, the old side is the merge base
-of the two, so a branch behind ``--from`` does not show its newer work as removals.
+and where placement would put label-placed replicas the change adds or moves (every node
+assumed online: a local command hears no heartbeats), or every problem of the new state.
+``--to`` defaults to the files on disk (``HEAD`` for a bare repository); ``--from`` to
+``main``. Like the note, the old side is the merge base of the two, so a branch behind
+``--from`` does not show its newer work as removals.
 Exits 0 valid, 1 invalid, 2 usage.
 """
 
@@ -20,6 +22,7 @@ from config_repo.sources import GitSource
 from config_sync.review_note import item_changes, review_note
 from phrame.repo_args import open_source
 from phrame_git.cache import merge_base
+from placement_rules.preview import preview
 from schemas import Topics
 
 
@@ -32,13 +35,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _topics_at(source: Any, topics: Topics) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], str]:
+def _topics_at(
+    source: Any, topics: Topics
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], str, Any]:
+    """The rendered topics, the problems, the commit and the loaded repo of ``source``."""
     repo, read_problems = load(source)
     problems = validate(repo, read_problems)
     if problems:
-        return {}, [p.to_dict() for p in problems], repo.commit or "worktree"
+        return {}, [p.to_dict() for p in problems], repo.commit or "worktree", repo
     rendered = render(repo)
-    return rendered.topics(topics), [], rendered.commit
+    return rendered.topics(topics), [], rendered.commit, repo
 
 
 def _source(path: str, ref: str | None, *, git_only: bool = False) -> Any:
@@ -55,13 +61,18 @@ def run(args: argparse.Namespace) -> int:
     topics = Topics(args.prefix)
     base = _merge_base(args.path, args.from_ref, args.to_ref)
     try:
-        new, errors, commit = _topics_at(_source(args.path, args.to_ref), topics)
-        old, old_errors, _ = _topics_at(_source(args.path, base, git_only=True), topics)
+        new, errors, commit, repo = _topics_at(_source(args.path, args.to_ref), topics)
+        old, old_errors, _, _ = _topics_at(_source(args.path, base, git_only=True), topics)
     except ConfigError as e:
         print(f"phrame plan: {e}", file=sys.stderr)
         return 2
     if old_errors:
         print(f"phrame plan: {args.from_ref} is itself invalid; planning from nothing", file=sys.stderr)
     changes = item_changes(old, new, topics) if not errors else []
-    print(review_note(changes, errors, commit=commit, ref=args.from_ref), end="")
+    placed = preview(repo) if not errors else []
+    # a local command hears no heartbeats: the preview says what it assumed
+    note = review_note(
+        changes, errors, commit=commit, ref=args.from_ref, placed=placed, liveness="every node assumed online"
+    )
+    print(note, end="")
     return 1 if errors else 0

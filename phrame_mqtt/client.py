@@ -60,6 +60,7 @@ class MqttClient:
         self._connected_once = False
         self._refused: str | None = None
         self._last_error = "no answer"
+        self._loss_reported = False  # this connection attempt's end was reported (network thread only)
         self._acks = AckTracker()
         self._running = False
         self._cycling = False
@@ -254,6 +255,7 @@ class MqttClient:
 
     def _on_pre_connect(self, client: paho.Client, _userdata: Any) -> None:
         self._network_thread = threading.current_thread()
+        self._loss_reported = False
         password = self._tokens.current if self._tokens else self.settings.static_password
         client.username_pw_set(self.settings.mqtt_username, password)
 
@@ -295,6 +297,9 @@ class MqttClient:
                 log.exception("on_connect callback failed for %s", self._where)
 
     def _on_disconnect(self, _c: paho.Client, _u: Any, flags: Any, reason: Any, _p: Any) -> None:
+        if self._loss_reported:  # paho reports a keepalive timeout twice (paho.mqtt.python#870)
+            return
+        self._loss_reported = True
         why = describe_disconnect(
             int(reason.value), str(reason), from_broker=bool(flags.is_disconnect_packet_from_server)
         )

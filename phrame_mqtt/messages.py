@@ -33,12 +33,19 @@ Callback = Callable[[Message], None]
 
 def check_filter(topic_filter: str) -> str:
     """``topic_filter`` if it is a valid MQTT subscription filter, else ``ValueError``."""
-    if not topic_filter or "\x00" in topic_filter:
-        raise ValueError(f"invalid topic filter {topic_filter!r}")
+    if not topic_filter:
+        raise ValueError("invalid topic filter '': empty; '#' is every topic")
+    if "\x00" in topic_filter:
+        raise ValueError(f"invalid topic filter {topic_filter!r}: it contains a NUL character")
     levels = topic_filter.split("/")
     for i, level in enumerate(levels):
         if "#" in level and (level != "#" or i != len(levels) - 1):
-            raise ValueError(f"invalid topic filter {topic_filter!r}: '#' must be the last level")
+            raise ValueError(
+                f"invalid topic filter {topic_filter!r}: '#' must be a whole level and the last one"
+                f" (level {i + 1})"
+            )
         if "+" in level and level != "+":
-            raise ValueError(f"invalid topic filter {topic_filter!r}: '+' must fill a level")
+            raise ValueError(
+                f"invalid topic filter {topic_filter!r}: '+' must be a whole level (level {i + 1})"
+            )
     return topic_filter

@@ -17,8 +17,6 @@ from typing import Any, Protocol
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random
 
 from config_repo import ConfigError, ConfigRepo, Problem, ReadCache, validate
-from placement import inventory
-from placement.decide import decide
 from placement.errors import (
     GitError,
     InvalidInputs,
@@ -29,8 +27,10 @@ from placement.errors import (
 )
 from placement.git_repo import PlacementRepo
 from placement.liveness import Liveness, gc_candidates
-from placement.models import Decision
 from placement.problem_log import ProblemLog
+from placement_rules import inventory
+from placement_rules.decide import decide
+from placement_rules.models import Decision
 
 log = logging.getLogger(__name__)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from phrame_settings import EnvReader
+from phrame_settings.git_host import git_host_fields, git_host_problem
 from phrame_settings.metrics_listen import Listen, read_listen
 from placement.errors import SettingsError
 
@@ -47,10 +48,9 @@ class PlacementSettings:
         repo_url = r.text("PHRAME_REPO_URL")
         if not repo_url:
             raise SettingsError("PHRAME_REPO_URL is not set (path of the bare repo, or its clone URL)")
-        git_host = r.choice("PHRAME_GIT_HOST", "local", ("local", "gitlab"))
         settings = cls(
             repo_url=repo_url,
-            git_host=git_host,
+            **git_host_fields(r),
             node_timeout_s=r.number("PHRAME_NODE_TIMEOUT_S", 20.0, minimum=0.1),
             reschedule_after_s=r.number("PHRAME_RESCHEDULE_AFTER_S", 60.0),
             node_gc_s=r.number("PHRAME_NODE_GC_S", 86400.0, minimum=1.0),
@@ -58,9 +58,6 @@ class PlacementSettings:
             lock_file=r.path("PHRAME_LOCK_FILE"),
             state_dir=r.path("PHRAME_STATE_DIR", DEFAULT_STATE_DIR) or Path(DEFAULT_STATE_DIR),
             topic_prefix=r.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",
-            gitlab_url=r.text("PHRAME_GITLAB_URL"),
-            gitlab_token=r.secret("PHRAME_GITLAB_TOKEN"),
-            gitlab_project=r.text("PHRAME_GITLAB_PROJECT"),
             git_timeout_s=r.number("PHRAME_GIT_TIMEOUT_S", 120.0, minimum=1.0),
             git_ca_file=r.path("PHRAME_GIT_CA_FILE"),
             # ``refs/heads/main`` is the branch ``main``, as in Environment.track().
@@ -68,8 +65,12 @@ class PlacementSettings:
             instance=f"{os.uname().nodename}/{os.getpid()}",
             metrics_listen=read_listen(r, error=SettingsError),
         )
-        if git_host == "gitlab" and not (settings.gitlab_url and settings.gitlab_project):
-            raise SettingsError("PHRAME_GIT_HOST=gitlab needs PHRAME_GITLAB_URL and PHRAME_GITLAB_PROJECT")
+        problem = git_host_problem(
+            settings.git_host,
+            {"PHRAME_GITLAB_URL": settings.gitlab_url, "PHRAME_GITLAB_PROJECT": settings.gitlab_project},
+        )
+        if problem:
+            raise SettingsError(problem)
         return settings
 
     @property

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from phrame_settings import EnvReader
+from phrame_settings.git_host import git_host_fields, git_host_problem
 from phrame_settings.mirror_dir import DEFAULT_STATE_DIR
 from topic_api.errors import SettingsError
-
-GIT_HOSTS = ("local", "gitlab")
 
 
 @dataclass(frozen=True)
@@ -31,23 +30,19 @@ class ImportSettings:
     git_ca_file: Path | None = None
 
     def __post_init__(self) -> None:
-        if self.git_host not in GIT_HOSTS:
-            raise SettingsError(f"PHRAME_GIT_HOST must be local or gitlab, not {self.git_host!r}")
+        problem = git_host_problem(
+            self.git_host,
+            {
+                "PHRAME_GITLAB_URL": self.gitlab_url,
+                "PHRAME_GITLAB_TOKEN": self.gitlab_token,
+                "PHRAME_GITLAB_PROJECT": self.gitlab_project,
+            },
+        )
+        if problem:
+            raise SettingsError(problem)
         object.__setattr__(self, "track_ref", self.track_ref.removeprefix("refs/heads/") or "main")
         if self.track_ref.startswith("refs/"):
             raise SettingsError(f"PHRAME_TRACK_REF={self.track_ref!r}: imports need a branch to propose to")
-        if self.git_host == "gitlab":
-            missing = [
-                name
-                for name, value in (
-                    ("PHRAME_GITLAB_URL", self.gitlab_url),
-                    ("PHRAME_GITLAB_TOKEN", self.gitlab_token),
-                    ("PHRAME_GITLAB_PROJECT", self.gitlab_project),
-                )
-                if not value
-            ]
-            if missing:
-                raise SettingsError(f"PHRAME_GIT_HOST=gitlab needs {', '.join(missing)}")
 
     @property
     def target(self) -> str | None:
@@ -63,13 +58,10 @@ class ImportSettings:
     @classmethod
     def from_env(cls, e: EnvReader) -> ImportSettings:
         return cls(
-            git_host=e.choice("PHRAME_GIT_HOST", "local", GIT_HOSTS),
             repo_url=e.text("PHRAME_REPO_URL"),
             track_ref=e.text("PHRAME_TRACK_REF", "main") or "main",
             state_dir=e.path("PHRAME_STATE_DIR", DEFAULT_STATE_DIR) or Path(DEFAULT_STATE_DIR),
-            gitlab_url=e.text("PHRAME_GITLAB_URL"),
-            gitlab_token=e.secret("PHRAME_GITLAB_TOKEN"),
-            gitlab_project=e.text("PHRAME_GITLAB_PROJECT"),
+            **git_host_fields(e),
             git_timeout_s=e.number("PHRAME_GIT_TIMEOUT_S", 120.0, minimum=1.0),
             git_ca_file=e.path("PHRAME_GIT_CA_FILE"),
         )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from phrame_mqtt.messages import check_filter as mqtt_filter
+
 MAX_FILTER_CHARS = 1024
 
 
@@ -17,20 +19,14 @@ class FilterError(ValueError):
 
 
 def check_filter(text: str) -> list[str]:
-    """The filter's levels, or :class:`FilterError` saying what is wrong."""
-    if not text:
-        raise FilterError("filter is empty; use '#' for every topic")
+    """The filter's levels, or :class:`FilterError` saying what is wrong (the syntax is the
+    MQTT client's own rule, :func:`phrame_mqtt.check_filter`; the length cap is the API's)."""
     if len(text) > MAX_FILTER_CHARS:
         raise FilterError(f"filter is {len(text)} characters long, over {MAX_FILTER_CHARS}")
-    if "\x00" in text:
-        raise FilterError("filter contains a NUL character")
-    levels = text.split("/")
-    for i, level in enumerate(levels):
-        if "#" in level and (level != "#" or i != len(levels) - 1):
-            raise FilterError(f"filter {text!r}: '#' must be a whole level and the last one (level {i + 1})")
-        if "+" in level and level != "+":
-            raise FilterError(f"filter {text!r}: '+' must be a whole level (level {i + 1})")
-    return levels
+    try:
+        return mqtt_filter(text).split("/")
+    except ValueError as e:
+        raise FilterError(str(e)) from None
 
 
 def matches(levels: list[str], topic: str) -> bool:

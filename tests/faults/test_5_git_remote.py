@@ -1,7 +1,8 @@
 """Fault 5: the git remote unreachable (the bare repository moved away) for a while, then back.
 
-A sync during the outage fails to fetch: config-sync reports it (``/status``: the worker's
-failures, ``last_error`` and the ref ``retrying``) and keeps the last good state (the sync
+A sync during the outage fails to fetch: config-sync reports it (the environment's ``sync``
+topic, read by the topic API and ``phrame status``; ``/status``: the worker's failures,
+``last_error`` and the ref ``retrying``) and keeps the last good state (the sync
 topic still names the head as applied; no container changes). When the repository returns,
 its own retry succeeds and a new push deploys.
 """
@@ -27,6 +28,10 @@ def retrying(status: dict[str, Any]) -> dict[str, int]:
     return out
 
 
+def unreachable(env: dict[str, Any]) -> bool:
+    return any(e.get("rule") == "git-unreachable" for e in env.get("errors") or [])
+
+
 def test_the_git_remote_unreachable_is_reported_keeps_the_last_state_and_recovers(faults: FaultStack):
     s = faults.stack
     faults.settle("converged before the fault", 60)
@@ -47,6 +52,11 @@ def test_the_git_remote_unreachable_is_reported_keeps_the_last_state_and_recover
         s.wait(lambda: retrying(s.sync_status()), "config-sync to report the failed fetch", 30)
         errors = [w["last_error"] for w in s.sync_status()["workers"].values() if w["last_error"]]
         assert errors, s.sync_status()["workers"]
+        # reported where people look: the sync topic, so the topic API and `phrame status`
+        s.wait(lambda: unreachable(s.api(f"api/environments/{s.environment}")), "the API to show it", 15)
+        code, doc = faults.status_json()
+        (mine,) = [e for e in doc["environments"] if e["environment"] == s.environment]
+        assert code == 1 and "cannot fetch" in " ".join(mine["errors"]), (code, mine)
         # the last good state is kept: what the broker and the nodes run is the head before
         env = s.api(f"api/environments/{s.environment}")
         assert env["commit"] == head, env

@@ -21,6 +21,7 @@ from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings, PublishTim
 from tests.support.mosquitto import Mosquitto
 from tests.support.mqtt import Inbox
 from tests.support.services import eventually, free_port, wait_for_port
+from tests.support.tcp_proxy import PartitionProxy
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.mqtt
@@ -285,3 +286,24 @@ def test_a_broker_shutdown_is_logged_as_one_clear_sentence(
     assert len(said) == 1, said
     assert "Unspecified error" not in said[0]
     assert "the broker closed the connection" in said[0] and "reconnecting" in said[0]
+
+
+def test_a_silent_broker_is_logged_as_one_lost_connection(
+    broker: Mosquitto, clients: list, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Fault 9 found it: paho reports a keepalive timeout twice (its keepalive check and its
+    PINGRESP check in one call; eclipse-paho/paho.mqtt.python#870), so every partition
+    was logged as two losses."""
+    proxy = PartitionProxy(broker.port)
+    try:
+        c = connect(clients, settings(f"mqtt://127.0.0.1:{proxy.port}", keepalive_s=1), "partitioned")
+        with caplog.at_level(logging.INFO, logger="phrame_mqtt"):
+            proxy.partition()  # silence both ways: only the keepalive can tell
+            wait_for(lambda: not c.is_connected, "the keepalive to notice the silence", 10)
+            # the next attempt reaches the proxy after the first loss was fully reported
+            wait_for(lambda: proxy.accepted >= 2, "a reconnect attempt", 10)
+        said = [r.getMessage() for r in caplog.records if "disconnected" in r.getMessage()]
+        assert len(said) == 1, said
+        assert "no answer from the broker within the keepalive" in said[0]
+    finally:
+        proxy.close()

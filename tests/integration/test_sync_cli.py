@@ -30,6 +30,20 @@ def test_plan_of_the_files_on_disk(remote: ConfigRemote, capsys: pytest.CaptureF
     assert "| change | container | `studio-a.mixer.0` | `image` |" in out
 
 
+def test_plan_shows_where_placement_would_put_a_new_replica(
+    remote: ConfigRemote, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``replicas: 2 → 3`` of a label-placed service renders nothing for the third replica
+    until placement commits node.json; the plan shows the node placement would choose now."""
+    mixer = remote.work_path / "environments/studio-a/services/mixer.yaml"
+    mixer.write_text(mixer.read_text().replace("replicas: 2", "replicas: 3"))
+    assert phrame_main(["plan", str(remote.work_path)]) == 0
+    out = capsys.readouterr().out
+    assert "No changes to any node." in out  # nothing renders for mixer.2 yet
+    assert "#### Placement preview" in out and "every node assumed online" in out
+    assert "| studio-a | `mixer.2` | — | edge-01 | new replica |" in out
+
+
 def test_plan_between_refs_and_of_an_invalid_ref(
     remote: ConfigRemote, capsys: pytest.CaptureFixture[str]
 ) -> None:

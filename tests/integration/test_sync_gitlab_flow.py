@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import responses
 
 from config_sync.gitlab_api import GitLabReporter
 from config_sync.service import ConfigSync
+from schemas import Topics
 from tests.integration.test_sync_app import Running, serving
 from tests.integration.test_sync_deploy import converged_on
 from tests.integration.test_sync_publishing import carried, cli_render, without_sync
@@ -32,6 +34,7 @@ from tests.support.sync_support import (
     reader,
     settings_for,
 )
+from tests.support.topic_api import heartbeat
 
 GITLAB = "http://gitlab.example.test"
 PROJECT = f"{GITLAB}/api/v4/projects/studio%2Fphrame-config"
@@ -228,3 +231,28 @@ def test_gitlab_unreachable_still_publishes_exactly_the_rendering(
         assert status["workers"]["ref:main"]["failures"] == 0
         assert "GitLab unreachable: ConnectionError" in status["reports"]["last_error"]
         assert any("/statuses/" in str(c.request.url) for c in mock.calls)  # reporting was attempted
+
+
+def test_merge_request_plan_previews_placement_with_the_nodes_config_sync_hears(
+    gitlab_running: tuple[Running, CannedGitLab], mosquitto: Mosquitto
+) -> None:
+    """``mixer`` (label-placed, spread over role=edge) scaled 2 → 3 renders nothing for the third
+    replica until placement commits node.json; the note previews the node placement would
+    choose, with the liveness config-sync hears: edge-01, the only free edge node, is silent."""
+    running, gitlab = gitlab_running
+    topics = Topics()
+    heard = ("core-01", "edge-02", "edge-03")
+    with reader(mosquitto.url, "fake-agents") as agents:
+        beats = [(topics.heartbeat(n), json.dumps(heartbeat(time.time())).encode()) for n in heard]
+        agents.publish_batch(beats, retain=False)
+        watch = running.service.syncer.deployer.nodes
+        assert eventually(lambda: all(watch.verdict(n).is_online for n in heard))
+    mixer = "environments/studio-a/services/mixer.yaml"
+    text = (SAMPLE / mixer).read_text().replace("replicas: 2", "replicas: 3")
+    running.remote.commit("three mixers", branch="feature/x", files={mixer: text})
+    assert running.post("merge-request-open.json").status_code == 202
+    running.idle()
+    body = gitlab.notes[0]["body"]
+    assert "#### Placement preview" in body and "(not online now: edge-01)" in body
+    (row,) = [line for line in body.splitlines() if "`mixer.2`" in line]
+    assert row.startswith("| studio-a | `mixer.2` | — | **unassigned** |") and "edge-01" in row, row

@@ -61,3 +61,41 @@ def test_a_sync_that_failed_on_an_unreachable_remote_is_retried_once_it_is_back(
     # no trigger, and the poll is an hour away: only a retry publishes the new head
     wait_until(lambda: synced_commit(mosquitto.url) == sha, "the retried sync to publish", timeout=30)
     wait_until(lambda: retrying() == {}, "the backoff to reset after the success")
+
+
+def sync_doc(url: str) -> dict | None:
+    with reader(url) as client:
+        raw = client.collect_retained(SYNC, settle=0.2).get(SYNC)
+    return json.loads(raw) if raw else None
+
+
+def test_an_unreachable_remote_shows_in_the_sync_topic_and_clears_when_it_is_back(
+    remote: ConfigRemote, service: ConfigSync, mosquitto: Mosquitto
+) -> None:
+    """The sync topic is what ``phrame status``, the topic API and the dashboard read: a fetch
+    that fails must show there (not only in ``/status`` and the log), at the commit that still
+    runs, with ``last_applied`` kept; the next successful fetch clears it."""
+    before = sync_doc(mosquitto.url)
+    assert before is not None and before["ok"] is True
+    running = before["commit"]
+    away = remote.bare_path.with_name("moved-away.git")
+    remote.bare_path.rename(away)
+    try:
+        assert service.trigger_sync("main")
+        wait_until(
+            lambda: (sync_doc(mosquitto.url) or {}).get("ok") is False,
+            "the sync topic to report the unreachable remote",
+            timeout=30,
+        )
+        during = sync_doc(mosquitto.url)
+        assert during is not None
+        assert during["commit"] == running and during["last_applied"]["commit"] == running
+        (error,) = during["errors"]
+        assert error["rule"] == "git-unreachable"
+        assert "cannot fetch" in error["message"] and "keeping the last good state" in error["message"]
+    finally:
+        away.rename(remote.bare_path)
+    # no trigger, and the poll is an hour away: config-sync's own retry clears the report
+    wait_until(lambda: (sync_doc(mosquitto.url) or {}).get("ok") is True, "the report to clear", timeout=30)
+    after = sync_doc(mosquitto.url)
+    assert after is not None and after["commit"] == running and after["errors"] == []

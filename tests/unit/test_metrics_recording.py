@@ -15,8 +15,8 @@ from node_agent.settings import AgentSettings
 from phrame_settings.metrics_listen import Listen, parse_listen
 from placement.liveness import Liveness
 from placement.metrics import PlacementMetrics
-from placement.models import Decision, Move
 from placement.reconcile import EnvResult
+from placement_rules.models import Decision, Move
 
 
 def test_the_listener_setting_is_host_port_or_empty() -> None:

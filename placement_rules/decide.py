@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from placement.ledger import UNKNOWN, Ledger
-from placement.models import (
+from placement_rules.ledger import UNKNOWN, Ledger
+from placement_rules.models import (
     SCHEMA,
     Decision,
     Move,

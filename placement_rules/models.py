@@ -1,7 +1,7 @@
 """The values the placement decision reads and returns: nodes, services, liveness, moves.
 
 Frozen dataclasses built by the loop from the config repo and the actual plane and handed
-to :func:`placement.decide.decide`; nothing here does I/O.
+to :func:`placement_rules.decide.decide`; nothing here does I/O.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 from config_repo import ConfigRepo, Environment
 from config_repo.assignment import replicas
 from config_repo.quantities import memory_bytes
-from placement.models import NodeInfo, ServiceSpec, Usage
+from placement_rules.models import NodeInfo, ServiceSpec, Usage
 
 
 def _labels(raw: Any) -> dict[str, str]:

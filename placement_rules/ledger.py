@@ -1,6 +1,6 @@
 """Reserved resources per node and the least-loaded choice among feasible nodes.
 
-Used only by :mod:`placement.decide` (pure, no I/O). One heap per label selector,
+Used only by :mod:`placement_rules.decide` (pure, no I/O). One heap per label selector,
 invalidated lazily, keeps a decision for 10,000 services on 1,000 nodes well under a
 second. Ties break on a stable hash of the node name, so every run picks the same node.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from config_repo.quantities import format_bytes
-from placement.models import NodeHealth, NodeInfo, ServiceSpec
+from placement_rules.models import NodeHealth, NodeInfo, ServiceSpec
 
 UNKNOWN = NodeHealth(alive=False)  # no liveness known: keep what is there, place nothing new
 _EPS = 1e-9
