@@ -4,10 +4,11 @@
 (:class:`phrame.status_listen.LiveHeartbeats`) until :func:`undecided` is empty or its
 ``--timeout`` ends; :mod:`phrame.status_view` asks :func:`judge` for each node. A heartbeat
 heard live is aged from when it arrived, so a node whose clock is off is online all the
-same; a node not heard is offline once it stayed silent longer than the timeout on this
-host's clock, or missed a beat and its last heartbeat is dated older than that. The node's
-``ts`` alone never makes it online once we listened long enough to hear it. Pure: never
-reads a clock, never does I/O.
+same. A node not heard is offline once this host heard nothing from it for longer than the
+timeout; before that its retained heartbeat's ``ts`` is trusted only when it agrees with
+the silence we heard (dated at least that long ago): a node a beat late stays online, and a
+heartbeat dated later than that comes from a clock ahead and says ``unknown``, never online.
+Pure: never reads a clock, never does I/O.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from typing import Any
 
 from schemas.node_health import NodeVerdict, judge_node
 
-#: a node that sent nothing for this many of its intervals (plus the grace) missed a beat
+#: how long to wait for a node not heard yet: this many of its intervals, plus the grace
 MISSED_FACTOR, MISSED_GRACE_S = 1.5, 1.0
 DEFAULT_INTERVAL_S = 5.0  # PHRAME_HEARTBEAT_S's default, for a node whose heartbeat says none
-CLOCK_NOTE_S = 2.0  # a smaller offset is latency and jitter, not worth a line
+CLOCK_NOTE_S = 2.0  # a smaller offset is latency and jitter: not worth a line, nor distrust
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,14 @@ class Retained:
 
 
 def missed_after(interval_s: float | None) -> float:
-    """Seconds of silence after which a node beating every ``interval_s`` missed a beat."""
+    """How long to listen for a node beating every ``interval_s`` that was not heard yet."""
     return (interval_s or DEFAULT_INTERVAL_S) * MISSED_FACTOR + MISSED_GRACE_S
+
+
+def is_ahead(node: Retained, listen: Listen, now: float) -> bool:
+    """Its retained heartbeat is dated later than our own silence allows: it was sent before we
+    listened, so a clock that agrees with ours dates it at least ``listened_s`` ago."""
+    return node.ts is not None and now - node.ts < listen.listened_s - CLOCK_NOTE_S
 
 
 def judge(
@@ -77,41 +84,30 @@ def judge(
     if beat is not None and listen is not None:
         # its retained status predates the listen: a live heartbeat after it outweighs a will
         return judge_node(node.status, beat.received_at, now, timeout_s, status_at=listen.started_at)
-    listened = listen.listened_s if listen is not None else 0.0
-    if node.ts is None or node.says_offline:
-        return judge_node(node.status, node.ts, now, timeout_s)  # unknown, or offline by its will
-    by_its_clock = max(0.0, now - node.ts)
-    if listened > timeout_s:
-        reason = f"no heartbeat for {listened:.0f} s (none heard while listening)"
-        return NodeVerdict("offline", reason, max(listened, by_its_clock))
-    if listened < missed_after(node.interval_s):
-        # not listened (a caller without a broker) or too briefly to tell (a short
-        # --timeout): its own clock is all there is
-        return judge_node(node.status, node.ts, now, timeout_s)
-    if by_its_clock > timeout_s:
+    if listen is None or node.ts is None or node.says_offline:
+        return judge_node(node.status, node.ts, now, timeout_s)  # by its clock; unknown; its will
+    if listen.listened_s > timeout_s:
+        reason = f"no heartbeat for {listen.listened_s:.0f} s (none heard while listening)"
+        return NodeVerdict("offline", reason, listen.listened_s)
+    if is_ahead(node, listen, now):
+        # only our own silence can tell, and it was shorter than the timeout
+        when = f"{node.ts - now:.0f} s from now" if node.ts > now else f"{now - node.ts:.0f} s ago"
         reason = (
-            f"no heartbeat for {by_its_clock:.0f} s by its own clock, none in the {listened:.0f} s listened"
+            f"no heartbeat in the {listen.listened_s:.0f} s listened, and its last is dated "
+            f"{when} by its own clock, which is ahead of this host's"
         )
-        return NodeVerdict("offline", reason, by_its_clock)
-    reason = (
-        f"no heartbeat in the {listened:.0f} s listened though it beats every "
-        f"{node.interval_s or DEFAULT_INTERVAL_S:g} s; its last is dated {by_its_clock:.0f} s ago "
-        "by its own clock (is its clock ahead?)"
-    )
-    return NodeVerdict("unknown", reason, by_its_clock)
+        return NodeVerdict("unknown", reason, listen.listened_s)
+    # a clock that agrees with our silence: a node a beat or two late is still online
+    return judge_node(node.status, node.ts, now, timeout_s)
 
 
-def is_decided(
-    node: Retained, beat: LiveBeat | None, listened_s: float, now: float, timeout_s: float
-) -> bool:
-    """Whether listening longer could not change the node's verdict."""
-    if beat is not None or node.says_offline:
+def is_decided(node: Retained, beat: LiveBeat | None, listen: Listen, now: float, timeout_s: float) -> bool:
+    """Whether listening longer could not change the node's verdict (or is not worth it)."""
+    if beat is not None or node.says_offline or listen.listened_s > timeout_s:
         return True
-    if listened_s > timeout_s:
-        return True
-    if node.ts is None:
-        return False  # a status without a heartbeat: its first heartbeat may come
-    return listened_s >= missed_after(node.interval_s) and now - node.ts > timeout_s
+    if node.ts is None or is_ahead(node, listen, now):
+        return False  # a first heartbeat may come; a clock ahead: only our silence can tell
+    return listen.listened_s >= missed_after(node.interval_s)  # a late beat had its chance
 
 
 def undecided(nodes: Mapping[str, Retained], listen: Listen, now: float, timeout_s: float) -> list[str]:
@@ -119,7 +115,7 @@ def undecided(nodes: Mapping[str, Retained], listen: Listen, now: float, timeout
     return sorted(
         name
         for name, node in nodes.items()
-        if not is_decided(node, listen.live.get(name), listen.listened_s, now, timeout_s)
+        if not is_decided(node, listen.live.get(name), listen, now, timeout_s)
     )
 
 

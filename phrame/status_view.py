@@ -5,8 +5,8 @@ such, never trusted. The caller reads the broker; this module never does I/O.
 A node's STATE is the shared rule (:func:`schemas.node_health.judge_node`) on the reader's
 clock: the caller listens for live heartbeats and :func:`phrame.status_liveness.judge` ages
 a heartbeat heard live from its arrival, so a node whose clock is off is online all the
-same, and a node not heard while listening is judged by how long the reader heard nothing
-(its own ``ts`` only when the caller did not listen long enough to tell).
+same, and a node not heard is offline once the reader heard nothing from it for longer than
+the timeout (its own ``ts`` counts only when it agrees with that silence).
 An environment shows the commit it runs (its ``sync`` topic); a node shows whether it
 applied its own manifest, not that manifest's commit: a node the last commits did not
 touch keeps an older manifest commit and is up to date all the same.

@@ -1,6 +1,7 @@
 """Fault 7: a node whose clock is 10 minutes behind: no flapping.
 
-The first node's agent is restarted with its wall clock 600 s behind (the test-only
+The first node's agent is held down and replaced by a stand-in (tests/faults/stand_in.py:
+the same command and settings) with its wall clock 600 s behind (the test-only
 ``PHRAME_TEST_CLOCK_OFFSET_S``, node_agent/test_clock.py; libfaketime 0.9.10 breaks
 Python's ``time.sleep``), so every heartbeat it sends is dated ten minutes ago. For
 ``SKEWED_S`` (over two of the stack's 20 s node timeouts) the test samples, one round after
@@ -13,15 +14,12 @@ a node long dead. Then the agent runs with the right clock again; nothing moved 
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 from tests.faults.harness import NODE_TIMEOUT_S, FaultStack
+from tests.faults.stand_in import StandIn
 
 pytestmark = [pytest.mark.docker, pytest.mark.mqtt, pytest.mark.slow]
 BOUND_S = 60.0
@@ -30,39 +28,29 @@ SKEWED_S = 2 * float(NODE_TIMEOUT_S) + 5
 HEARTBEAT_S = 5  # PHRAME_HEARTBEAT_S's default
 
 
-def command_of(pid: int) -> tuple[list[bytes], dict[bytes, bytes]]:
-    """The command line and environment of the running process ``pid``."""
-    argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
-    lines = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    env = dict(line.split(b"=", 1) for line in lines if b"=" in line)
-    return argv, env
-
-
-def spawn(argv: list[bytes], env: dict[bytes, bytes], log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as out:
-        return subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-
-
 def test_a_node_whose_clock_is_ten_minutes_behind_stays_online_everywhere(faults: FaultStack):
     s = faults.stack
     node = s.nodes[0]
     faults.settle("converged before the fault", 60)
     before, unmanaged = faults.snapshot(), faults.unmanaged_state()
     assignments = s.placement.get("assignments")
-    argv, env = command_of(s.pid_of(f"agent-{node}"))
-    env[b"PHRAME_TEST_CLOCK_OFFSET_S"] = str(SKEW_S).encode()
-    # the production interval: with the stack's 1 s beats a live one would always reach a
-    # restarted placement before its first decision, hiding how it reads the retained one
-    env[b"PHRAME_HEARTBEAT_S"] = str(HEARTBEAT_S).encode()
-    skewed: subprocess.Popen[bytes] | None = None
+    # the same agent, its clock 600 s behind; at the production interval: with the stack's 1 s
+    # beats a live one would always reach a restarted placement before its first decision,
+    # hiding how it reads the retained one
+    skewed = StandIn(
+        s,
+        f"agent-{node}",
+        {"PHRAME_TEST_CLOCK_OFFSET_S": str(SKEW_S), "PHRAME_HEARTBEAT_S": str(HEARTBEAT_S)},
+    )
     samples: dict[str, int] = {"/api/nodes": 0, "phrame status": 0, "placement": 0}
     try:
-        # the same agent command and settings, held by the supervisor, run by us with the offset
-        faults.kill(f"agent-{node}")
-        skewed = spawn(argv, env, s.state / "logs" / "agent-skewed.log")
+        faults.kill(f"agent-{node}")  # held by the supervisor while the stand-in runs
+        skewed.start()
 
         def status_row() -> dict:
-            _, doc = faults.status_json()
+            # --timeout 10: the listen may cover the skewed node's 5 s interval (it ends as
+            # soon as every node is heard)
+            _, doc = faults.status_json(timeout=10)
             return {n["node"]: n for n in doc.get("nodes", [])}.get(node) or {}
 
         def skewed_and_online() -> bool:
@@ -76,7 +64,9 @@ def test_a_node_whose_clock_is_ten_minutes_behind_stays_online_everywhere(faults
         start = time.monotonic()
         restarted = False
         while time.monotonic() - start < SKEWED_S:
-            assert skewed.poll() is None, f"the skewed agent exited ({skewed.returncode})\n{s.log_tails()}"
+            assert skewed.proc is not None and skewed.proc.poll() is None, (
+                f"the skewed agent exited\n{s.log_tails()}"
+            )
             if not restarted and time.monotonic() - start > SKEWED_S / 2:
                 # a (re)started placement first reads the node's retained heartbeat, dated
                 # 10 minutes ago: that alone must not make it offline or move its replicas
@@ -94,6 +84,8 @@ def test_a_node_whose_clock_is_ten_minutes_behind_stays_online_everywhere(faults
             assert row["online"], f"/api/nodes flapped: {row}"
             # its chart: heartbeats kept by when the API received them, not emptied by their ts
             assert row["history"] and time.time() - row["history"][-1]["at"] < 10, row["history"][-3:]
+            detail = s.api(f"api/nodes/{node}")
+            assert detail["online"], f"/api/nodes/{node} flapped: {detail['state']}, {detail['reason']}"
             samples["/api/nodes"] += 1
             st = status_row()
             assert st.get("state") == "online", f"phrame status flapped: {st}"
@@ -105,13 +97,7 @@ def test_a_node_whose_clock_is_ten_minutes_behind_stays_online_everywhere(faults
             samples["placement"] += 1
         print(f"\nFAULT 7 samples over {SKEWED_S:g} s, all online: {samples}")
     finally:
-        if skewed is not None and skewed.poll() is None:
-            os.kill(skewed.pid, signal.SIGTERM)  # ours, by pid
-            try:
-                skewed.wait(30)
-            except subprocess.TimeoutExpired:
-                os.kill(skewed.pid, signal.SIGKILL)
-                skewed.wait(10)
+        skewed.stop()  # by its pid: SIGTERM, as a person stopping it to fix the clock
         at = time.monotonic()
         faults.release(f"agent-{node}")  # the supervisor runs it again, with the right clock
     assert min(samples.values()) >= 5, samples
