@@ -36,8 +36,18 @@ def test_a_retained_heartbeat_dated_past_the_timeout_is_not_alive_but_not_long_o
     live.heartbeat("behind", T0 - 600, received_at=T0 + 1, is_retained=True)
     health = live.health(["behind"], T0 + 2)["behind"]
     assert health == NodeHealth(alive=False, offline_since=T0 + 20)
+    assert live.unconfirmed(T0 + 2) == {"behind": T0 + 1 + 8.5}  # a first decision waits for it
     live.heartbeat("behind", T0 - 598, received_at=T0 + 3, is_retained=False)  # its first live beat
     assert live.health(["behind"], T0 + 4)["behind"].alive
+    assert live.unconfirmed(T0 + 4) == {}
+
+
+def test_a_node_dead_with_a_stale_retained_heartbeat_is_waited_for_a_beat_and_a_half_only() -> None:
+    live = tracker()
+    live.heartbeat("dead", T0 - 600, received_at=T0, is_retained=True, interval_s=2)
+    assert set(live.unconfirmed(T0 + 3.9)) == {"dead"} and live.unconfirmed(T0 + 4.1) == {}
+    live.heartbeat("fresh", T0 - 1, received_at=T0, is_retained=True)
+    assert "fresh" not in live.unconfirmed(T0)
 
 
 def test_a_fresh_retained_heartbeat_counts_from_its_own_timestamp_never_later_than_arrival() -> None:
