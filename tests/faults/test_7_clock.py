@@ -71,6 +71,8 @@ def test_a_node_whose_clock_is_ten_minutes_behind_stays_online_everywhere(faults
                 # a (re)started placement first reads the node's retained heartbeat, dated
                 # 10 minutes ago: that alone must not make it offline or move its replicas
                 s.wait((s.state / "run" / "placement.pid").exists, "placement running", 30)
+                placement_log = s.state / "logs" / "placement.log"
+                log_from = placement_log.stat().st_size
                 faults.kill("placement")
                 killed_at = time.time()
                 faults.release("placement")
@@ -80,6 +82,11 @@ def test_a_node_whose_clock_is_ten_minutes_behind_stays_online_everywhere(faults
                     return float(s.placement.get("ts") or 0) > killed_at  # noqa: B023 (called at once)
 
                 s.wait(decided, "the restarted placement's first decision", 30)
+                with placement_log.open("rb") as f:
+                    f.seek(log_from)
+                    log = f.read().decode(errors="replace")
+                waited = [line for line in log.splitlines() if "for a live heartbeat of" in line]
+                assert waited and node in waited[-1], "placement did not wait for the skewed node"
             row = {n["node"]: n for n in s.api("api/nodes")["nodes"]}[node]
             assert row["online"], f"/api/nodes flapped: {row}"
             # its chart: heartbeats kept by when the API received them, not emptied by their ts
