@@ -25,7 +25,7 @@ def heartbeat(ts: float, interval_s: float = 5) -> bytes:
 
 
 def run_status(
-    url: str, extra_env: dict[str, str] | None = None, *, json_out: bool = True, timeout: float = 2
+    url: str, extra_env: dict[str, str] | None = None, *, json_out: bool = True, timeout: float = 3
 ) -> subprocess.CompletedProcess[str]:
     """``timeout``: ``--timeout``, also how long it listens for live heartbeats; these tests'
     nodes do not beat, so (below 1.5 intervals + 1 s) they are judged by their own ``ts``."""
