@@ -28,6 +28,7 @@ from node_agent.errors import ProcessError, RecordError, SpecError
 from node_agent.models import ObservedProcess, Spec
 from node_agent.process_records import ProcessRecords
 from node_agent.secret_files import DEFAULT_SECRETS_DIR
+from node_agent.test_clock import wall_time
 from phrame_settings.state import inherited_umask, private_dir
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ class ProcessSupervisor:
             if _alive(meta.get("pid"), meta.get("create_time")):
                 e.pid, e.create_time = meta["pid"], meta["create_time"]
                 e.started_at = meta.get("started_at")
-                up_for = time.time() - float(e.started_at or time.time())
+                up_for = wall_time() - float(e.started_at or wall_time())
                 e.up_since = self.clock() - max(0.0, up_for)
                 # the previous agent watched it: up long enough counts as its two checks, so a
                 # restarted agent does not take a finished handover for a fresh one
@@ -142,7 +143,7 @@ class ProcessSupervisor:
             raise ProcessError(f"{item_id}: {e.error}") from err
         e.pid = e.popen.pid
         e.create_time = psutil.Process(e.pid).create_time()
-        e.started_at, e.up_checks, e.error, e.exit_code = time.time(), 0, None, None
+        e.started_at, e.up_checks, e.error, e.exit_code = wall_time(), 0, None, None
         e.up_since = self.clock()
         try:
             self.records.save(item_id, self._meta(e))

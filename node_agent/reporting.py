@@ -8,7 +8,6 @@ republished, and an item that vanished is cleared with an empty retained message
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,6 +16,7 @@ from node_agent.errors import DockerError
 from node_agent.host_stats import host_stats
 from node_agent.models import NODE, ActualState, DesiredState, ObservedContainer, ObservedProcess
 from node_agent.restarts import RestartLog
+from node_agent.test_clock import wall_time
 from schemas import Topics, canonical_json, check_payload
 from schemas.container_exits import docker_time
 
@@ -217,7 +217,7 @@ class ActualReporter:
 
     def heartbeat(self, interval_s: float, counts: Mapping[str, int]) -> None:
         doc = {
-            "ts": time.time(),
+            "ts": wall_time(),
             "seq": self.seq,
             "interval_s": interval_s,
             "host": host_stats(self.state_dir),

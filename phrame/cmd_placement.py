@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         if loop.lock is not None and not loop.lock.try_acquire():
             print(f"phrame placement: another instance holds {loop.lock.path}", file=sys.stderr)
             return 1
+        loop.confirm_stale()  # a node whose retained heartbeat is dated past the timeout
         results = loop.run_pass()
     except MqttError as e:
         print(f"phrame placement: {e}", file=sys.stderr)

@@ -3,8 +3,10 @@
 Reads the retained node ``status``/``heartbeat`` and container topics (a container that
 exited within ``PHRAME_API_RECENT_EXIT_S`` and runs again is mentioned), each node's ``manifest`` and each
 environment's ``sync``, ``placement`` and ``deploys`` topics (MQTT settings as every service:
-``PHRAME_*``). A node is offline when its heartbeat is older than ``PHRAME_NODE_TIMEOUT_S``
-(default 20, as placement), judged by the heartbeat's ``ts`` against this host's clock.
+``PHRAME_*``), then listens for live heartbeats (at most ``--timeout`` seconds, less once
+every node is decided): a node is online when heard live and offline when silent longer
+than ``PHRAME_NODE_TIMEOUT_S`` (default 20, as placement), on this host's clock, so a node
+whose clock is off is judged right (:mod:`phrame.status_liveness`).
 Exits 0 when every node is online and has applied its manifest and every environment
 synced and placed, 1 when something needs attention, 2 when the broker cannot be read
 (or the timeout setting is bad).
@@ -18,7 +20,8 @@ import os
 import sys
 import time
 
-from phrame.status_view import DEFAULT_NODE_TIMEOUT_S, render_text, summarize
+from phrame.status_listen import LiveHeartbeats
+from phrame.status_view import DEFAULT_NODE_TIMEOUT_S, render_text, retained_nodes, summarize
 from phrame_settings.env import EnvReader
 from schemas import Topics
 from schemas.container_exits import DEFAULT_WINDOW_S
@@ -26,7 +29,12 @@ from schemas.container_exits import DEFAULT_WINDOW_S
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the broker")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="seconds to wait for the broker, and at most for the nodes' live heartbeats",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"phrame status: {e}", file=sys.stderr)
         return 2
     retained: dict[str, bytes] = {}
+    live = LiveHeartbeats(topics)
+    clients = []
     try:
         # the container reports too: a container that died and runs again is mentioned
         containers = f"{topics.prefix}/actual/nodes/+/containers/+"
@@ -49,17 +59,24 @@ def run(args: argparse.Namespace) -> int:
         planes.append(("desired", [topics.environments_filter(), manifests]))
         for plane, filters in planes:
             client = MqttClient(MqttSettings.from_env(plane=plane), f"phrame-status-{os.getpid()}-{plane}")
+            clients.append(client)
             client.start(timeout=args.timeout)
-            try:
-                for f in filters:
-                    retained.update(client.collect_retained(f, timeout=args.timeout))
-            finally:
-                client.stop()
+            if plane == "actual":  # live heartbeats from here on, aged on this host's clock
+                client.subscribe(topics.heartbeat_filter(), live.on_message, timeout=args.timeout)
+                live.begin()
+            for f in filters:
+                retained.update(client.collect_retained(f, timeout=args.timeout))
+        heard = live.wait(
+            retained_nodes(retained, topics), timeout_s=timeout_s, deadline=live.started_at + args.timeout
+        )
     except (MqttError, SettingsError) as e:
         print(f"phrame status: cannot read the broker: {e}", file=sys.stderr)
         return 2
+    finally:
+        for client in clients:
+            client.stop()
     now = time.time()
-    summary = summarize(retained, now, topics, timeout_s, recent_s)
+    summary = summarize(retained, now, topics, timeout_s, recent_s, listen=heard)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else render_text(summary, now))
     return 0 if summary.is_healthy else 1
 

@@ -2,10 +2,11 @@
 
 Pure: (topic → payload, now) → a summary and its verdict. Invalid payloads are shown as
 such, never trusted. The caller reads the broker; this module never does I/O.
-A node's STATE is the shared rule (:func:`schemas.node_health.judge_node`): offline when its
-status says so or its heartbeat is older than the timeout. A one-shot reader has no receive
-history, so the heartbeat's age is its ``ts`` against the caller's clock (``now``): clock
-skew between the node and the reader shifts it.
+A node's STATE is the shared rule (:func:`schemas.node_health.judge_node`) on the reader's
+clock: the caller listens for live heartbeats and :func:`phrame.status_liveness.judge` ages
+a heartbeat heard live from its arrival, so a node whose clock is off is online all the
+same, and a node not heard is offline once the reader heard nothing from it for longer than
+the timeout (its own ``ts`` counts only when it agrees with that silence).
 An environment shows the commit it runs (its ``sync`` topic); a node shows whether it
 applied its own manifest, not that manifest's commit: a node the last commits did not
 touch keeps an older manifest commit and is up to date all the same.
@@ -16,9 +17,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from phrame.status_liveness import Listen, Retained, clock_note, judge
 from schemas import PayloadError, Topics, check_payload, load_json
 from schemas.container_exits import DEFAULT_WINDOW_S, recent_exit
-from schemas.node_health import judge_node
 
 DEFAULT_NODE_TIMEOUT_S = 20.0  # as placement's PHRAME_NODE_TIMEOUT_S
 DEPLOYS_SHOWN = 4  # per environment in the text; --json has every retained one
@@ -32,7 +33,9 @@ class NodeRow:
     converged: bool | None = None
     generation: int | None = None  # applied, as the node's status says
     commit: str | None = None  # of the manifest it applied (not the environment's commit)
-    heartbeat_age_s: float | None = None
+    heartbeat_age_s: float | None = None  # on the reader's clock when heard live
+    heard_live: bool = False  # a heartbeat arrived while the reader listened
+    clock_offset_s: float | None = None  # its clock ahead (+) or behind (-) the reader's, if heard
     errors: list[str] = field(default_factory=list)
     desired_generation: int | None = None  # of the manifest published for it (None: unknown)
     applied: bool | None = None  # converged at desired_generation; None: no manifest or status
@@ -116,16 +119,39 @@ def _exit_line(item_id: str, raw: bytes, now: float, window_s: float) -> str | N
     return f"{item_id}: {code}, {_seconds(seen['age_s'])} ago{by}"
 
 
+def retained_nodes(retained: dict[str, bytes], topics: Topics) -> dict[str, Retained]:
+    """Each node's valid retained status and heartbeat (what listening starts from)."""
+    out: dict[str, Retained] = {}
+    for topic, raw in retained.items():
+        try:
+            t = topics.parse(topic)
+        except ValueError:
+            continue
+        if t.plane != "actual" or t.node is None or t.kind not in ("status", "heartbeat"):
+            continue
+        doc = _doc(t.schema_name, raw)
+        if isinstance(doc, str):
+            continue
+        node = out.get(t.node, Retained())
+        if t.kind == "status":
+            out[t.node] = Retained(doc, node.ts, node.interval_s)
+        else:
+            out[t.node] = Retained(node.status, float(doc["ts"]), float(doc["interval_s"]))
+    return out
+
+
 def summarize(
     retained: dict[str, bytes],
     now: float,
     topics: Topics,
     timeout_s: float = DEFAULT_NODE_TIMEOUT_S,
     recent_exit_s: float = DEFAULT_WINDOW_S,
+    *,
+    listen: Listen | None = None,
 ) -> Summary:
+    """``listen``: the live heartbeats the caller heard after reading ``retained`` (None:
+    it did not listen; heartbeats are then aged by their own ``ts``)."""
     nodes: dict[str, NodeRow] = {}
-    said: dict[str, dict[str, Any]] = {}  # node -> its valid status
-    heard: dict[str, float] = {}  # node -> its valid heartbeat's ts
     envs: dict[str, EnvironmentRow] = {}
     for topic, raw in retained.items():
         try:
@@ -149,13 +175,10 @@ def summarize(
                 row.desired_generation = doc["generation"]
                 row.environments = sorted({_environment_of(item) for item in doc["items"]})
             elif t.kind == "status":
-                said[t.node] = doc
                 row.converged = doc.get("converged")
                 row.generation = doc.get("generation")
                 row.commit = doc.get("commit")
                 row.errors += [_error_text(e) for e in doc.get("errors", [])]
-            else:
-                heard[t.node] = float(doc["ts"])
             continue
         assert t.environment is not None
         env = envs.setdefault(t.environment, EnvironmentRow(t.environment))
@@ -172,13 +195,20 @@ def summarize(
         else:
             env.unassigned = [f"{u['replica']}: {u['reason']}" for u in doc.get("unassigned", [])]
             env.gc_candidates = list(doc.get("gc_candidates", []))
+    live = listen.live if listen is not None else {}
+    for name in live:  # a node first heard live (its retained topics cleared)
+        nodes.setdefault(name, NodeRow(name)).is_reporting = True
+    judged = retained_nodes(retained, topics)
     for row in nodes.values():
         row.recent_exits.sort()
-        if row.node in said or row.node in heard:
-            verdict = judge_node(said.get(row.node), heard.get(row.node), now, timeout_s)
+        beat = live.get(row.node)
+        if row.node in judged or beat is not None:
+            verdict = judge(judged.get(row.node, Retained()), beat, listen, now, timeout_s)
             row.state, row.reason = verdict.state, verdict.reason
             if verdict.heartbeat_age_s is not None:
                 row.heartbeat_age_s = round(verdict.heartbeat_age_s, 1)
+        if beat is not None:
+            row.heard_live, row.clock_offset_s = True, round(beat.clock_offset_s, 1)
         if row.desired_generation is not None and row.converged is not None:  # both sides known
             row.applied = row.converged is True and row.generation == row.desired_generation
         for name in row.environments:
@@ -237,8 +267,11 @@ def render_text(summary: Summary, now: float | None = None) -> str:
         age = "-" if n.heartbeat_age_s is None else f"{n.heartbeat_age_s:g}s ago"
         converged, applied = _cell(n.converged), _cell(n.applied)
         lines.append(f"{n.node:<15} {n.state:<8} {converged:<10} {applied:<8} {_generation(n):<8} {age}")
-        if n.state == "offline" and n.reason:
-            lines.append(f"    offline: {n.reason}")
+        if n.state != "online" and n.reason:
+            lines.append(f"    {n.state}: {n.reason}")
+        note = clock_note(n.clock_offset_s)
+        if note:
+            lines.append(f"    {note}")
         lines += [f"    error: {e}" for e in n.errors]
         lines += [f"    recent exit: {x}" for x in n.recent_exits]
     if not summary.nodes:

@@ -46,14 +46,36 @@ class Liveness:
         self.started_at = started_at  # a node never heard from is offline from here + timeout
         self._seen: dict[str, _Seen] = {}
         self._disrupted: dict[str, _Disruption] = {}  # per scope (environment) of note_decision
+        self._unconfirmed: dict[str, float] = {}  # node -> until when a live heartbeat may confirm it
         self._lock = threading.Lock()
 
-    def heartbeat(self, node: str, ts: float, *, received_at: float, is_retained: bool) -> None:
+    def unconfirmed(self, now: float) -> dict[str, float]:
+        """Nodes heard of only through a retained heartbeat dated past the timeout, and still
+        within a beat and a half of it: node -> until when (a first decision waits for them)."""
+        with self._lock:
+            return {n: until for n, until in self._unconfirmed.items() if until > now}
+
+    def heartbeat(
+        self, node: str, ts: float, *, received_at: float, is_retained: bool, interval_s: float = 5.0
+    ) -> None:
         """A heartbeat. A live one counts from its arrival (immune to clock skew); a retained
         one from its own ``ts`` (never later than its arrival), so a stale retained heartbeat
-        of a dead node does not make it look alive after a restart of the reconciler."""
+        of a dead node does not make it look alive after a restart of the reconciler. A
+        retained one dated more than a timeout before its arrival is ignored: the node is not
+        alive, but how long it has been silent is only its clock's word (a live node whose
+        clock is behind looks the same), so it counts as never heard, offline a timeout after
+        we started listening (issue 14 case 7: no replica moves on a node's clock's word),
+        and it is :meth:`unconfirmed` until a live one comes or 1.5 ``interval_s`` + 1 s pass."""
+        if is_retained and received_at - ts > self.timeout_s:
+            with self._lock:
+                seen = self._seen.setdefault(node, _Seen())
+                if seen.last_heartbeat is None:
+                    self._unconfirmed[node] = received_at + 1.5 * interval_s + 1.0
+            return
         seen_at = min(ts, received_at) if is_retained else received_at
         with self._lock:
+            if not is_retained:
+                self._unconfirmed.pop(node, None)
             state = self._seen.setdefault(node, _Seen())
             if state.last_heartbeat is None or seen_at >= state.last_heartbeat:
                 state.last_heartbeat = seen_at

@@ -32,6 +32,7 @@ from placement.settings import PlacementSettings
 from schemas import PayloadError, Topics, check_payload, load_json
 
 log = logging.getLogger(__name__)
+MAX_CONFIRM_WAIT_S = 30.0  # a node beating slower than every 19 s is not waited for longer
 
 
 class PlacementLoop:
@@ -87,7 +88,13 @@ class PlacementLoop:
             return
         now = self.clock()
         if topic.kind == "heartbeat":
-            self.liveness.heartbeat(topic.node, float(doc["ts"]), received_at=now, is_retained=msg.retain)
+            self.liveness.heartbeat(
+                topic.node,
+                float(doc["ts"]),
+                received_at=now,
+                is_retained=msg.retain,
+                interval_s=float(doc["interval_s"]),
+            )
         else:
             self.liveness.status(topic.node, doc["state"], received_at=now)
 
@@ -101,6 +108,7 @@ class PlacementLoop:
         Retained copies arrive first and carry the retain flag; once none came for
         ``settle_s`` the first decision can trust what it knows (a node never heard from
         counts as offline, so deciding too early would leave new replicas unassigned).
+        Then :meth:`confirm_stale` before the first decision.
         ``patient``: wait for a broker that is not up yet (until :meth:`stop`), as the loop does."""
         timeout = None if patient else 10.0
         self.actual.start(timeout=timeout)
@@ -116,6 +124,25 @@ class PlacementLoop:
             if time.monotonic() - self._last_retained >= settle_s:
                 break
             time.sleep(0.05)
+
+    def confirm_stale(self) -> None:
+        """Before the first decision, wait (a beat and a half at most) for a live heartbeat of
+        each node whose retained one is dated past the timeout: dead, or alive with a clock
+        behind ours. Deciding at once would take a live node for one not heard yet."""
+        waiting = self.liveness.unconfirmed(self.clock())
+        if not waiting:
+            return
+        wait_s = min(MAX_CONFIRM_WAIT_S, max(waiting.values()) - self.clock())
+        log.info(
+            "waiting up to %.1f s for a live heartbeat of %s: the retained one is dated past the "
+            "node timeout (a node down, or its clock behind)",
+            wait_s,
+            ", ".join(sorted(waiting)),
+        )
+        give_up = time.monotonic() + wait_s  # real time: the decision clock may be a test's
+        while self.liveness.unconfirmed(self.clock()) and time.monotonic() < give_up:
+            if self._stop.wait(0.05):
+                return
 
     # -- the loop
     def run(self) -> int:
@@ -138,6 +165,7 @@ class PlacementLoop:
             log.info(
                 "placement %s is active (lock %s)", self.instance, self.lock.path if self.lock else "none"
             )
+            self.confirm_stale()
             while not self._stop.is_set():
                 self.run_pass()
                 self._stop.wait(self.interval_s)

@@ -3,10 +3,10 @@
 Called by placement (:mod:`placement.liveness`), ``phrame status`` (:mod:`phrame.status_view`)
 and config-sync's deploy watcher (:mod:`config_sync.deploy`), so "offline" means the same
 thing everywhere. Pure: the caller says when the last heartbeat was heard and what time it
-is, on one clock. Long-running services pass the moment they *received* the heartbeat on
-their own clock (immune to the node's clock skew); a one-shot reader with no receive history
-(``phrame status``) passes the heartbeat's ``ts`` and the local wall clock, and so inherits
-the skew between the two hosts. Never reads a clock, never does I/O.
+is, on one clock: the moment the caller *received* the heartbeat on its own clock, so a
+node's clock skew never shifts the age. ``phrame status`` listens for live heartbeats to
+have such a moment (:mod:`phrame.status_liveness`); only a heartbeat already retained when
+a reader starts is dated by its ``ts``. Never reads a clock, never does I/O.
 """
 
 from __future__ import annotations

@@ -1,9 +1,12 @@
 """Each node's recent heartbeats (host stats), kept in memory for the dashboard's charts.
 
 :class:`topic_api.state.ApiState` records a heartbeat when the actual snapshot shows a new
-one; ``/api/nodes`` lists them oldest first. Bounded: entries older than ``keep_s`` are
-dropped at each record and read, and at most ``max_entries`` per node are kept (a node
-beating faster than its interval cannot grow it). Never reads a clock: callers pass ``now``.
+one; ``/api/nodes`` lists them oldest first. Each entry keeps the node's own ``ts`` and
+``at``, when this API received it: entries age by ``at`` on the API's clock, so a node whose
+clock is off keeps a chart (neither emptied nor kept forever). Bounded: entries received
+more than ``keep_s`` ago are dropped at each record and read, and at most ``max_entries``
+per node are kept (a node beating faster than its interval cannot grow it). Never reads a
+clock: callers pass ``now``.
 """
 
 from __future__ import annotations
@@ -29,13 +32,13 @@ class HeartbeatHistory:
         if not isinstance(ts, int | float) or isinstance(ts, bool):
             return
         host = heartbeat["host"]
-        entry: dict[str, Any] = {"ts": float(ts)}
+        entry: dict[str, Any] = {"ts": float(ts), "at": now}
         for name in FIELDS:
             value = host.get(name)
             entry[name] = value if isinstance(value, int | float) and not isinstance(value, bool) else None
         entries = self._nodes.setdefault(node, deque(maxlen=self.max_entries))
-        if entries and entries[-1]["ts"] >= entry["ts"]:
-            return  # the same heartbeat seen again, or one from before a clock step back
+        if entries and entries[-1]["ts"] == entry["ts"]:
+            return  # the same heartbeat seen again (a node's clock may step back: kept)
         entries.append(entry)
         self._prune(entries, now)
 
@@ -52,5 +55,5 @@ class HeartbeatHistory:
             del self._nodes[node]
 
     def _prune(self, entries: deque[dict[str, Any]], now: float) -> None:
-        while entries and entries[0]["ts"] < now - self.keep_s:
+        while entries and entries[0]["at"] < now - self.keep_s:
             entries.popleft()

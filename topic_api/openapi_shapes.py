@@ -30,7 +30,8 @@ HOST_FIELDS = ("cpu_percent", "load1", "mem_total", "mem_used", "disk_total", "d
 HOST = {**obj({k: NUM_OR_NULL for k in HOST_FIELDS}), "nullable": True}
 HISTORY_ENTRY = obj(
     {
-        "ts": {"type": "number"},
+        "ts": {"type": "number", "description": "the heartbeat's own ts (the node's clock)"},
+        "at": {"type": "number", "description": "when this API received it (its own clock)"},
         **{k: NUM_OR_NULL for k in ("cpu_percent", "mem_used", "mem_total", "disk_used", "disk_total")},
     }
 )

@@ -190,12 +190,13 @@ class FaultStack:
     def settle(self, what: str, timeout: float) -> float:
         return self.stack.wait(self.converged, what, timeout)
 
-    def status_json(self) -> tuple[int, dict[str, Any]]:
+    def status_json(self, timeout: float = 5) -> tuple[int, dict[str, Any]]:
+        """``phrame status --json --timeout <timeout>`` (also the most it listens for heartbeats)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("PHRAME_")}
         env["PHRAME_DESIRED_MQTT_URL"] = f"mqtt://127.0.0.1:{self.stack.broker_port}"
         env["PHRAME_NODE_TIMEOUT_S"] = NODE_TIMEOUT_S
         done = subprocess.run(
-            [sys.executable, "-m", "phrame", "status", "--json", "--timeout", "5"],
+            [sys.executable, "-m", "phrame", "status", "--json", "--timeout", str(timeout)],
             env=env,
             capture_output=True,
             text=True,

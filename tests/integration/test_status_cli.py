@@ -7,7 +7,10 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
+
+import pytest
 
 from phrame_mqtt import MqttClient, MqttSettings
 from schemas import Topics, canonical_json
@@ -17,17 +20,19 @@ T = Topics()
 HOST = dict.fromkeys(["cpu_percent", "load1", "mem_total", "mem_used", "disk_total", "disk_used"], 1)
 
 
-def heartbeat(ts: float) -> bytes:
-    return canonical_json({"ts": ts, "seq": 1, "interval_s": 5, "host": HOST})
+def heartbeat(ts: float, interval_s: float = 5) -> bytes:
+    return canonical_json({"ts": ts, "seq": 1, "interval_s": interval_s, "host": HOST})
 
 
 def run_status(
-    url: str, extra_env: dict[str, str] | None = None, *, json_out: bool = True
+    url: str, extra_env: dict[str, str] | None = None, *, json_out: bool = True, timeout: float = 3
 ) -> subprocess.CompletedProcess[str]:
+    """``timeout``: ``--timeout``, also how long it listens for live heartbeats; these tests'
+    nodes do not beat, so (below 1.5 intervals + 1 s) they are judged by their own ``ts``."""
     env = {**os.environ, "PHRAME_DESIRED_MQTT_URL": url, **(extra_env or {})}
     env.pop("PHRAME_ACTUAL_MQTT_URL", None)
     return subprocess.run(
-        [sys.executable, "-m", "phrame", "status", *(["--json"] if json_out else []), "--timeout", "5"],
+        [sys.executable, "-m", "phrame", "status", *(["--json"] if json_out else []), "--timeout", str(timeout)],
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
@@ -116,6 +121,48 @@ def test_a_node_online_by_its_status_but_with_a_stale_heartbeat_shows_offline(mo
         # a longer timeout: the same heartbeat is recent enough
         assert run_status(mosquitto.url, {"PHRAME_NODE_TIMEOUT_S": "600"}).returncode == 0
     finally:
+        client.stop()
+
+
+def test_a_node_whose_clock_is_10_minutes_off_is_online_and_a_silent_one_goes_offline(
+    mosquitto: Mosquitto,
+) -> None:
+    """Issue 14 case 7: liveness on the reader's clock. Two nodes beat live every 0.5 s with
+    ``ts`` 600 s behind and 600 s ahead of this host: both online, their offsets said. A third
+    node went silent with a heartbeat dated 600 s ahead: offline once silent for longer than
+    the timeout on this host's clock, never online by its own."""
+    client = MqttClient(MqttSettings(url=mosquitto.url), "test-status-skewed-nodes")
+    client.start(timeout=5)
+    status = canonical_json({"state": "online", "converged": True, "generation": 1, "commit": "c1"})
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.is_set():
+            for node, skew in (("behind", -600.0), ("ahead", 600.0)):
+                client.publish(T.heartbeat(node), heartbeat(time.time() + skew, interval_s=0.5))
+            stop.wait(0.5)
+
+    try:
+        client.publish_batch([(T.status(n), status) for n in ("behind", "ahead", "silent")])
+        client.publish_batch([(T.heartbeat("silent"), heartbeat(time.time() + 600, interval_s=0.5))])
+        beater = threading.Thread(target=beat, daemon=True)
+        beater.start()
+        started = time.monotonic()
+        done = run_status(mosquitto.url, {"PHRAME_NODE_TIMEOUT_S": "2"}, timeout=5)
+        took = time.monotonic() - started
+        nodes = {n["node"]: n for n in json.loads(done.stdout)["nodes"]}
+        assert {n: row["state"] for n, row in nodes.items()} == {
+            "behind": "online", "ahead": "online", "silent": "offline"}, nodes  # fmt: skip
+        assert done.returncode == 1  # the silent node needs attention
+        assert nodes["behind"]["clock_offset_s"] == pytest.approx(-600, abs=2)
+        assert nodes["ahead"]["clock_offset_s"] == pytest.approx(600, abs=2)
+        assert nodes["silent"]["reason"].startswith("no heartbeat for "), nodes["silent"]
+        assert took < 15, took  # listened past the 2 s timeout, not longer than --timeout 5
+        text = run_status(mosquitto.url, {"PHRAME_NODE_TIMEOUT_S": "2"}, json_out=False, timeout=5).stdout
+        assert re.search(r"^behind +online", text, re.M) and "clock 600 s behind this host" in text, text
+        assert "clock 600 s ahead of this host" in text, text
+    finally:
+        stop.set()
         client.stop()
 
 

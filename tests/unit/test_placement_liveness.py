@@ -27,11 +27,33 @@ def test_live_heartbeat_counts_from_arrival_so_node_clock_skew_does_not_matter()
     assert live.health(["a"], T0 + 10)["a"].alive
 
 
-def test_retained_heartbeat_counts_from_its_own_timestamp() -> None:
+def test_a_retained_heartbeat_dated_past_the_timeout_is_not_alive_but_not_long_offline() -> None:
+    """Issue 14 case 7: a stale-looking retained copy is a dead node's or a live node's whose
+    clock is behind: not alive (nothing new goes there), offline only a timeout after we
+    started listening, as a node never heard, so a (re)started placement never moves the
+    replicas of a node 10 minutes behind on its clock's word."""
     live = tracker()
-    live.heartbeat("dead", T0 - 500, received_at=T0, is_retained=True)  # stale copy from the broker
-    health = live.health(["dead"], T0)["dead"]
-    assert not health.alive and health.offline_since == T0 - 480
+    live.heartbeat("behind", T0 - 600, received_at=T0 + 1, is_retained=True)
+    health = live.health(["behind"], T0 + 2)["behind"]
+    assert health == NodeHealth(alive=False, offline_since=T0 + 20)
+    assert live.unconfirmed(T0 + 2) == {"behind": T0 + 1 + 8.5}  # a first decision waits for it
+    live.heartbeat("behind", T0 - 598, received_at=T0 + 3, is_retained=False)  # its first live beat
+    assert live.health(["behind"], T0 + 4)["behind"].alive
+    assert live.unconfirmed(T0 + 4) == {}
+
+
+def test_a_node_dead_with_a_stale_retained_heartbeat_is_waited_for_a_beat_and_a_half_only() -> None:
+    live = tracker()
+    live.heartbeat("dead", T0 - 600, received_at=T0, is_retained=True, interval_s=2)
+    assert set(live.unconfirmed(T0 + 3.9)) == {"dead"} and live.unconfirmed(T0 + 4.1) == {}
+    live.heartbeat("fresh", T0 - 1, received_at=T0, is_retained=True)
+    assert "fresh" not in live.unconfirmed(T0)
+
+
+def test_a_fresh_retained_heartbeat_counts_from_its_own_timestamp_never_later_than_arrival() -> None:
+    live = tracker()
+    live.heartbeat("recent", T0 - 5, received_at=T0, is_retained=True)
+    assert live.health(["recent"], T0 + 16)["recent"] == NodeHealth(alive=False, offline_since=T0 + 15)
     live.heartbeat("future", T0 + 999, received_at=T0, is_retained=True)  # never later than arrival
     assert live.health(["future"], T0 + 21)["future"].offline_since == T0 + 20
 

@@ -156,3 +156,16 @@ def test_environment_view() -> None:
         "placement": None,
         "deploys": [],
     }
+
+
+def test_history_of_a_node_whose_clock_is_ten_minutes_off_is_kept_by_receipt_time() -> None:
+    """Issue 14 case 7: the chart of a node 10 minutes behind (or ahead) is neither empty nor
+    kept forever: entries age by when this API received them, on its own clock."""
+    for skew in (-700.0, 700.0):
+        state = ApiState("phrame", history_s=600.0)
+        for i in range(0, 800, 5):
+            state.apply("actual", actual_doc(ts=1000.0 + i + skew), 1000.0 + i)
+        hist = state.history.of("n1", 1800.0)
+        assert len(hist) == 120, (skew, len(hist))
+        assert hist[0]["at"] == 1200.0 and hist[-1]["at"] == 1795.0
+        assert hist[-1]["ts"] == 1795.0 + skew  # the node's own stamp, as sent

@@ -25,8 +25,10 @@ export function heartbeat(age) {
 export function hostCells(n) {
   const host = n.host || {};
   const hist = n.history || [];
-  const series = (f) => hist.map((p) => [p.ts, f(p)]);
-  const mins = hist.length > 1 ? Math.max(1, Math.round((hist[hist.length - 1].ts - hist[0].ts) / 60)) : 0;
+  // x: when the API received each heartbeat (its clock), not the node's own ts (maybe off)
+  const series = (f) => hist.map((p) => [p.at ?? p.ts, f(p)]);
+  const span = hist.length > 1 ? (hist[hist.length - 1].at ?? 0) - (hist[0].at ?? 0) : 0;
+  const mins = hist.length > 1 ? Math.max(1, Math.round(span / 60)) : 0;
   const over = mins ? ` over the last ${mins} min` : "";
   const mem = percent(host.mem_used, host.mem_total);
   const disk = percent(host.disk_used, host.disk_total);
