@@ -62,7 +62,7 @@ bench: deps ## run benchmarks/*.py; out/bench.json and the table out/bench.md (b
 	done
 	$(VENV)/python benchmarks/report.py
 
-bench-readme: deps ## copy out/bench.md (make bench) into README.md between the bench markers
+bench-readme: deps ## copy out/bench.md (make bench) and the out/faults.json table into README.md's markers
 	$(VENV)/python benchmarks/report.py --readme README.md
 
 replay: deps ## post a recorded webhook to a running config-sync (EVENT=fixtures/webhooks/push.json URL=... TOKEN_FILE=...)

@@ -2,10 +2,11 @@
 
 ``make bench`` runs it after the benchmarks; ``make bench-readme`` (``--readme README.md``)
 copies out/bench.md verbatim between the README's ``<!-- bench:begin -->`` and
-``<!-- bench:end -->`` markers. Each run gains ``figures`` from its module's FIGURES
-(benchmarks/figures.py). When out/faults.json exists (the fault suite's [{fault, bound_s,
-recovery_s, containers_lost}]), a second table lists it. It never runs a benchmark and
-never edits the README outside the markers.
+``<!-- bench:end -->`` markers, and the fault table between ``<!-- faults:begin -->`` and
+``<!-- faults:end -->`` ("What it survives"), each when its source exists. Each run gains
+``figures`` from its module's FIGURES (benchmarks/figures.py). When out/faults.json exists
+(the fault suite's [{fault, bound_s, recovery_s, containers_lost}]), a second table lists
+it. It never runs a benchmark and never edits the README outside the markers.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from figures import declared, evaluate, is_number
 
 HERE = Path(__file__).resolve().parent
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+FAULTS_BEGIN, FAULTS_END = "<!-- faults:begin -->", "<!-- faults:end -->"  # in "What it survives"
 SIGNS = {"<=": "≤", "<": "<", ">=": "≥", ">": ">", "==": "="}
 MARKS = {True: "✔", False: "✘", None: "—"}
 
@@ -109,9 +111,9 @@ def faults_table(faults: Any, where: str) -> list[str]:
         raise ValueError(f"{where}: expected a list of {{fault, bound_s, recovery_s, containers_lost}}")
     lines = [
         "| fault | bound | recovery | containers lost | unmanaged touched | met |",
-        "|---|---|---|---|---|---|",
+        "|---|---:|---:|---:|---:|---|",
     ]
-    for i, row in enumerate(faults):
+    for i, row in sorted(enumerate(faults), key=lambda pair: _case(pair[1])):
         missing = {"fault", "bound_s", "recovery_s", "containers_lost"} - set(
             row if isinstance(row, dict) else ()
         )
@@ -127,6 +129,12 @@ def faults_table(faults: Any, where: str) -> list[str]:
     return lines
 
 
+def _case(row: Any) -> int:
+    """The case number a fault's name starts with ("10 host reboot" -> 10), for the row order."""
+    head = str(row.get("fault", "") if isinstance(row, dict) else "").split(" ", 1)[0]
+    return int(head) if head.isdigit() else 99
+
+
 def render(runs: dict[str, dict[str, Any]], faults_path: Path | None = None) -> str:
     """out/bench.md: the header line, the figures table, and the fault table when the file exists."""
     parts = [header(runs), "", *bench_table(runs)]
@@ -137,12 +145,32 @@ def render(runs: dict[str, dict[str, Any]], faults_path: Path | None = None) -> 
     return "\n".join(parts) + "\n"
 
 
-def replace_block(readme: str, block: str, where: str = "README.md") -> str:
-    """readme with the text between the bench markers replaced by block (markers kept)."""
-    start, end = readme.find(BEGIN), readme.find(END)
+def replace_block(
+    readme: str, block: str, where: str = "README.md", markers: tuple[str, str] = (BEGIN, END)
+) -> str:
+    """readme with the text between ``markers`` replaced by block (markers kept)."""
+    begin, end_mark = markers
+    start, end = readme.find(begin), readme.find(end_mark)
     if start < 0 or end < start:
-        raise ValueError(f"{where}: no {BEGIN} … {END} block to replace")
-    return readme[: start + len(BEGIN)] + "\n" + block.rstrip("\n") + "\n" + readme[end:]
+        raise ValueError(f"{where}: no {begin} … {end_mark} block to replace")
+    return readme[: start + len(begin)] + "\n" + block.rstrip("\n") + "\n" + readme[end:]
+
+
+def update_readme(readme: Path, md: Path, faults: Path) -> list[str]:
+    """Copy ``md`` into the bench block and the table of ``faults`` into the faults block, each
+    when its source exists; what was replaced (ValueError when neither exists)."""
+    text, done = readme.read_text(), []
+    if md.exists():
+        text = replace_block(text, md.read_text(), str(readme))
+        done.append(f"bench block from {md}")
+    if faults.exists():
+        table = "\n".join(faults_table(json.loads(faults.read_text()), str(faults)))
+        text = replace_block(text, table, str(readme), (FAULTS_BEGIN, FAULTS_END))
+        done.append(f"faults block from {faults}")
+    if not done:
+        raise ValueError(f"neither {md} nor {faults} is there; run `make bench` or the fault suite first")
+    readme.write_text(text)
+    return done
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,15 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=Path("out/bench.json"))
     ap.add_argument("--md", type=Path, default=Path("out/bench.md"))
     ap.add_argument("--faults", type=Path, default=Path("out/faults.json"))
-    ap.add_argument("--readme", type=Path, help="copy --md into this file's bench block, then stop")
+    ap.add_argument(
+        "--readme", type=Path, help="copy --md and the --faults table into this file's blocks, then stop"
+    )
     args = ap.parse_args(argv)
     try:
         if args.readme:
-            if not args.md.exists():
-                raise ValueError(f"{args.md}: not there; run `make bench` first")
-            text = replace_block(args.readme.read_text(), args.md.read_text(), str(args.readme))
-            args.readme.write_text(text)
-            print(f"{args.readme}: bench block replaced with {args.md}")
+            done = update_readme(args.readme, args.md, args.faults)
+            print(f"{args.readme}: replaced the {' and the '.join(done)}")
             return 0
         runs = collect(args.bench_dir)
         args.json.write_text(json.dumps(runs, indent=2, sort_keys=True) + "\n")

@@ -17,7 +17,7 @@ if str(BENCHMARKS) not in sys.path:
     sys.path.insert(0, str(BENCHMARKS))
 
 from figures import FigureError, declared, evaluate  # noqa: E402  (benchmarks/ is not a package)
-from report import BEGIN, END, collect, main, render, replace_block  # noqa: E402
+from report import BEGIN, END, FAULTS_BEGIN, FAULTS_END, collect, main, render, replace_block  # noqa: E402
 
 SPEC = """\"\"\"Benchmark: a toy. Baseline: the bare thing. Target: at most 2x.\"\"\"
 FIGURES = [
@@ -161,8 +161,39 @@ def test_cli_writes_json_md_and_readme(tmp_path: Path) -> None:
     finally:
         report.HERE = BENCHMARKS
     assert json.loads(out_json.read_text())["toy"]["figures"][0]["met"] is True
-    assert main(["--md", str(out_md), "--readme", str(readme)]) == 0
+    none = str(tmp_path / "none.json")
+    assert main(["--md", str(out_md), "--faults", none, "--readme", str(readme)]) == 0
     assert out_md.read_text() in readme.read_text() and readme.read_text().endswith(f"{END}\nb\n")
+
+
+def test_readme_faults_block_from_the_fault_records_alone(tmp_path: Path) -> None:
+    """The fault suite run alone (no ``make bench``) still updates "What it survives", in case order."""
+    readme, faults = tmp_path / "README.md", tmp_path / "faults.json"
+    readme.write_text(f"a\n{BEGIN}\nbench\n{END}\nb\n{FAULTS_BEGIN}\nold\n{FAULTS_END}\nc\n")
+    faults.write_text(json.dumps([
+        {"fault": "10 host reboot", "bound_s": 60, "recovery_s": 4.5, "containers_lost": 0},
+        {"fault": "2 dockerd restarted", "bound_s": 30, "recovery_s": 3.0, "containers_lost": 0},
+    ]))  # fmt: skip
+    argv = ["--md", str(tmp_path / "no-bench.md"), "--faults", str(faults), "--readme", str(readme)]
+    assert main(argv) == 0
+    text = readme.read_text()
+    assert f"{BEGIN}\nbench\n{END}" in text  # no bench run: its block untouched
+    block = text.split(FAULTS_BEGIN, 1)[1].split(FAULTS_END, 1)[0]
+    assert "old" not in block and block.index("2 dockerd") < block.index("10 host reboot")
+    readme.write_text("no markers\n")
+    assert main(argv) == 1  # says where the block is missing, writes nothing
+    assert readme.read_text() == "no markers\n"
+    assert (
+        main(["--md", str(tmp_path / "x.md"), "--faults", str(tmp_path / "y.json"), "--readme", str(readme)])
+        == 1
+    )
+
+
+def test_readme_survives_section_holds_the_one_faults_block() -> None:
+    readme = (BENCHMARKS.parent / "README.md").read_text()
+    assert readme.count(FAULTS_BEGIN) == 1 and readme.count(FAULTS_END) == 1
+    section = readme.split("\n## What it survives\n", 1)[1].split("\n## ", 1)[0]
+    assert FAULTS_BEGIN in section and FAULTS_END in section
 
 
 def benchmark_modules() -> list[Path]:
