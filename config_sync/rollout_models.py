@@ -27,6 +27,7 @@ class Observed:
     health: str | None = None
     restart_count: int | None = None
     healthy_since: float | None = None
+    started_at: str | float | None = None  # the node's (a new value: the container restarted)
 
 
 @dataclass(frozen=True)

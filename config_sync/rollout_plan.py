@@ -47,7 +47,9 @@ def plan_rollout(
 ) -> RolloutPlan:
     """The next step of ``service``'s rollout (see the module docstring)."""
     by_item = {r.item: r for r in replicas}
-    differing = [r for r in replicas if r.old != r.new]
+    # a replica with nothing published (new, or on a broker that lost its retained plane)
+    # has no old spec to keep: it gets the rendered one at once and is no part of the rollout
+    differing = [r for r in replicas if r.old is not None and r.old != r.new]
     if state is None or not _continues(state, by_item, differing):
         if not differing:  # nothing to roll out; an older rollout still running is abandoned
             keep = state if state is not None and not state.is_active else None
