@@ -25,7 +25,7 @@ from config_sync.git_repo import RefMissing, SyncRepo
 from config_sync.gitlab_api import CommitReporter
 from config_sync.models import Claim, Reading
 from config_sync.publishing import DesiredPublisher, SyncOutcome
-from config_sync.review_note import item_changes, review_note
+from config_sync.review_note import item_changes, review_note, rollout_waves
 from config_sync.rollout_control import RolloutController
 from schemas import Topics
 
@@ -263,7 +263,8 @@ class Syncer:
         changes = []
         if new.rendered is not None:
             changes = item_changes(old.rendered or {}, new.rendered, self.topics)
-        body = review_note(changes, errors, commit=sha, ref=target_ref)
+        waves = rollout_waves(changes, new.policies)
+        body = review_note(changes, errors, commit=sha, ref=target_ref, waves=waves)
         self.reporter.upsert_review_note(mr_iid, body)
         log.info("reviewed !%d at %s: %d change(s), %d error(s)", mr_iid, sha[:12], len(changes), len(errors))
         return body

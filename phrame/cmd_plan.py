@@ -17,7 +17,8 @@ from typing import Any
 
 from config_repo import ConfigError, load, render, validate
 from config_repo.sources import GitSource
-from config_sync.review_note import item_changes, review_note
+from config_repo.update_policy import UpdatePolicy, policies
+from config_sync.review_note import item_changes, review_note, rollout_waves
 from phrame.repo_args import open_source
 from phrame_git.cache import merge_base
 from schemas import Topics
@@ -32,13 +33,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _topics_at(source: Any, topics: Topics) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], str]:
+Policies = dict[tuple[str, str], UpdatePolicy]
+
+
+def _topics_at(
+    source: Any, topics: Topics
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], str, Policies]:
     repo, read_problems = load(source)
     problems = validate(repo, read_problems)
     if problems:
-        return {}, [p.to_dict() for p in problems], repo.commit or "worktree"
+        return {}, [p.to_dict() for p in problems], repo.commit or "worktree", {}
     rendered = render(repo)
-    return rendered.topics(topics), [], rendered.commit
+    return rendered.topics(topics), [], rendered.commit, policies(repo)
 
 
 def _source(path: str, ref: str | None, *, git_only: bool = False) -> Any:
@@ -55,13 +61,14 @@ def run(args: argparse.Namespace) -> int:
     topics = Topics(args.prefix)
     base = _merge_base(args.path, args.from_ref, args.to_ref)
     try:
-        new, errors, commit = _topics_at(_source(args.path, args.to_ref), topics)
-        old, old_errors, _ = _topics_at(_source(args.path, base, git_only=True), topics)
+        new, errors, commit, rules = _topics_at(_source(args.path, args.to_ref), topics)
+        old, old_errors, _, _ = _topics_at(_source(args.path, base, git_only=True), topics)
     except ConfigError as e:
         print(f"phrame plan: {e}", file=sys.stderr)
         return 2
     if old_errors:
         print(f"phrame plan: {args.from_ref} is itself invalid; planning from nothing", file=sys.stderr)
     changes = item_changes(old, new, topics) if not errors else []
-    print(review_note(changes, errors, commit=commit, ref=args.from_ref), end="")
+    waves = rollout_waves(changes, rules)
+    print(review_note(changes, errors, commit=commit, ref=args.from_ref, waves=waves), end="")
     return 1 if errors else 0
