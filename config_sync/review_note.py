@@ -68,7 +68,8 @@ def rollout_waves(changes: list[Change], policies: Mapping[tuple[str, str], Upda
                 text += f" (canary; then `phrame promote {env} {service}`)"
             parts.append(f"{n}) {text}")
         head = f"- `{env}/{service}`: {len(items)} replica(s) in {len(waves)} wave(s)"
-        lines.append(f"{head}, each healthy for {policy.min_healthy_s:g} s before the next: {' '.join(parts)}")
+        head += f", each healthy for {policy.min_healthy_s:g} s before the next: "
+        lines.append(head + " ".join(parts))
     return lines
 
 
