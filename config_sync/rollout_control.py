@@ -53,6 +53,7 @@ class RolloutController:
         self.last: dict[Key, dict[str, Any]] = {}  # each rollout's last state, for /status
         self._reported: dict[tuple[str, str], str] = {}  # (ref, commit) -> last deploy text
         self._generations: dict[tuple[str, str], dict[str, int]] = {}  # nodes changed while rolling
+        self._rolling: dict[str, str] = {}  # ref -> the commit whose deployment a rollout is
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -106,26 +107,47 @@ class RolloutController:
                     self.active.pop(skey, None)
                 if skey in self.promotions and (plan.state.promoted or not plan.state.is_active):
                     self.promotions.discard(skey)
-                if plan.state.commit == commit and plan.state.state != "complete":
+                # a rollout begun at an older commit that this head still rolls out (placement
+                # committed meanwhile, a README edit) is this head's deployment now
+                if plan.state.state != "complete":
                     states.append(plan.state)
+            superseded = self._take_over(ref, commit)
             if not states:
                 done = self._generations.pop(key, {})
-                for other in [k for k in self._generations if k[0] == ref]:
-                    del self._generations[other]  # an older commit's rollout, superseded
                 self._reported.pop(key, None)
-                return False, done
-            held = [s for s in states if not s.is_active]
-            text = "; ".join(s.description() for s in (held or states))
-            state = "failed" if held else "running"
-            if self._reported.get(key) == f"{state}:{text}":
-                return True, {}
-            self._reported[key] = f"{state}:{text}"
+            else:
+                held = [s for s in states if not s.is_active]
+                text = "; ".join(s.description() for s in (held or states))
+                state = "failed" if held else "running"
+                unchanged = self._reported.get(key) == f"{state}:{text}"
+                self._reported[key] = f"{state}:{text}"
+        if superseded is not None:
+            self._set(superseded, "canceled", f"superseded by {commit[:12]}", ref)
+        if not states:
+            return False, done
+        if not unchanged:
+            self._set(commit, state, text, ref)
+        return True, {}
+
+    def _take_over(self, ref: str, commit: str) -> str | None:
+        """``commit`` is now ``ref``'s deployment (lock held): the nodes an older commit's
+        rollout changed are watched with it; the older one, if still running, is superseded."""
+        older = self._rolling.get(ref)
+        self._rolling[ref] = commit
+        if older is None or older == commit:
+            return None
+        gens = self._generations.setdefault((ref, commit), {})
+        for node, generation in self._generations.pop((ref, older), {}).items():
+            gens[node] = max(gens.get(node, 0), generation)
+        last = self._reported.pop((ref, older), None)
+        return older if last is not None and last.startswith("running:") else None
+
+    def _set(self, commit: str, state: str, text: str, ref: str) -> None:
         log.info("rollout of %s on %s: %s (%s)", commit[:12], ref, state, text)
         try:
             self.reporter.set_status(commit, DEPLOY, state, text, ref=ref)
         except GitLabError as e:
             log.warning("could not report %s %s of %s: %s", DEPLOY, state, commit[:12], e)
-        return True, {}
 
     # -- promotion (HTTP and CLI)
     def promote(self, env: str, service: str) -> tuple[bool, str]:

@@ -164,6 +164,15 @@ def test_waves_of_one_each_after_the_previous_is_healthy(
             assert sync["last_applied"]["commit"] != v2  # not applied until the rollout completes
             # the wave does not move while its replica is not reported on the new spec
             assert not eventually(lambda: _digests(desired_on_broker(watch))[1] != old[1], timeout=1.0)
+            # a commit that does not change web (a README) goes on with the same rollout and
+            # takes its deployment over
+            head = remote.commit("readme", files={"README.md": "notes\n"})
+            service.trigger_sync("main")
+            assert service.queue.wait_idle(30)
+            assert _deploy(service, v2) == ("canceled", f"superseded by {head[:12]}")
+            deploy = _deploy(service, head)
+            assert deploy is not None and deploy[0] == "running" and "wave 1/4" in deploy[1]
+            assert (_rollout(desired_on_broker(watch)) or {}).get("commit") == v2
             seen_off: list[int] = []
             for wave in range(4):
                 node, item = REPLICAS[wave]
@@ -183,7 +192,7 @@ def test_waves_of_one_each_after_the_previous_is_healthy(
             done = _rollout(desired_on_broker(watch))
             assert done is not None and (done["done"], done["wave"]) == (4, 4)
             sync = json.loads(desired_on_broker(watch)[T.env_sync("lab")])
-            assert sync["last_applied"]["commit"] == v2 and "rollouts" not in sync
+            assert sync["last_applied"]["commit"] == head and "rollouts" not in sync
             # handed to the deploy watch: nodes converged on their last generations
             manifests = {n: json.loads(desired_on_broker(watch)[T.manifest(n)]) for n in NODES}
             statuses = [
@@ -191,8 +200,8 @@ def test_waves_of_one_each_after_the_previous_is_healthy(
                 for n in NODES
             ]
             fleet.client.publish_batch(statuses)
-            assert eventually(lambda: (_deploy(service, v2) or ("",))[0] == "success", 10), _deploy(
-                service, v2
+            assert eventually(lambda: (_deploy(service, head) or ("",))[0] == "success", 10), _deploy(
+                service, head
             )
     finally:
         service.stop()
