@@ -157,7 +157,13 @@ def test_1_a_good_change_goes_in_waves_of_one(stack: DevStackProcess, sampler: S
     worst = sampler.stop()
     assert worst <= 1, f"{worst} replicas were off the old spec or unhealthy at once"
     assert all(v[1] != sampler.old[r] for r, v in sampler.now().items())  # every one changed
-    stack.wait(lambda: stack.commit_status(sha) == "success", "phrame/deploy success", 60)
+
+    def deployed() -> bool:  # or the head that took the rollout over (placement's commit, say)
+        if stack.commit_status(sha) == "canceled":
+            return stack.commit_status(stack.remote_head()) == "success"
+        return stack.commit_status(sha) == "success"
+
+    stack.wait(deployed, "phrame/deploy success", 60)
 
 
 def test_2_a_failing_healthcheck_stops_after_the_first_wave(stack: DevStackProcess, sampler: Sampler) -> None:
@@ -202,16 +208,42 @@ def test_3_rollback_returns_the_first_replica_to_the_old_spec(
     assert deploy_text(stack, sha)[0] == "failed"
 
 
-def test_4_a_canary_waits_for_promote(stack: DevStackProcess, sampler: Sampler) -> None:
+def test_4_a_canary_waits_for_a_promotion(stack: DevStackProcess, sampler: Sampler) -> None:
     before = sampler.now()
     sha = push(stack, spec("4", update="  canary: 1\n"), "rollouts: canary")
     stack.wait(
         lambda: rollout(stack).get("commit") == sha and rollout(stack).get("state") == "waiting-promotion",
-        "canary",
+        "the canary to be healthy and the rollout to wait",
         90,
     )
     assert "waiting for promotion" in deploy_text(stack, sha)[1]
     assert all(sampler.now()[r][:2] == before[r][:2] for r in ("1", "2", "3"))
+
+
+def test_5_the_dashboard_shows_the_rollout_waiting(stack: DevStackProcess, tmp_path: Path) -> None:
+    from tests.support.browser import LAPTOP, launch
+
+    with launch(tmp_path / "chromium", LAPTOP) as browser:
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(stack.api_url)
+        item = page.locator(
+            f'#env-list article[data-env="{stack.environment}"] ul.rollouts li[data-service="{SERVICE}"]'
+        )
+        item.wait_for()
+        page.wait_for_function(
+            "sel => (document.querySelector(sel) || {}).textContent?.includes('waiting-promotion')",
+            arg=f'article[data-env="{stack.environment}"] li[data-service="{SERVICE}"]',
+        )
+        text = item.text_content() or ""
+        assert "wave 1/4" in text and "1/4 healthy" in text, text
+        out = Path(__file__).parents[2] / "out" / "ui"
+        out.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(out / "dashboard-rollout.png"), full_page=True)
+        page.close()
+
+
+def test_6_phrame_promote_releases_the_rest(stack: DevStackProcess, sampler: Sampler) -> None:
     secret = (stack.state / "webhook-secret").read_text().strip()
     env = {**os.environ, "PHRAME_WEBHOOK_SECRET": secret}
     command = [sys.executable, "-m", "phrame", "promote", stack.environment, SERVICE]
@@ -226,7 +258,7 @@ def test_4_a_canary_waits_for_promote(stack: DevStackProcess, sampler: Sampler) 
     stack.wait(lambda: rollout(stack).get("state") == "complete", "the promoted rollout to complete", 120)
 
 
-def test_5_config_sync_killed_mid_rollout_resumes(stack: DevStackProcess, sampler: Sampler) -> None:
+def test_7_config_sync_killed_mid_rollout_resumes(stack: DevStackProcess, sampler: Sampler) -> None:
     stack.wait(lambda: all_healthy(sampler), "every replica healthy", 60)
     sampler.start()
     sha = push(stack, spec("5", min_healthy_s=3), "rollouts: round 5")
