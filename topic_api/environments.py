@@ -2,7 +2,8 @@
 
 Built by :mod:`topic_api.app` from the desired plane's index: last sync (commit, valid or
 the errors with file:line), placement state and the deploy records config-sync keeps
-retained (ISSUE12 §1), and the staged rollouts (issue 15). Pure; a malformed payload shows as null fields, never an error.
+retained (ISSUE12 §1), and the staged rollouts (issue 15). Pure; a malformed payload
+shows as null fields, never an error.
 """
 
 from __future__ import annotations
