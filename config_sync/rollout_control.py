@@ -37,7 +37,7 @@ class RolloutController:
         *,
         spec_at: Callable[[str], Mapping[str, dict[str, Any]] | None],
         clock: Callable[[], float] = time.time,
-        tick_s: float = 0.5,
+        tick_s: float = 2.0,
     ) -> None:
         self.topics, self.reporter, self.spec_at, self.clock, self.tick_s = (
             topics,
@@ -50,6 +50,7 @@ class RolloutController:
         self.trigger: Callable[[str], None] | None = None  # queue a pass of a ref (no fetch)
         self.active: dict[Key, str] = {}  # rollouts to re-evaluate -> the ref that publishes them
         self.promotions: set[Key] = set()  # asked for, not yet seen in a pass
+        self.due: dict[Key, float | None] = {}  # when a rollout's verdict changes by time alone
         self.last: dict[Key, dict[str, Any]] = {}  # each rollout's last state, for /status
         self._reported: dict[tuple[str, str], str] = {}  # (ref, commit) -> last deploy text
         self._generations: dict[tuple[str, str], dict[str, int]] = {}  # nodes changed while rolling
@@ -103,6 +104,7 @@ class RolloutController:
                 self.last[skey] = plan.state.to_doc()
                 if plan.state.is_active:
                     self.active[skey] = ref
+                    self.due[skey] = plan.due
                 else:
                     self.active.pop(skey, None)
                 if skey in self.promotions and (plan.state.promoted or not plan.state.is_active):
@@ -181,9 +183,19 @@ class RolloutController:
             self._thread.join(5)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.tick_s):
+        # a pass when a rollout's verdict is due (min_healthy_s over, a deadline), checked
+        # every 50 ms; every ``tick_s`` every running rollout anyway (a missed report)
+        last_tick = self.clock()
+        while not self._stop.wait(0.05):
+            now = self.clock()
             with self._lock:
-                refs = set(self.active.values())
+                due = [k for k, at in self.due.items() if at is not None and at <= now and k in self.active]
+                for key in due:
+                    self.due[key] = None  # once: that pass sets the next time
+                refs = {self.active[k] for k in due}
+                if now - last_tick >= self.tick_s:
+                    last_tick = now
+                    refs |= set(self.active.values())
             for ref in sorted(refs):
                 try:
                     if self.trigger is not None:

@@ -27,6 +27,7 @@ class RolloutPlan:
     released: frozenset[str] = frozenset()  # get the rendered spec
     restore: frozenset[str] = frozenset()  # get their ``previous`` spec back (rollback)
     current: bool = False  # ``state`` is about this very rendering (not an older commit's)
+    due: float | None = None  # when the verdict changes with no new report (min_healthy_s, a deadline)
 
     @property
     def is_held(self) -> bool:
@@ -109,7 +110,10 @@ def _advance(
             return RolloutPlan(state, restore=frozenset(released), current=True)
         return RolloutPlan(state, released=frozenset(released), current=True)
     if healthy < len(released):
-        return RolloutPlan(replace(state, state="progressing"), released=frozenset(released), current=True)
+        due = _due(policy, [by_item[i].actual for i in released], [released_at[i] for i in released])
+        return RolloutPlan(
+            replace(state, state="progressing"), released=frozenset(released), current=True, due=due
+        )
     if len(released) == state.total:
         return RolloutPlan(
             replace(state, state="complete", reasons=()), released=frozenset(released), current=True
@@ -132,7 +136,18 @@ def _advance(
         previous=previous,
         wave=_wave_of(policy, len(released)),
     )
-    return RolloutPlan(state, released=frozenset(released), current=True)
+    return RolloutPlan(state, released=frozenset(released), current=True, due=now + policy.healthy_deadline_s)
+
+
+def _due(policy: UpdatePolicy, actuals: list[Observed | None], released_at: list[float]) -> float:
+    """The earliest time a released replica turns healthy (``min_healthy_s`` after it was
+    first seen healthy) or fails its deadline, were nothing else reported."""
+    times = []
+    for actual, at in zip(actuals, released_at, strict=True):
+        if actual is not None and actual.healthy_since is not None:
+            times.append(actual.healthy_since + policy.min_healthy_s)
+        times.append(at + policy.healthy_deadline_s)
+    return min(times)
 
 
 def _wave_of(policy: UpdatePolicy, released: int) -> int:

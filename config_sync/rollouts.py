@@ -68,6 +68,12 @@ def gate_rollouts(
         env = parsed.environment
         assert env is not None and parsed.service and parsed.item_id and parsed.node
         by_service[(env, parsed.service)][parsed.item_id] = (topic, parsed.node)
+    # what is published per item id, whichever node: a replica placement moves keeps its spec
+    moved_from: dict[str, dict[str, Any]] = {}
+    for topic, payload in previous.items():
+        parsed = owned_topic(topics, topic)
+        if parsed is not None and parsed.kind == "containers" and parsed.item_id:
+            moved_from[parsed.item_id] = payload
     docs: dict[Key, str] = {}  # the rollout topics published for these environments
     for topic in published:
         try:
@@ -84,7 +90,7 @@ def gate_rollouts(
         views = []
         for item in sorted(items, key=_replica_index):
             topic, node = items[item]
-            old = previous.get(topic)
+            old = previous.get(topic) or moved_from.get(item)
             old_digest = str(old["digest"]) if old and "digest" in old else None
             old_commit = str(old["commit"]) if old and "commit" in old else None
             views.append(
@@ -110,7 +116,7 @@ def gate_rollouts(
         if plan.state is not None:
             for item in plan.state.items:
                 if item not in plan.released and item in items:
-                    _hold(out, items[item][0], item, plan, previous, spec_at)
+                    _hold(out, items[item][0], item, plan, previous, spec_at, moved_from.get(item))
             if plan.current and plan.state.state != "complete":  # the commit is not applied yet
                 reasons = [r.to_doc() for r in plan.state.reasons]
                 gated.held.setdefault(env, []).append(
@@ -132,8 +138,11 @@ def _hold(
     plan: RolloutPlan,
     previous: Mapping[str, dict[str, Any]],
     spec_at: Callable[[str], Rendered | None],
+    elsewhere: dict[str, Any] | None = None,
 ) -> None:
-    """Put back what ``item`` gets while its wave has not come (or after a rollback)."""
+    """Put back what ``item`` gets while its wave has not come (or after a rollback);
+    ``elsewhere``: its item as published on another node (placement moved it: the spec
+    its wave has goes with it)."""
     assert plan.state is not None
     before = plan.state.previous.get(item)
     if item in plan.restore:
@@ -150,6 +159,8 @@ def _hold(
             return
     if topic in previous:
         out[topic] = previous[topic]  # the very object decoded: republishes nothing
+    elif elsewhere is not None:
+        out[topic] = elsewhere
     else:
         out.pop(topic, None)
 

@@ -96,3 +96,15 @@ def test_services_without_policy_pass_and_their_stale_rollout_is_cleared() -> No
     assert gated.messages == [(T.env_rollout("lab", "api"), None)]
     other, _ = _gate(new, _bytes(old), environments={"prod"})  # not this ref's environment
     assert other.messages == [] and all(other.rendered[t] is new[t] for t in new)
+
+
+def test_a_replica_placement_moves_keeps_the_spec_its_wave_has() -> None:
+    old, new = _plane("web:1", "c1"), _plane("web:2", "c2")
+    t2_old = T.desired_item("n1", "containers", "lab.web.2")
+    t2_new = T.desired_item("n2", "containers", "lab.web.2")
+    new[t2_new] = new.pop(t2_old)  # placement moved web.2 from n1 to n2 in the same commit
+    gated, previous = _gate(new, _bytes(old))
+    assert gated.rendered[t2_new] is previous[t2_old]  # the old spec, on its new node
+    assert t2_old not in gated.rendered  # and gone from the old one
+    doc = json.loads(gated.messages[0][1])
+    assert doc["total"] == 3 and {r["replica"]: r["node"] for r in doc["replicas"]}["lab.web.2"] == "n2"

@@ -64,8 +64,10 @@ def test_waves_of_one_wait_for_min_healthy() -> None:
     assert plan.state.previous["lab.web.0"] == {"commit": "c0", "digest": OLD}
     fleet.apply(plan)
     fleet.run("lab.web.0", NEW, healthy_since=105.0)
+    assert plan.due == 160.0  # nothing healthy yet: the deadline
     held = _plan(policy, fleet, plan.state, 110.0)  # healthy for 5 s of 10
     assert held.released == {"lab.web.0"} and held.state is not None and held.state.done == 0
+    assert held.due == 115.0  # the next pass is due when min_healthy_s is over, not on a timer
     nxt = _plan(policy, fleet, held.state, 115.0)
     assert nxt.released == {"lab.web.0", "lab.web.1"} and nxt.state is not None
     assert (nxt.state.wave, nxt.state.done) == (2, 1)
