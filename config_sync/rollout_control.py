@@ -66,6 +66,7 @@ class RolloutController:
             return None
         with self._lock:
             promote = set(self.promotions)
+            remembered = dict(self.last)
 
         def gate(
             rendered: Mapping[str, dict[str, Any]], published: Mapping[str, bytes], previous: Any
@@ -82,6 +83,7 @@ class RolloutController:
                 now=self.clock(),
                 spec_at=self.spec_at,
                 promote=promote,
+                remembered=remembered,
             )
 
         return gate
@@ -100,6 +102,8 @@ class RolloutController:
             for skey, plan in (gated.plans if gated is not None else {}).items():
                 if plan.state is None or not plan.current:
                     self.active.pop(skey, None)
+                    if plan.state is None:  # abandoned and cleared: nothing to remember
+                        self.last.pop(skey, None)
                     continue
                 self.last[skey] = plan.state.to_doc()
                 if plan.state.is_active:

@@ -64,6 +64,10 @@ def plan_rollout(
             target={r.item: r.new for r in differing},
             waves=policy.wave_count(len(items)),
             nodes={r.item: r.node for r in differing},
+            # what each ran when it started (a rollback, or a broker that lost the items)
+            previous={
+                r.item: {"commit": r.old_commit, "digest": r.old} for r in differing if r.old and r.old_commit
+            },
             started_at=now,
         )
     if promote and state.is_active:
@@ -126,7 +130,7 @@ def _advance(
     for item in state.items[len(released) : len(released) + size]:
         released_at[item] = now
         view = by_item[item]
-        if view.old is not None and view.old_commit:
+        if item not in previous and view.old is not None and view.old_commit:
             previous[item] = {"commit": view.old_commit, "digest": view.old}
     released = [i for i in state.items if i in released_at]
     state = replace(

@@ -57,9 +57,11 @@ def gate_rollouts(
     now: float,
     spec_at: Callable[[str], Rendered | None],
     promote: Collection[Key] = (),
+    remembered: Mapping[Key, dict[str, Any]] | None = None,
 ) -> Gated:
     """``rendered`` with every rollout's held-back replicas put back (see the module docstring)."""
     out = dict(rendered)
+    remembered = remembered or {}
     by_service: dict[Key, dict[str, tuple[str, str]]] = defaultdict(dict)  # item -> (topic, node)
     for topic in rendered:
         parsed = owned_topic(topics, topic)
@@ -99,7 +101,9 @@ def gate_rollouts(
                 )
             )
         topic_r = topics.env_rollout(env, service)
-        state = state_from_doc(json_object(published.get(topic_r)))
+        # the retained state, else the one this config-sync last published (a broker that
+        # restarted without its retained messages must not turn a rollout into all at once)
+        state = state_from_doc(json_object(published.get(topic_r)) or remembered.get(key))
         if state is not None and (state.environment, state.service) != key:
             state = None
         plan = plan_rollout(
@@ -161,6 +165,8 @@ def _hold(
         out[topic] = previous[topic]  # the very object decoded: republishes nothing
     elif elsewhere is not None:
         out[topic] = elsewhere
+    elif before is not None and (spec := _spec_of(spec_at(before["commit"]), item, before["digest"], topic)):
+        out[topic] = spec  # the broker lost it: the spec it had, from the commit it came from
     else:
         out.pop(topic, None)
 

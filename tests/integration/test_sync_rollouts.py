@@ -369,3 +369,42 @@ def test_promote_over_http_and_the_cli(
             assert status["rollouts"]["lab/web"]["promoted"] is True
         finally:
             service.stop()
+
+
+def test_a_broker_restarted_without_its_retained_plane_keeps_the_waves(
+    tmp_path: Path, mosquitto: Mosquitto, remote: ConfigRemote, fleet: Fleet
+) -> None:
+    """The broker loses every retained message mid-rollout (no persistence) while config-sync
+    runs on: the replicas not released yet get their old spec back (re-rendered from the
+    commit it came from, byte for byte), not the new one."""
+    remote.commit("v1", files=_files("web:1", WAVES_OF_ONE))
+    service = _start(remote, tmp_path, mosquitto)
+    try:
+        with reader(mosquitto.url) as watch:
+            first = desired_on_broker(watch)
+            fleet.run_what_is_published(first)
+        v2 = remote.commit("v2", files=_files("web:2", WAVES_OF_ONE))
+        service.trigger_sync("main")
+        assert service.queue.wait_idle(30)
+        mosquitto.restart()  # no persistence: the desired plane is gone
+        with reader(mosquitto.url) as watch:
+
+            def republished() -> bool:
+                broker = desired_on_broker(watch)
+                return all(broker.get(item_topic(n, i)) for n, i in REPLICAS) and bool(_rollout(broker))
+
+            assert eventually(republished, 30, interval=0.2), (
+                "config-sync did not republish after the restart"
+            )
+            broker = desired_on_broker(watch)
+            for node, item in REPLICAS[1:]:
+                assert broker[item_topic(node, item)] == first[item_topic(node, item)], item
+            assert broker[item_topic("n1", "lab.web.0")] != first[item_topic("n1", "lab.web.0")]
+            state = _rollout(broker)
+            assert state is not None and (state["commit"], state["wave"], state["state"]) == (
+                v2,
+                1,
+                "progressing",
+            )
+    finally:
+        service.stop()
