@@ -105,6 +105,14 @@ def stack(client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory)
         s.wait(lambda: all(s.is_converged(n) for n in s.nodes), "both nodes converged on the sample", 120)
         s.env_file(f"services/{SERVICE}.yaml").write_text(spec("1"))
         s.commit_and_push("rollouts: add roll")
+        s.wait(lambda: SERVICE in s.placement.get("assignments", {}), "placement to place roll", 60)
+        # two replicas on each node (placement keeps a valid placement: it moves none without cause)
+        s.git("pull", "--quiet", "--rebase", "origin", "main")
+        node_json = s.env_file("node.json")
+        doc = json.loads(node_json.read_text())
+        doc["assignments"][SERVICE] = [s.nodes[i % 2] for i in range(REPLICAS)]
+        node_json.write_text(json.dumps(doc, indent=2) + "\n")
+        s.commit_and_push("rollouts: roll over both nodes")
         yield s
     finally:
         s.close()
@@ -142,8 +150,9 @@ def test_1_a_good_change_goes_in_waves_of_one(stack: DevStackProcess, sampler: S
     nodes = {
         c.labels["io.phrame.node"]
         for c in sampler.client.containers.list(filters={"label": f"io.phrame.service={SERVICE}"})
+        if c.labels.get("io.phrame.node") in stack.nodes
     }
-    print(f"\nroll runs on {sorted(nodes)}")
+    assert nodes == set(stack.nodes)  # 4 replicas over the 2 nodes
     sampler.start()
     sha = push(stack, spec("2"), "rollouts: round 2")
     stack.wait(lambda: rollout(stack).get("commit") == sha, "the rollout of round 2 to start", 30)
