@@ -115,7 +115,12 @@ def stack(client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory)
         s.commit_and_push("rollouts: roll over both nodes")
         yield s
     finally:
-        s.close()
+        down = s.close()
+        left = client.containers.list(
+            all=True, filters={"label": "io.phrame.managed=true"}, ignore_removed=True
+        )
+        left = [c.name for c in left if c.labels.get("io.phrame.node") in s.nodes]
+        assert not left, f"phrame dev --down --purge left {left}:\n{down}"
 
 
 @pytest.fixture(scope="module")
