@@ -16,6 +16,7 @@ from config_repo.assignment import Replica, replicas
 from config_repo.model import ConfigRepo, Document, Environment, PathPart
 from config_repo.problems import Problem
 from config_repo.quantities import PortMapping, format_bytes, memory_bytes, parse_ports
+from config_repo.update_policy import update_problems
 from schemas.registry import pointer
 
 # One service's ports expand to at most this many mappings ("1-65535" would be 65,535
@@ -265,7 +266,7 @@ def capacity(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]
 
 
 def semantic_problems(repo: ConfigRepo) -> list[Problem]:
-    problems = [*names(repo), *environment_settings(repo)]
+    problems = [*names(repo), *environment_settings(repo), *update_problems(repo)]
     for env in repo.environments.values():
         problems += [*references(repo, env), *cycles(env)]
     all_replicas = replicas(repo, partial=True)

@@ -152,6 +152,15 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
             return AsciiJSONResponse({"error": f"ref {ref!r} is not tracked"}, status_code=404)
         return JSONResponse({"status": "queued", "refs": queued}, status_code=202)
 
+    async def promote(request: Request) -> Response:
+        if not token_ok(request):
+            return AsciiJSONResponse({"error": "token does not match"}, status_code=401)
+        env, svc = request.path_params["env"], request.path_params["service"]
+        accepted, text = service.rollouts.promote(env, svc)
+        if not accepted:  # no rollout of it running here: nothing waits for a promotion
+            return AsciiJSONResponse({"error": text}, status_code=409)
+        return AsciiJSONResponse({"status": "queued", "message": text}, status_code=202)
+
     async def healthz(_: Request) -> Response:
         failed = service.start_error
         if failed is not None:  # a refused broker login: restarting us is the remedy
@@ -185,6 +194,7 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         routes=[
             HttpRoute("/webhooks/gitlab", webhook, methods=["POST"]),
             HttpRoute("/sync", manual_sync, methods=["POST"]),
+            HttpRoute("/rollouts/{env}/{service}/promote", promote, methods=["POST"]),
             HttpRoute("/healthz", healthz),
             HttpRoute("/readyz", readyz),
             HttpRoute("/status", status),

@@ -39,6 +39,9 @@ class Deployment:
     nodes: dict[str, int]  # node -> the manifest generation published for ``commit``
     deadline: float
     offline: frozenset[str] = frozenset()  # the waited-on nodes offline when last reported
+    # ``running`` reported: only then may a tick finish it, or its success could be
+    # followed by that late ``running`` (nodes already converged when the watch starts)
+    announced: bool = False
 
 
 class DeployWatcher:
@@ -123,6 +126,9 @@ class DeployWatcher:
             if (dep := self.active.get(ref)) is not None and dep.commit == commit:
                 dep.offline = frozenset(offline)
         self._report(commit, "running", waiting_text(sorted(nodes), offline), ref)
+        with self._cond:
+            if (dep := self.active.get(ref)) is not None and dep.commit == commit:
+                dep.announced = True
         self.check()
 
     def unchanged(self, ref: str, commit: str) -> None:
@@ -145,6 +151,8 @@ class DeployWatcher:
         with self._cond:
             now = self.clock()
             for ref, dep in list(self.active.items()):
+                if not dep.announced:  # watch() is still reporting it running
+                    continue
                 offline = self.nodes.offline(dep.nodes)
                 state, text = verdict(self.statuses, dep.commit, dep.nodes, self.published, offline)
                 if state == "success" or now >= dep.deadline:

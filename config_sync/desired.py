@@ -172,18 +172,29 @@ def sync_payload(
     errors: list[dict[str, Any]],
     previous: Mapping[str, Any] | None,
     now: float,
+    held: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The environment's ``sync`` topic: ``last_attempted`` vs ``last_applied`` (as Flux keeps
     them). The same outcome for the same commit returns ``previous`` unchanged, so an
-    idle re-sync publishes nothing."""
+    idle re-sync publishes nothing. ``held``: the staged rollouts of this commit not complete
+    (running, waiting for a promotion, paused or rolled back); while there is one the commit
+    is valid but not applied (``last_applied`` stays), and the ``rollouts`` field lists them."""
     ok = not errors
     prev = dict(previous or {})
     attempted = prev.get("last_attempted") or {}
-    same = (attempted.get("commit"), prev.get("ok"), prev.get("errors", []), prev.get("ref"))
-    if same == (commit, ok, errors, ref):
+    same = (
+        attempted.get("commit"),
+        prev.get("ok"),
+        prev.get("errors", []),
+        prev.get("ref"),
+        prev.get("rollouts"),
+    )
+    if same == (commit, ok, errors, ref, held or None):
         return prev
-    applied = {"commit": commit, "ts": now} if ok else prev.get("last_applied")
-    return {
+    applied = {"commit": commit, "ts": now} if ok and not held else prev.get("last_applied")
+    if ok and not held and (prev.get("last_applied") or {}).get("commit") == commit:
+        applied = prev["last_applied"]  # released from a hold: applied when it first was
+    payload = {
         "environment": environment,
         "ref": ref,
         "commit": commit,
@@ -193,3 +204,6 @@ def sync_payload(
         "last_applied": applied,
         "ts": now,
     }
+    if held:
+        payload["rollouts"] = held
+    return payload

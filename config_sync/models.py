@@ -9,9 +9,10 @@ No I/O and no behaviour beyond reading the fields.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from config_repo.update_policy import UpdatePolicy
 from schemas import Topics
 
 Message = tuple[str, bytes | None]  # topic, payload (None: clear the retained topic)
@@ -26,6 +27,7 @@ class Reading:
     errors: list[dict[str, Any]]
     rendered: dict[str, dict[str, Any]] | None  # every desired topic; None when invalid
     nodes: frozenset[str] = frozenset()  # the inventory (nodes/) at this commit
+    policies: dict[tuple[str, str], UpdatePolicy] = field(default_factory=dict)  # staged rollouts
 
     def tracking(self, ref: str) -> set[str]:
         return {env for env, track in self.tracks.items() if track == ref}

@@ -38,6 +38,7 @@ def publication_order(
     now: float,
     previous: dict[str, dict[str, Any]] | None = None,
     floor: Mapping[str, int] | None = None,
+    held: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> Decision:
     """What turns ``published`` into ``ref`` at ``commit``: changed items, clears, changed
     manifests last, then the ``sync`` topics (and clears of the environments gone).
@@ -45,7 +46,8 @@ def publication_order(
     ``previous``: ``published`` decoded (computed when absent). ``floor``: per node, the
     generation a changed manifest must exceed. Environments ``ref`` published before but no
     longer claims (nor hands over) are cleared; with ``claim.declared`` (the default ref),
-    so is any environment no ref declares."""
+    so is any environment no ref declares. ``held``: per environment, the staged rollouts
+    that keep its commit from being applied (the ``sync`` topic says so)."""
     diff, desired, gone = PublicationOrder(), {}, []
     if not errors and rendered is not None:
         mine = environments_of(ref, published, topics)
@@ -65,7 +67,7 @@ def publication_order(
             floor=floor,
         )
         diff = desired_diff(desired, published, topics, previous=previous)
-    sync = _sync_messages(ref, commit, claim.environments, errors, published, topics, now)
+    sync = _sync_messages(ref, commit, claim.environments, errors, published, topics, now, held or {})
     sync += [(topics.env_sync(env), None) for env in gone]
     order = PublicationOrder(items=diff.items, clears=diff.clears, manifests=diff.manifests, sync=tuple(sync))
     return Decision(order, desired, tuple(gone))
@@ -79,13 +81,20 @@ def _sync_messages(
     published: Mapping[str, bytes],
     topics: Topics,
     now: float,
+    held: Mapping[str, list[dict[str, Any]]],
 ) -> list[Message]:
     out: list[Message] = []
     for env in sorted(environments):
         topic = topics.env_sync(env)
         previous = json_object(published.get(topic))
         payload = sync_payload(
-            environment=env, ref=ref, commit=commit, errors=errors, previous=previous, now=now
+            environment=env,
+            ref=ref,
+            commit=commit,
+            errors=errors,
+            previous=previous,
+            now=now,
+            held=None if errors else held.get(env),
         )
         raw = canonical_json(payload)
         if raw != published.get(topic):

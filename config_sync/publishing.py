@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from config_sync import fault_point
@@ -23,6 +23,7 @@ from config_sync.desired import decode
 from config_sync.errors import PublishError
 from config_sync.models import Claim
 from config_sync.publication import json_object, publication_order
+from config_sync.rollouts import Gated
 from phrame_mqtt import MqttError
 from schemas import Topics
 
@@ -64,6 +65,11 @@ class SyncOutcome:
     seconds: float = 0.0
     send_seconds: float = 0.0  # of ``seconds``: publishing and waiting for every PUBACK
     tracked: bool = True  # False: the ref is no longer tracked, nothing was done
+    rollouts: Gated | None = None  # what the rollout gate decided (None: no gate)
+
+
+# (rendered, published, published decoded) -> the rendering with held-back replicas put back
+Gate = Callable[[Mapping[str, dict[str, Any]], Mapping[str, bytes], dict[str, dict[str, Any]]], Gated]
 
 
 class DesiredPublisher:
@@ -141,10 +147,13 @@ class DesiredPublisher:
         claim: Claim,
         rendered: Mapping[str, dict[str, Any]] | None,
         errors: list[dict[str, Any]],
+        gate: Gate | None = None,
     ) -> SyncOutcome:
         """Publish ``rendered`` (the topics of ``claim.environments`` at ``commit``) or, with
         ``errors``, only the sync topics that report them, in the order
-        :func:`~config_sync.publication.publication_order` decides."""
+        :func:`~config_sync.publication.publication_order` decides. ``gate`` (staged
+        rollouts) sees what the broker holds and may hold replicas back; the rollout topics
+        it returns go out after the manifests."""
         started = time.monotonic()
         with self._lock:  # one publication at a time: each diffs against the last
             if self._stale.is_set():
@@ -154,6 +163,11 @@ class DesiredPublisher:
                 self.rebuild()
             published = self.published or {}
             fresh = not errors and rendered is not None
+            previous = decode(published, self.topics, self._decoded) if fresh else None
+            gated = None
+            if gate is not None and rendered is not None and previous is not None:
+                gated = gate(rendered, published, previous)
+                rendered = gated.rendered
             decision = publication_order(
                 ref=ref,
                 commit=commit,
@@ -163,10 +177,13 @@ class DesiredPublisher:
                 published=published,
                 topics=self.topics,
                 now=self.clock(),
-                previous=decode(published, self.topics, self._decoded) if fresh else None,
+                previous=previous,
                 floor=self._floor() if fresh else None,
+                held=gated.held if gated is not None else None,
             )
             order = decision.order
+            if gated is not None and gated.messages:  # the rollouts' state, once their items are out
+                order = replace(order, sync=(*order.sync, *gated.messages))
             messages = order.publication_messages()
             sending = time.monotonic()
             items, manifests = order.steps()  # two acknowledged steps: manifests only after their items
@@ -194,6 +211,7 @@ class DesiredPublisher:
             generations=generations,
             seconds=time.monotonic() - started,
             send_seconds=sent_s,
+            rollouts=gated,
         )
         # a poll that changed nothing is not news: INFO only when something went out
         log.log(

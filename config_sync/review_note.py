@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from config_repo.update_policy import UpdatePolicy
 from config_sync.desired import owned_topic
 from config_sync.models import Change
 from placement_rules.preview import Placed
@@ -43,6 +44,36 @@ def item_changes(
     return sorted(changes)
 
 
+def rollout_waves(changes: list[Change], policies: Mapping[tuple[str, str], UpdatePolicy]) -> list[str]:
+    """One line per service with ``update:`` whose replicas ``changes`` changes: its waves, in
+    order, as config-sync would release them (added and removed replicas are not waved)."""
+    changed: dict[tuple[str, str], list[str]] = {}
+    for c in changes:
+        env, service = c.item_id.split(".")[:2]
+        if c.kind == "containers" and c.action == "change" and (env, service) in policies:
+            changed.setdefault((env, service), []).append(c.item_id)
+    lines = []
+    for (env, service), items in sorted(changed.items()):
+        policy = policies[(env, service)]
+        items.sort(key=lambda i: int(i.rsplit(".", 1)[-1]) if i.rsplit(".", 1)[-1].isdigit() else 0)
+        waves: list[list[str]] = []
+        left = list(items)
+        while left:
+            size = policy.wave_size(not waves, len(left))
+            waves.append(left[:size])
+            left = left[size:]
+        parts = []
+        for n, wave in enumerate(waves, 1):
+            text = ", ".join(f"`{i}`" for i in wave)
+            if n == 1 and policy.canary:
+                text += f" (canary; then `phrame promote {env} {service}`)"
+            parts.append(f"{n}) {text}")
+        head = f"- `{env}/{service}`: {len(items)} replica(s) in {len(waves)} wave(s)"
+        head += f", each healthy for {policy.min_healthy_s:g} s before the next: "
+        lines.append(head + " ".join(parts))
+    return lines
+
+
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -53,12 +84,14 @@ def review_note(
     *,
     commit: str,
     ref: str | None = None,
+    waves: list[str] | None = None,
     placed: Sequence[Placed] = (),
     liveness: str = "",
 ) -> str:
-    """The review note as Markdown: errors first, then one table per node, then the placement
-    preview of label-placed replicas (``placed``, decided with ``liveness`` as the caller
-    knows it) — the MR note body, and what ``phrame plan`` prints."""
+    """The review note as Markdown: errors first, then one table per node, then the staged
+    rollouts' ``waves`` (:func:`rollout_waves`), then the placement preview of label-placed
+    replicas (``placed``, decided with ``liveness`` as the caller knows it) — the MR note
+    body, and what ``phrame plan`` prints."""
     where = f" into `{ref}`" if ref else ""
     lines = [REVIEW_NOTE_MARKER, f"### Phrame plan for `{commit[:12]}`{where}", ""]
     if errors:
@@ -80,6 +113,8 @@ def review_note(
             fields = ", ".join(f"`{f}`" for f in c.fields)
             lines.append(f"| {c.action} | {c.kind[:-1]} | `{c.item_id}` | {fields} |")
         lines.append("")
+    if waves:
+        lines += ["#### Staged rollouts", "", *waves, ""]
     return "\n".join([*lines, *_placement(placed, liveness)])
 
 

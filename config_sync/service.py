@@ -22,6 +22,7 @@ from config_sync.metrics import Metrics
 from config_sync.models import Backoff
 from config_sync.publishing import DesiredPublisher, PublishError, SyncOutcome
 from config_sync.queue import WorkQueue
+from config_sync.rollout_control import RolloutController
 from config_sync.settings import SyncSettings
 from config_sync.status_views import full_view, public_view
 from config_sync.syncing import Syncer
@@ -69,6 +70,11 @@ class ConfigSync:
         self.history = DeployHistory(self.mqtt, self.topics, self.git.commit_info, timeout_s=deploy_s)
         self.deployer.history = self.history
         self.history.on_finished = self.metrics.deploy_finished
+        # staged rollouts: a rolled-back replica's earlier spec is re-rendered from its commit
+        self.rollouts = RolloutController(
+            self.topics, self.reporter, spec_at=lambda sha: self.syncer.read(sha).rendered
+        )
+        self.rollouts.trigger = self._trigger_rollout
         self.syncer = Syncer(
             self.git,
             self.publisher,
@@ -78,6 +84,7 @@ class ConfigSync:
             deployer=self.deployer,
             on_outcome=self._record,
             history=self.history,
+            rollouts=self.rollouts,
         )
         # a fetch or a publication that failed runs again with backoff, not at the next poll;
         # an invalid commit is no failure (it is reported) and waits for a new head
@@ -134,7 +141,9 @@ class ConfigSync:
             return
         self.actual.subscribe(self.deployer.status_filter(), self.deployer.on_status)
         self.actual.subscribe(self.deployer.heartbeat_filter(), self.deployer.on_heartbeat)
+        self.actual.subscribe(self.rollouts.actual.filter(), self.rollouts.actual.on_item)
         self.deployer.start()
+        self.rollouts.start()
         delay = 1.0
         while not self._stopping:
             try:
@@ -156,6 +165,7 @@ class ConfigSync:
     def stop(self) -> None:
         self._stopping = True
         self.queue.stop()
+        self.rollouts.stop()
         self.deployer.stop()
         if self.actual is not self.mqtt:
             self.actual.stop()
@@ -190,11 +200,18 @@ class ConfigSync:
         job = lambda: self._review(iid, source, target)  # noqa: E731
         return self.queue.worker("reviews").trigger(f"mr:{iid}", job, max_pending=self.max_pending_reviews)
 
+    def _trigger_rollout(self, ref: str) -> None:
+        """A rollout of ``ref`` may move on (its containers changed, a deadline, a promotion):
+        a pass on the ref's own worker, after any sync queued there, without fetching."""
+        with self._workers_lock:
+            if ref in self.syncer.tracked and self.started_at is not None:
+                self._ref_worker(ref).trigger("rollout", lambda: self._sync(ref, fetch=False))
+
     def _ref_worker(self, ref: str) -> Any:
         return self.queue.worker(f"ref:{ref}", poll=lambda: self._sync(ref), poll_key=ref)
 
     # -- work (worker threads)
-    def _sync(self, ref: str) -> None:
+    def _sync(self, ref: str, *, fetch: bool = True) -> None:
         if ref not in self.syncer.tracked:  # the default ref took its environments back
             self._retire_self(ref)
             return
@@ -202,7 +219,7 @@ class ConfigSync:
             self.sync_counts[ref] = self.sync_counts.get(ref, 0) + 1
         with self.metrics.sync_seconds.labels(ref).time():
             try:
-                outcome = self.syncer.sync_ref(ref)
+                outcome = self.syncer.sync_ref(ref) if fetch else self.syncer.sync_ref(ref, fetch=False)
             except Exception:
                 self.metrics.record_sync(ref, "error")
                 raise

@@ -60,6 +60,8 @@ def full_view(service: ConfigSync) -> dict[str, Any]:
         "last_sync": last,
         "workers": workers,
         "deploys": {ref: d.commit for ref, d in service.deployer.active.items()},
+        # each staged rollout's last state ("<env>/<service>" -> the retained document)
+        "rollouts": {f"{env}/{svc}": doc for (env, svc), doc in sorted(service.rollouts.last.items())},
         "reports": service.reporter.snapshot(),
         "ready": service.is_ready(),
     }

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
+from config_repo.update_policy import policies
 from config_sync.deploy import DeployWatcher
 from config_sync.deploy_history import DeployHistory
 from config_sync.errors import GitError, GitLabError
@@ -24,7 +25,8 @@ from config_sync.git_repo import RefMissing, SyncRepo
 from config_sync.gitlab_api import CommitReporter
 from config_sync.models import Claim, Reading
 from config_sync.publishing import DesiredPublisher, SyncOutcome
-from config_sync.review_note import item_changes, review_note
+from config_sync.review_note import item_changes, review_note, rollout_waves
+from config_sync.rollout_control import RolloutController
 from placement_rules.preview import Placed, preview
 from schemas import Topics
 
@@ -49,7 +51,9 @@ class Syncer:
         deployer: DeployWatcher | None = None,
         on_outcome: Callable[[SyncOutcome], None] | None = None,
         history: DeployHistory | None = None,
+        rollouts: RolloutController | None = None,
     ) -> None:
+        self.rollouts = rollouts  # staged rollouts: the gate of each publication
         self.history = history  # each environment's deployments (the ``deploys`` topic)
         self.git, self.publisher, self.reporter, self.topics = git, publisher, reporter, topics
         self.default_ref = default_ref
@@ -83,7 +87,10 @@ class Syncer:
         else:
             errors = [p.to_dict() for p in validate(repo, read_problems, cache=self.read_cache)]
             rendered = None if errors else render(repo, commit=sha).topics(self.topics)
-            reading = Reading(sha, _tracks(repo, self.default_ref), errors, rendered, frozenset(repo.nodes))
+            rules = policies(repo) if not errors else {}
+            reading = Reading(
+                sha, _tracks(repo, self.default_ref), errors, rendered, frozenset(repo.nodes), rules
+            )
         with self._lock:
             self._readings[sha] = reading
             while len(self._readings) > READINGS_KEPT:
@@ -107,18 +114,21 @@ class Syncer:
         except GitLabError as e:  # the adapter's own error; anything else is a bug and is raised
             log.warning("could not report %s=%s on %s: %s", VALIDATE, state, sha[:12], e)
 
-    def sync_ref(self, ref: str) -> SyncOutcome:
+    def sync_ref(self, ref: str, *, fetch: bool = True) -> SyncOutcome:
         """Publish the head of ``ref`` (or, if it is invalid, only its errors).
 
         A ref no longer tracked (the default ref took its environments back) publishes,
-        reports and records nothing: the outcome says ``tracked=False``."""
+        reports and records nothing: the outcome says ``tracked=False``. ``fetch=False``:
+        the head already fetched, again (a rollout's re-evaluation: no git traffic, and
+        ``phrame/validate`` is not reported again)."""
         if ref not in self.tracked:
             return _untracked(ref)
-        try:
-            self.git.fetch()
-        except GitError as e:  # the queue retries with backoff; the sync topic says why meanwhile
-            self._keep_last(ref, "git-unreachable", f"{e}; keeping the last good state")
-            raise
+        if fetch:
+            try:
+                self.git.fetch()
+            except GitError as e:  # the queue retries with backoff; the sync topic says why meanwhile
+                self._keep_last(ref, "git-unreachable", f"{e}; keeping the last good state")
+                raise
         try:
             sha = self.git.head(ref)
         except RefMissing as e:
@@ -134,11 +144,12 @@ class Syncer:
                 if claim is None:
                     return _untracked(ref, sha)
                 claimed = True
+                gate = self.rollouts.gate(reading, claim.environments) if self.rollouts is not None else None
                 outcome = self.publisher.publish_commit(
-                    ref=ref, commit=sha, claim=claim, rendered=reading.rendered, errors=errors
+                    ref=ref, commit=sha, claim=claim, rendered=reading.rendered, errors=errors, gate=gate
                 )
         finally:
-            if claimed:
+            if claimed and fetch:
                 self._report_validation(sha, errors, ref)
         self.last[ref] = outcome
         if self.on_outcome is not None:
@@ -146,8 +157,13 @@ class Syncer:
         if self.history is not None:
             self.history.record(outcome)
         if outcome.ok and self.deployer is not None:
-            if outcome.generations:
-                self.deployer.watch(ref, sha, outcome.generations)
+            generations = outcome.generations
+            if self.rollouts is not None:  # a rollout reports its own waves, then hands over
+                rolling, generations = self.rollouts.deploy_view(ref, outcome)
+                if rolling:
+                    return outcome
+            if generations:
+                self.deployer.watch(ref, sha, generations)
             elif self._is_new_commit(outcome):
                 self.deployer.unchanged(ref, sha)  # a README edit deserves its green tick too
         return outcome
@@ -256,7 +272,10 @@ class Syncer:
         if new.rendered is not None:
             changes = item_changes(old.rendered or {}, new.rendered, self.topics)
             placed, liveness = self._placement_preview(sha)
-        body = review_note(changes, errors, commit=sha, ref=target_ref, placed=placed, liveness=liveness)
+        waves = rollout_waves(changes, new.policies)
+        body = review_note(
+            changes, errors, commit=sha, ref=target_ref, waves=waves, placed=placed, liveness=liveness
+        )
         self.reporter.upsert_review_note(mr_iid, body)
         log.info("reviewed !%d at %s: %d change(s), %d error(s)", mr_iid, sha[:12], len(changes), len(errors))
         return body

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "config-sync": ("phrame.cmd_config_sync", "run config-sync: GitLab webhooks to retained desired topics"),
     "plan": ("phrame.cmd_plan", "print per node what a change adds, changes and removes (the MR plan)"),
     "replay": ("phrame.cmd_replay", "post a recorded GitLab webhook delivery to a running config-sync"),
+    "promote": ("phrame.cmd_promote", "release a staged rollout past its canary wave (config-sync)"),
     "placement": ("phrame.cmd_placement", "choose nodes for label-placed services, commit node.json"),
     "status": ("phrame.cmd_status", "show nodes and environments as the broker reports them"),
     "mirror": ("phrame.cmd_mirror", "write one plane's retained topics as a JSON snapshot file"),

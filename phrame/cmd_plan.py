@@ -19,7 +19,8 @@ from typing import Any
 
 from config_repo import ConfigError, load, render, validate
 from config_repo.sources import GitSource
-from config_sync.review_note import item_changes, review_note
+from config_repo.update_policy import policies
+from config_sync.review_note import item_changes, review_note, rollout_waves
 from phrame.repo_args import open_source
 from phrame_git.cache import merge_base
 from placement_rules.preview import preview
@@ -38,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _topics_at(
     source: Any, topics: Topics
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], str, Any]:
-    """The rendered topics, the problems, the commit and the loaded repo of ``source``."""
+    """The rendered topics, the problems, the commit and the loaded (validated) repo of ``source``."""
     repo, read_problems = load(source)
     problems = validate(repo, read_problems)
     if problems:
@@ -70,9 +71,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"phrame plan: {args.from_ref} is itself invalid; planning from nothing", file=sys.stderr)
     changes = item_changes(old, new, topics) if not errors else []
     placed = preview(repo) if not errors else []
+    waves = rollout_waves(changes, policies(repo)) if not errors else []
     # a local command hears no heartbeats: the preview says what it assumed
     note = review_note(
-        changes, errors, commit=commit, ref=args.from_ref, placed=placed, liveness="every node assumed online"
+        changes,
+        errors,
+        commit=commit,
+        ref=args.from_ref,
+        waves=waves,
+        placed=placed,
+        liveness="every node assumed online",
     )
     print(note, end="")
     return 1 if errors else 0

@@ -24,6 +24,7 @@ SCHEMA_OF = {
     ("desired", "sync"): "desired-sync",
     ("desired", "placement"): "desired-placement",
     ("desired", "deploys"): "desired-deploys",
+    ("desired", "rollout"): "desired-rollout",
     ("actual", "status"): "actual-status",
     ("actual", "heartbeat"): "actual-heartbeat",
     ("actual", "containers"): "actual-item",
@@ -36,7 +37,7 @@ SCHEMA_OF = {
 @dataclass(frozen=True)
 class Topic:
     """A parsed topic. ``kind`` is an item kind, ``manifest``, ``status``, ``heartbeat``,
-    ``service``, ``sync``, ``placement``, ``deploys`` or ``restart``."""
+    ``service``, ``sync``, ``placement``, ``deploys``, ``rollout`` or ``restart``."""
 
     plane: str  # desired | actual | cmd
     kind: str
@@ -94,6 +95,10 @@ class Topics:
         """The environment's last deployments (config-sync's ``deploy_records``)."""
         return f"{self.environment(env)}/deploys"
 
+    def env_rollout(self, env: str, service: str) -> str:
+        """A service's staged rollout (config-sync's ``rollouts``)."""
+        return f"{self.environment(env)}/rollouts/{_check(_NAME, service, 'service')}"
+
     # -- actual plane
     def actual_node(self, node: str) -> str:
         return f"{self.prefix}/actual/nodes/{_check(_NAME, node, 'node')}"
@@ -133,6 +138,10 @@ class Topics:
         """Every node's ``status`` (not the per-item topics)."""
         return f"{self.prefix}/actual/nodes/+/status"
 
+    def actual_containers_filter(self) -> str:
+        """Every node's observed containers (config-sync's rollouts watch their health)."""
+        return f"{self.prefix}/actual/nodes/+/containers/+"
+
     def heartbeat_filter(self) -> str:
         return f"{self.prefix}/actual/nodes/+/heartbeat"
 
@@ -169,6 +178,8 @@ def _parse_parts(p: list[str]) -> Topic:
         env = _check(_NAME, p[2], "environment")
         if len(p) == 5 and p[3] == "services":
             return Topic(plane, "service", environment=env, service=_check(_NAME, p[4], "service"))
+        if len(p) == 5 and p[3] == "rollouts":
+            return Topic(plane, "rollout", environment=env, service=_check(_NAME, p[4], "service"))
         if len(p) == 4 and p[3] in ("sync", "placement", "deploys"):
             return Topic(plane, p[3], environment=env)
     if plane == "cmd" and len(p) == 6 and p[1] == "nodes" and p[3] == "containers":

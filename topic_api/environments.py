@@ -2,7 +2,8 @@
 
 Built by :mod:`topic_api.app` from the desired plane's index: last sync (commit, valid or
 the errors with file:line), placement state and the deploy records config-sync keeps
-retained (ISSUE12 §1). Pure; a malformed payload shows as null fields, never an error.
+retained (ISSUE12 §1), and the staged rollouts (issue 15). Pure; a malformed payload
+shows as null fields, never an error.
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ def environment_view(name: str, env: EnvTopics, *, with_services: bool = False) 
         "placement": env.placement if isinstance(env.placement, Mapping) else None,
         "deploys": [d for d in deploys if isinstance(d, Mapping)] if isinstance(deploys, list) else [],
     }
+    # staged rollouts by service (config-sync's rollouts/<service> topics), in progress or done;
+    # absent when the environment has none
+    rollouts = {svc: doc for svc, doc in sorted(env.rollouts.items()) if isinstance(doc, Mapping)}
+    if rollouts:
+        view["rollouts"] = rollouts
     if with_services:
         view["services"] = dict(sorted(env.services.items()))
     return view

@@ -104,7 +104,14 @@ ENV_PROPS: dict[str, Any] = {
     "errors": {"type": "array", "items": {"$ref": "#/components/schemas/EnvError"}},
     "placement": OBJ_OR_NULL,
     "deploys": {"type": "array", "items": {"type": "object", "additionalProperties": True}},
+    "rollouts": {
+        "type": "object",
+        "description": "service -> its staged rollout (schemas/json/desired-rollout.schema.json)",
+        "additionalProperties": {"type": "object", "additionalProperties": True},
+    },
 }
+
+ENV_REQUIRED = [k for k in ENV_PROPS if k != "rollouts"]  # rollouts: only when there is one
 
 PROBLEM = obj(
     {
@@ -170,8 +177,11 @@ SCHEMAS: dict[str, Any] = {
         }
     ),
     "EnvError": ENV_ERROR,
-    "Environment": obj(ENV_PROPS),
-    "EnvironmentDetail": obj({**ENV_PROPS, "services": {"type": "object", "additionalProperties": True}}),
+    "Environment": obj(ENV_PROPS, required=ENV_REQUIRED),
+    "EnvironmentDetail": obj(
+        {**ENV_PROPS, "services": {"type": "object", "additionalProperties": True}},
+        required=[*ENV_REQUIRED, "services"],
+    ),
     "Environments": obj(
         {"environments": {"type": "array", "items": {"$ref": "#/components/schemas/Environment"}}}
     ),

@@ -27,12 +27,14 @@ class NodeTopics:
 
 @dataclass
 class EnvTopics:
-    """One environment's desired topics: sync, placement, deploys and declared services."""
+    """One environment's desired topics: sync, placement, deploys, declared services and
+    staged rollouts (by service)."""
 
     sync: Any = None
     placement: Any = None
     deploys: Any = None
     services: dict[str, Any] = field(default_factory=dict)
+    rollouts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -65,6 +67,8 @@ def index_plane(topics: Mapping[str, Any], prefix: str, plane: str) -> PlaneInde
                 setattr(env, parts[2], payload)
             elif len(parts) == 4 and parts[2] == "services" and parts[3]:
                 env.services[parts[3]] = payload
+            elif len(parts) == 4 and parts[2] == "rollouts" and parts[3]:
+                env.rollouts[parts[3]] = payload
     return index
 
 

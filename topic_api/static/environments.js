@@ -1,5 +1,5 @@
 /* The environments (GET api/environments): per environment its last sync (commit, valid or
- * the errors with file:line), placement's state and the recent deployments.
+ * the errors with file:line), placement's state, its staged rollouts and the recent deployments.
  *
  * Called by app.js with each api/environments document. An article is rebuilt only when its
  * data changed; it holds no control, so no focus is lost.
@@ -56,6 +56,22 @@ function placementFacts(p) {
   return out;
 }
 
+const ROLLOUT_LEVEL = {
+  progressing: "warn", "waiting-promotion": "warn", paused: "bad", "rolled-back": "bad", complete: "ok",
+};
+
+function rolloutList(env) {
+  const rollouts = Object.values(env.rollouts || {});
+  if (!rollouts.length) return null;
+  return [h("h4", { text: "Rollouts" }), h("ul", { class: "rollouts" }, rollouts.map((r) =>
+    h("li", { "data-service": r.service },
+      badge(ROLLOUT_LEVEL[r.state] || "none", r.state || "unknown"), " ",
+      h("code", { text: r.service }), ` wave ${r.wave}/${r.waves}, ${r.done}/${r.total} healthy, commit `,
+      h("code", { class: "sha", title: r.commit, text: fmt.sha(r.commit) }),
+      (r.reasons || []).length ? h("ul", { class: "errors" }, r.reasons.map((x) =>
+        h("li", {}, h("code", { text: `${x.node} ${x.replica}` }), `: ${x.reason}`))) : null)))];
+}
+
 function deployRow(d) {
   const level = DEPLOY_LEVEL[d.state] || "none";
   const tr = cells(h("tr", { class: `level-${level}`, "data-commit": d.commit }), DEPLOY_LABELS, true);
@@ -82,8 +98,11 @@ function deployTable(env) {
 function envLevel(env) {
   const p = env.placement || {};
   const last = (env.deploys || [])[0];
+  const states = Object.values(env.rollouts || {}).map((r) => r.state);
   if (env.ok === false || p.error || (last && last.state === "failed")) return "bad";
+  if (states.includes("paused") || states.includes("rolled-back")) return "bad";
   if ((p.unassigned || []).length || p.held || (last && last.state === "pending")) return "warn";
+  if (states.includes("progressing") || states.includes("waiting-promotion")) return "warn";
   return env.ok === true ? "ok" : "none";
 }
 
@@ -94,6 +113,7 @@ function article(env) {
     h("h3", { id: `${id}-h`, text: env.environment }),
     h("dl", { class: "facts" }, syncFacts(env), placementFacts(env.placement)),
     errors.length ? [h("h4", { text: "Errors of the last sync" }), errorList(errors)] : null,
+    rolloutList(env),
     h("h4", { text: "Recent deployments" }),
     deployTable(env));
 }

@@ -1,0 +1,299 @@
+"""Staged rollouts through ``phrame dev``: real mosquitto, config-sync, placement, two agents
+on the one Docker daemon and git pushes. One service ``roll`` with 4 replicas over the two
+nodes and a healthcheck; a watcher thread samples Docker all along and counts, at every
+instant, the replicas off the old spec or not healthy. The scenarios run in order."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+
+from tests.support.dev_stack import DevStackProcess
+from tests.support.services import require_binary
+
+pytestmark = [pytest.mark.docker, pytest.mark.mqtt, pytest.mark.slow]
+SERVICE = "roll"
+REPLICAS = 4
+LOOP = "trap 'exit 0' TERM; while true; do sleep 3600 & wait; done"
+
+
+def spec(round_: str, *, healthy: bool = True, update: str = "", min_healthy_s: int = 1) -> str:
+    check = "exit 0" if healthy else "exit 1"  # a string test runs in the image's sh
+    return (
+        f'name: {SERVICE}\nimage: phrame-quickstart/busybox:1\ncommand: [sh, -c, "{LOOP}"]\n'
+        f"replicas: {REPLICAS}\nenv:\n  ROUND: '{round_}'\nplacement:\n  labels:\n    pool: dev\n"
+        f"healthcheck:\n  test: '{check}'\n  interval: 1s\n  timeout: 1s\n  retries: 1\n"
+        f"update:\n  max_parallel: 1\n  min_healthy_s: {min_healthy_s}\n  healthy_deadline_s: 25\n{update}"
+    )
+
+
+class Sampler:
+    """Samples the service's containers every 0.1 s: replica -> (container id, digest, health)."""
+
+    def __init__(self, client: docker.DockerClient, stack: DevStackProcess) -> None:
+        self.client, self.stack = client, stack
+        self.worst = 0
+        self.old: dict[str, str] = {}  # replica -> the digest it ran when watching began
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def now(self) -> dict[str, tuple[str, str, str]]:
+        found = self.client.containers.list(
+            all=True, filters={"label": f"io.phrame.service={SERVICE}"}, ignore_removed=True
+        )
+        out = {}
+        for c in found:
+            if c.labels.get("io.phrame.node") not in self.stack.nodes:
+                continue
+            health = (c.attrs.get("State", {}).get("Health") or {}).get("Status", "")
+            running = c.attrs.get("State", {}).get("Running")
+            out[c.labels["io.phrame.replica"]] = (
+                c.id,
+                c.labels["io.phrame.digest"],
+                health if running else "down",
+            )
+        return out
+
+    def off(self, sample: dict[str, tuple[str, str, str]]) -> int:
+        """Replicas off the old spec or not healthy (a missing one counts)."""
+        return sum(
+            1
+            for r in map(str, range(REPLICAS))
+            if r not in sample or sample[r][1] != self.old.get(r) or sample[r][2] != "healthy"
+        )
+
+    def start(self) -> None:
+        self.old = {r: v[1] for r, v in self.now().items()}
+        self.worst = 0
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> int:
+        self._stop.set()
+        assert self._thread is not None
+        self._thread.join(10)
+        return self.worst
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.1):
+            try:
+                sample = self.now()
+            except docker.errors.APIError:
+                continue
+            # a replica already on the new spec and healthy counts as done, not off
+            done = sum(1 for r, v in sample.items() if v[1] != self.old.get(r) and v[2] == "healthy")
+            self.worst = max(self.worst, self.off(sample) - done)
+
+
+@pytest.fixture(scope="module")
+def stack(client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStackProcess]:
+    require_binary("mosquitto", "mosquitto")
+    s = DevStackProcess(tmp_path_factory.mktemp("rollouts"))
+    try:
+        s.wait_ready()
+        s.wait(lambda: all(s.is_converged(n) for n in s.nodes), "both nodes converged on the sample", 120)
+        s.env_file(f"services/{SERVICE}.yaml").write_text(spec("1"))
+        s.commit_and_push("rollouts: add roll")
+        s.wait(lambda: SERVICE in s.placement.get("assignments", {}), "placement to place roll", 60)
+        # two replicas on each node (placement keeps a valid placement: it moves none without cause)
+        s.git("pull", "--quiet", "--rebase", "origin", "main")
+        node_json = s.env_file("node.json")
+        doc = json.loads(node_json.read_text())
+        doc["assignments"][SERVICE] = [s.nodes[i % 2] for i in range(REPLICAS)]
+        node_json.write_text(json.dumps(doc, indent=2) + "\n")
+        s.commit_and_push("rollouts: roll over both nodes")
+        yield s
+    finally:
+        down = s.close()
+        left = client.containers.list(
+            all=True, filters={"label": "io.phrame.managed=true"}, ignore_removed=True
+        )
+        left = [c.name for c in left if c.labels.get("io.phrame.node") in s.nodes]
+        assert not left, f"phrame dev --down --purge left {left}:\n{down}"
+
+
+@pytest.fixture(scope="module")
+def sampler(client: docker.DockerClient, stack: DevStackProcess) -> Sampler:
+    return Sampler(client, stack)
+
+
+def rollout(stack: DevStackProcess) -> dict[str, Any]:
+    return dict(stack.sync_status().get("rollouts", {}).get(f"{stack.environment}/{SERVICE}") or {})
+
+
+def all_healthy(sampler: Sampler) -> bool:
+    sample = sampler.now()
+    return len(sample) == REPLICAS and all(v[2] == "healthy" for v in sample.values())
+
+
+def push(stack: DevStackProcess, text: str, message: str) -> str:
+    stack.env_file(f"services/{SERVICE}.yaml").write_text(text)
+    sha, _at = stack.commit_and_push(message)
+    return sha
+
+
+def deploy_text(stack: DevStackProcess, sha: str) -> tuple[str | None, str]:
+    for s in stack.sync_status()["reports"]["statuses"]:
+        if s["sha"] == sha and s["name"] == "phrame/deploy":
+            return s["state"], s["description"]
+    return None, ""
+
+
+def test_1_a_good_change_goes_in_waves_of_one(stack: DevStackProcess, sampler: Sampler) -> None:
+    stack.wait(lambda: all_healthy(sampler), "4 healthy replicas of roll", 90)
+    nodes = {
+        c.labels["io.phrame.node"]
+        for c in sampler.client.containers.list(filters={"label": f"io.phrame.service={SERVICE}"})
+        if c.labels.get("io.phrame.node") in stack.nodes
+    }
+    assert nodes == set(stack.nodes)  # 4 replicas over the 2 nodes
+    sampler.start()
+    sha = push(stack, spec("2"), "rollouts: round 2")
+    stack.wait(lambda: rollout(stack).get("commit") == sha, "the rollout of round 2 to start", 30)
+    stack.wait(
+        lambda: deploy_text(stack, sha)[1].startswith(f"{SERVICE}: wave"),
+        "phrame/deploy to name the wave",
+        30,
+    )
+    stack.wait(lambda: rollout(stack).get("state") == "complete", "the rollout to complete", 120)
+    stack.wait(lambda: all_healthy(sampler), "every replica healthy", 30)
+    worst = sampler.stop()
+    assert worst <= 1, f"{worst} replicas were off the old spec or unhealthy at once"
+    assert all(v[1] != sampler.old[r] for r, v in sampler.now().items())  # every one changed
+
+    def deployed() -> bool:  # or the head that took the rollout over (placement's commit, say)
+        if stack.commit_status(sha) == "canceled":
+            return stack.commit_status(stack.remote_head()) == "success"
+        return stack.commit_status(sha) == "success"
+
+    stack.wait(deployed, "phrame/deploy success", 60)
+
+
+def test_2_a_failing_healthcheck_stops_after_the_first_wave(stack: DevStackProcess, sampler: Sampler) -> None:
+    before = sampler.now()
+    sha = push(stack, spec("bad", healthy=False), "rollouts: a healthcheck that fails")
+    stack.wait(
+        lambda: rollout(stack).get("commit") == sha and rollout(stack).get("state") == "paused", "pause", 90
+    )
+    state, text = deploy_text(stack, sha)
+    assert state == "failed" and f"{stack.environment}.{SERVICE}.0" in text and "unhealthy" in text, text
+    reason = rollout(stack)["reasons"][0]
+    assert reason["replica"] == f"{stack.environment}.{SERVICE}.0" and reason["node"] in stack.nodes
+    after = sampler.now()
+    for r in ("1", "2", "3"):
+        assert after[r][:2] == before[r][:2], f"replica {r} was restarted"
+    sync = stack.sync_status()["environments"][stack.environment]["sync"]
+    assert sync["rollouts"][0]["state"] == "paused" and sync["last_applied"]["commit"] != sha
+
+
+def test_3_rollback_returns_the_first_replica_to_the_old_spec(
+    stack: DevStackProcess, sampler: Sampler
+) -> None:
+    good = push(stack, spec("3"), "rollouts: fixed")  # a new rollout from what runs
+    stack.wait(
+        lambda: rollout(stack).get("commit") == good and rollout(stack).get("state") == "complete", "fix", 120
+    )
+    stack.wait(lambda: all_healthy(sampler), "every replica healthy", 30)
+    before = sampler.now()
+    sha = push(
+        stack, spec("bad2", healthy=False, update="  on_failure: rollback\n"), "rollouts: bad, rollback"
+    )
+    stack.wait(
+        lambda: rollout(stack).get("commit") == sha and rollout(stack).get("state") == "rolled-back", "rb", 90
+    )
+    stack.wait(
+        lambda: sampler.now().get("0", ("", "", ""))[1] == before["0"][1], "replica 0 back on its spec", 60
+    )
+    stack.wait(lambda: all_healthy(sampler), "every replica healthy again", 60)
+    after = sampler.now()
+    for r in ("1", "2", "3"):
+        assert after[r][:2] == before[r][:2], f"replica {r} was restarted"
+    assert deploy_text(stack, sha)[0] == "failed"
+
+
+def test_4_a_canary_waits_for_a_promotion(stack: DevStackProcess, sampler: Sampler) -> None:
+    before = sampler.now()
+    sha = push(stack, spec("4", update="  canary: 1\n"), "rollouts: canary")
+    stack.wait(
+        lambda: rollout(stack).get("commit") == sha and rollout(stack).get("state") == "waiting-promotion",
+        "the canary to be healthy and the rollout to wait",
+        90,
+    )
+    assert "waiting for promotion" in deploy_text(stack, sha)[1]
+    assert all(sampler.now()[r][:2] == before[r][:2] for r in ("1", "2", "3"))
+
+
+def test_5_the_dashboard_shows_the_rollout_waiting(stack: DevStackProcess, tmp_path: Path) -> None:
+    from tests.support.browser import LAPTOP, launch
+
+    with launch(tmp_path / "chromium", LAPTOP) as browser:
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(stack.api_url)
+        item = page.locator(
+            f'#env-list article[data-env="{stack.environment}"] ul.rollouts li[data-service="{SERVICE}"]'
+        )
+        item.wait_for()
+        page.wait_for_function(
+            "sel => (document.querySelector(sel) || {}).textContent?.includes('waiting-promotion')",
+            arg=f'article[data-env="{stack.environment}"] li[data-service="{SERVICE}"]',
+        )
+        text = item.text_content() or ""
+        assert "wave 1/4" in text and "1/4 healthy" in text, text
+        out = Path(__file__).parents[2] / "out" / "ui"
+        out.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(out / "dashboard-rollout.png"), full_page=True)
+        page.close()
+
+
+def test_6_phrame_promote_releases_the_rest(stack: DevStackProcess, sampler: Sampler) -> None:
+    secret = (stack.state / "webhook-secret").read_text().strip()
+    env = {**os.environ, "PHRAME_WEBHOOK_SECRET": secret}
+    command = [sys.executable, "-m", "phrame", "promote", stack.environment, SERVICE]
+    done = subprocess.run(
+        [*command, "--url", f"http://127.0.0.1:{stack.sync_port}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    stack.wait(lambda: rollout(stack).get("state") == "complete", "the promoted rollout to complete", 120)
+
+
+def test_7_config_sync_killed_mid_rollout_resumes(stack: DevStackProcess, sampler: Sampler) -> None:
+    stack.wait(lambda: all_healthy(sampler), "every replica healthy", 60)
+    sampler.start()
+    sha = push(stack, spec("5", min_healthy_s=3), "rollouts: round 5")
+    stack.wait(lambda: rollout(stack).get("commit") == sha and rollout(stack).get("wave") == 2, "wave 2", 90)
+    first = sampler.now()["0"]
+    pid = stack.pid_of("config-sync")
+    os.kill(pid, signal.SIGKILL)
+    stack.wait(lambda: not Path(f"/proc/{pid}").exists(), "config-sync to die", 30)
+
+    def restarted() -> bool:
+        try:
+            return stack.pid_of("config-sync") != pid and bool(stack.sync_status())
+        except (OSError, ValueError):
+            return False
+
+    stack.wait(restarted, "the supervisor to restart config-sync", 60)
+    stack.wait(
+        lambda: rollout(stack).get("state") == "complete", "the rollout to complete after the restart", 120
+    )
+    worst = sampler.stop()
+    assert worst <= 1, f"{worst} replicas off the old spec or unhealthy at once across the restart"
+    assert sampler.now()["0"][:2] == first[:2]  # the first wave was not redone
+    doc = json.dumps(rollout(stack))
+    assert sha in doc
