@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from phrame.status_liveness import Listen, Retained, clock_note, judge
+from phrame.status_rollouts import is_held, rollout_lines, rollout_row
 from schemas import PayloadError, Topics, check_payload, load_json
 from schemas.container_exits import DEFAULT_WINDOW_S, recent_exit
 
@@ -65,6 +66,7 @@ class EnvironmentRow:
     nodes: list[str] = field(default_factory=list)  # nodes with items of this environment
     not_applied: list[str] = field(default_factory=list)  # of those, not converged on theirs
     deploys: list[dict[str, Any]] = field(default_factory=list)  # the last deployments, newest first
+    rollouts: list[dict[str, Any]] = field(default_factory=list)  # staged rollouts (status_rollouts)
 
     @property
     def commit(self) -> str | None:
@@ -80,7 +82,10 @@ class Summary:
     @property
     def is_healthy(self) -> bool:
         nodes_ok = not any(n.needs_attention for n in self.nodes)
-        envs_ok = all(e.ok is not False and not e.unassigned for e in self.environments)
+        envs_ok = all(
+            e.ok is not False and not e.unassigned and not any(is_held(r) for r in e.rollouts)
+            for e in self.environments
+        )
         return nodes_ok and envs_ok
 
     def to_dict(self) -> dict[str, Any]:
@@ -163,7 +168,7 @@ def summarize(
             if line is not None:
                 nodes.setdefault(t.node, NodeRow(t.node)).recent_exits.append(line)
             continue
-        if t.kind not in ("status", "heartbeat", "manifest", "sync", "placement", "deploys"):
+        if t.kind not in ("status", "heartbeat", "manifest", "sync", "placement", "deploys", "rollout"):
             continue
         doc = _doc(t.schema_name, raw)
         if t.node is not None:
@@ -192,6 +197,8 @@ def summarize(
             env.errors += [_error_text(e) for e in doc.get("errors", [])]
         elif t.kind == "deploys":
             env.deploys = list(doc["deploys"])
+        elif t.kind == "rollout":
+            env.rollouts.append(rollout_row(doc))
         else:
             env.unassigned = [f"{u['replica']}: {u['reason']}" for u in doc.get("unassigned", [])]
             env.gc_candidates = list(doc.get("gc_candidates", []))
@@ -217,6 +224,7 @@ def summarize(
             if not row.applied:
                 env.not_applied.append(row.node)
     for env in envs.values():
+        env.rollouts.sort(key=lambda r: str(r.get("service")))
         env.nodes.sort()
         env.not_applied.sort()
     return Summary(
@@ -287,6 +295,7 @@ def render_text(summary: Summary, now: float | None = None) -> str:
             lines.append(f"    not applied yet on: {', '.join(e.not_applied)}")
         lines += [f"    error: {x}" for x in e.errors]
         lines += [f"    unassigned: {u}" for u in e.unassigned]
+        lines += rollout_lines(e.environment, e.rollouts)
         lines += [f"    {deploy_line(d, now)}" for d in e.deploys[:DEPLOYS_SHOWN]]
         lines += [
             f"    node {g} has been offline past PHRAME_NODE_GC_S: remove it from nodes/?"

@@ -194,3 +194,38 @@ def test_a_container_restarted_after_an_exit_is_mentioned_but_not_unhealthy() ->
         s
     )
     assert summarize(topics, at + 700, T).nodes[0].recent_exits == []
+
+
+def _rollout(state: str, wave: int, done: int, reasons: list[dict[str, str]] | None = None) -> bytes:
+    replicas = [{"replica": f"studio-a.web.{i}", "node": "edge-01", "digest": "sha256:" + "b" * 64,
+                 "released_at": NOW - 30 if i < wave else None} for i in range(4)]  # fmt: skip
+    return raw({"environment": "studio-a", "service": "web", "commit": "c" * 40, "state": state,
+                "wave": wave, "waves": 4, "done": done, "total": 4, "replicas": replicas,
+                "reasons": reasons or [], "description": f"web: wave {wave}/4"})  # fmt: skip
+
+
+def test_a_rollout_in_progress_is_shown_and_a_paused_one_needs_attention() -> None:
+    topics = healthy()
+    topics[T.env_rollout("studio-a", "web")] = _rollout("progressing", 2, 1)
+    s = summarize(topics, NOW, T)
+    (env,) = s.environments
+    assert [(r["service"], r["state"], r["wave"]) for r in env.rollouts] == [("web", "progressing", 2)]
+    assert "    rollout web: progressing, wave 2/4, 1/4 healthy, commit cccccccccccc" in render_text(s)
+    assert s.is_healthy and s.to_dict()["environments"][0]["rollouts"][0]["done"] == 1
+    why = {"node": "edge-01", "replica": "studio-a.web.0", "reason": "healthcheck unhealthy"}
+    topics[T.env_rollout("studio-a", "web")] = _rollout("paused", 1, 0, [why])
+    s = summarize(topics, NOW, T)
+    text = render_text(s)
+    assert "    rollout web: paused, wave 1/4, 0/4 healthy, commit cccccccccccc" in text
+    assert "        edge-01 studio-a.web.0: healthcheck unhealthy" in text
+    assert not s.is_healthy and text.splitlines()[-1] == "needs attention"
+    topics[T.env_rollout("studio-a", "web")] = _rollout("complete", 4, 4)
+    s = summarize(topics, NOW, T)
+    assert s.is_healthy and "rollout web" not in render_text(s)  # done: the deploys lines say it
+
+
+def test_a_canary_waiting_for_promotion_says_how_to_promote() -> None:
+    topics = healthy()
+    topics[T.env_rollout("studio-a", "web")] = _rollout("waiting-promotion", 1, 1)
+    text = render_text(summarize(topics, NOW, T))
+    assert "waiting for a promotion: phrame promote studio-a web, or a new commit" in text
