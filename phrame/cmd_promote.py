@@ -2,9 +2,10 @@
 
 Posts ``/rollouts/<env>/<service>/promote`` to a running config-sync with the webhook
 secret as a bearer token (``--token-file FILE``, ``--token -`` for stdin, else
-``PHRAME_WEBHOOK_SECRET`` or ``_FILE``; the dev stack runs without one). Prints config-sync's
-answer; exits 0 when the promotion is queued, 1 when config-sync refused it (no such rollout
-waiting, wrong token), 2 for usage or an unreachable config-sync. Never changes git.
+``PHRAME_WEBHOOK_SECRET`` or ``_FILE``; the dev stack's is ``.phrame-dev/webhook-secret``).
+Prints config-sync's answer (and, on a 401, where the token comes from); exits 0 when the
+promotion is queued, 1 when config-sync refused it (no such rollout waiting, wrong token), 2
+for usage or an unreachable config-sync. Never changes git.
 """
 
 from __future__ import annotations
@@ -65,4 +66,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"phrame promote: cannot reach {url}: {e}", file=sys.stderr)
         return 2
     print(f"{code} {text}")
+    if code == 401:
+        given = "the token given is not config-sync's" if token else "no token was given"
+        print(
+            f"phrame promote: {given}: pass its webhook secret with --token-file FILE (the dev stack's:"
+            " .phrame-dev/webhook-secret), --token - (stdin) or PHRAME_WEBHOOK_SECRET",
+            file=sys.stderr,
+        )
     return 0 if 200 <= code < 300 else 1

@@ -28,6 +28,17 @@ def is_held(row: dict[str, Any]) -> bool:
     return row.get("state") in HELD
 
 
+def head_state(commit: str, rows: list[dict[str, Any]]) -> str:
+    """Why the head ``commit`` is not the environment's applied one: its rollout is still going
+    (or was stopped), else it did not deploy at all (validation, fetch: the errors say)."""
+    mine = [r for r in rows if r.get("commit") == commit and r.get("state") != "complete"]
+    if any(is_held(r) for r in mine):
+        return "not applied: its rollout stopped (see the rollout)"
+    if mine:
+        return "rolling out (see the rollout)"
+    return "not deployed (see the errors)"
+
+
 def rollout_lines(environment: str, rows: list[dict[str, Any]]) -> list[str]:
     """``rollout web: progressing, wave 2/4, 1/4 healthy, commit 0a1b2c3d4e5f`` and its reasons."""
     lines = []

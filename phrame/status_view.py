@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from phrame.status_liveness import Listen, Retained, clock_note, judge
-from phrame.status_rollouts import is_held, rollout_lines, rollout_row
+from phrame.status_rollouts import head_state, is_held, rollout_lines, rollout_row
 from schemas import PayloadError, Topics, check_payload, load_json
 from schemas.container_exits import DEFAULT_WINDOW_S, recent_exit
 
@@ -290,7 +290,7 @@ def render_text(summary: Summary, now: float | None = None) -> str:
         applied_on = f"{len(e.nodes) - len(e.not_applied)} of {len(e.nodes)} nodes"
         lines.append(f"{e.environment:<15} {_cell(e.ref):<14} {_cell(e.ok):<5} {commit:<13} {applied_on}")
         if e.last_attempted and e.last_attempted != e.last_applied:
-            lines.append(f"    head {e.last_attempted[:12]} not deployed (see the errors)")
+            lines.append(f"    head {e.last_attempted[:12]} {head_state(e.last_attempted, e.rollouts)}")
         if e.not_applied:
             lines.append(f"    not applied yet on: {', '.join(e.not_applied)}")
         lines += [f"    error: {x}" for x in e.errors]

@@ -359,6 +359,9 @@ def test_promote_over_http_and_the_cli(
             assert eventually(fleet_waits, 15, interval=0.2)
             wrong = httpx.post(f"{url}/rollouts/lab/web/promote", headers={"Authorization": "Bearer nope"})
             assert wrong.status_code == 401
+            tokenless = _promote_cli(url, "")  # a new user's first try: says where the token comes from
+            assert tokenless.returncode == 1 and tokenless.stdout.startswith("401 ")
+            assert "no token was given" in tokenless.stderr and "--token-file" in tokenless.stderr
             assert _digests(desired_on_broker(watch))[1] == old[1]
             promoted = _promote_cli(url, SECRET)
             assert promoted.returncode == 0, promoted.stdout + promoted.stderr

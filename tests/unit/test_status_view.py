@@ -207,7 +207,10 @@ def _rollout(state: str, wave: int, done: int, reasons: list[dict[str, str]] | N
 def test_a_rollout_in_progress_is_shown_and_a_paused_one_needs_attention() -> None:
     topics = healthy()
     topics[T.env_rollout("studio-a", "web")] = _rollout("progressing", 2, 1)
+    topics[T.env_sync("studio-a")] = raw({"environment": "studio-a", "ref": "main", "ok": True,
+        "last_applied": {"commit": "a" * 40}, "last_attempted": {"commit": "c" * 40}})  # fmt: skip
     s = summarize(topics, NOW, T)
+    assert "    head cccccccccccc rolling out (see the rollout)" in render_text(s)
     (env,) = s.environments
     assert [(r["service"], r["state"], r["wave"]) for r in env.rollouts] == [("web", "progressing", 2)]
     assert "    rollout web: progressing, wave 2/4, 1/4 healthy, commit cccccccccccc" in render_text(s)
@@ -218,6 +221,7 @@ def test_a_rollout_in_progress_is_shown_and_a_paused_one_needs_attention() -> No
     text = render_text(s)
     assert "    rollout web: paused, wave 1/4, 0/4 healthy, commit cccccccccccc" in text
     assert "        edge-01 studio-a.web.0: healthcheck unhealthy" in text
+    assert "    head cccccccccccc not applied: its rollout stopped (see the rollout)" in text
     assert not s.is_healthy and text.splitlines()[-1] == "needs attention"
     topics[T.env_rollout("studio-a", "web")] = _rollout("complete", 4, 4)
     s = summarize(topics, NOW, T)
