@@ -14,9 +14,8 @@ import argparse
 import os
 import re
 import sys
-import urllib.error
-import urllib.request
 
+from phrame.http_post import post
 from phrame_settings import EnvReader
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -55,16 +54,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     url = f"{args.url.rstrip('/')}/rollouts/{args.environment}/{args.service}/promote"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    request = urllib.request.Request(url, data=b"", headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            code, text = answer.status, answer.read().decode(errors="replace")
-    except urllib.error.HTTPError as e:
-        code, text = e.code, e.read().decode(errors="replace")
-        e.close()
-    except (urllib.error.URLError, OSError) as e:
-        print(f"phrame promote: cannot reach {url}: {e}", file=sys.stderr)
+    answer = post("phrame promote", url, b"", headers)
+    if answer is None:
         return 2
+    code, text = answer
     print(f"{code} {text}")
     if code == 401:
         given = "the token given is not config-sync's" if token else "no token was given"

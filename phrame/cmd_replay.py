@@ -14,10 +14,9 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
 import uuid
 
+from phrame.http_post import post
 from phrame_settings import EnvReader
 
 
@@ -81,15 +80,9 @@ def run(args: argparse.Namespace) -> int:
     if args.new_key:
         headers["Idempotency-Key"] = str(uuid.uuid4())
     headers["Content-Type"] = "application/json"
-    request = urllib.request.Request(args.url, data=body, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            code, text = answer.status, answer.read().decode(errors="replace")
-    except urllib.error.HTTPError as e:
-        code, text = e.code, e.read().decode(errors="replace")
-        e.close()
-    except (urllib.error.URLError, OSError) as e:
-        print(f"phrame replay: cannot reach {args.url}: {e}", file=sys.stderr)
+    answer = post("phrame replay", args.url, body, headers)
+    if answer is None:
         return 2
+    code, text = answer
     print(f"{code} {text}")
     return 0 if 200 <= code < 300 else 1
