@@ -21,7 +21,8 @@ import sys
 import time
 
 from phrame.status_listen import LiveHeartbeats
-from phrame.status_view import DEFAULT_NODE_TIMEOUT_S, render_text, retained_nodes, summarize
+from phrame.status_text import render_text
+from phrame.status_view import DEFAULT_NODE_TIMEOUT_S, retained_nodes, summarize
 from phrame_settings.env import EnvReader
 from schemas import Topics
 from schemas.container_exits import DEFAULT_WINDOW_S

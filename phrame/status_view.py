@@ -9,7 +9,8 @@ same, and a node not heard is offline once the reader heard nothing from it for 
 the timeout (its own ``ts`` counts only when it agrees with that silence).
 An environment shows the commit it runs (its ``sync`` topic); a node shows whether it
 applied its own manifest, not that manifest's commit: a node the last commits did not
-touch keeps an older manifest commit and is up to date all the same.
+touch keeps an older manifest commit and is up to date all the same. The terminal's text
+is :mod:`phrame.status_text`'s.
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from phrame.status_liveness import Listen, Retained, clock_note, judge
-from phrame.status_rollouts import head_state, is_held, rollout_lines, rollout_row
+from phrame.status_liveness import Listen, Retained, judge
+from phrame.status_rollouts import is_held, rollout_row
 from schemas import PayloadError, Topics, check_payload, load_json
 from schemas.container_exits import DEFAULT_WINDOW_S, recent_exit
 
 DEFAULT_NODE_TIMEOUT_S = 20.0  # as placement's PHRAME_NODE_TIMEOUT_S
-DEPLOYS_SHOWN = 4  # per environment in the text; --json has every retained one
 
 
 @dataclass
@@ -121,7 +121,7 @@ def _exit_line(item_id: str, raw: bytes, now: float, window_s: float) -> str | N
         return None
     code = "exit code unknown" if seen["exit_code"] is None else f"exit code {seen['exit_code']}"
     by = f", restarted by the {seen['restarted_by']}" if seen["restarted_by"] else ""
-    return f"{item_id}: {code}, {_seconds(seen['age_s'])} ago{by}"
+    return f"{item_id}: {code}, {seconds_text(seen['age_s'])} ago{by}"
 
 
 def retained_nodes(retained: dict[str, bytes], topics: Topics) -> dict[str, Retained]:
@@ -237,72 +237,6 @@ def _environment_of(item: str) -> str:
     return item.partition("/")[2].partition(".")[0]
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
-
-
-def _generation(n: NodeRow) -> str:
-    if n.desired_generation is None:
-        return _cell(n.generation)
-    return f"{_cell(n.generation)}/{n.desired_generation}"
-
-
-def _seconds(value: float) -> str:
+def seconds_text(value: float) -> str:
+    """``12 s``, ``2.5 s``: an age or a duration as status shows it."""
     return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
-
-
-def deploy_line(d: dict[str, Any], now: float | None) -> str:
-    """``deploy 70b43d061e converged in 2.5 s: first line (Ada <ada@x>)``."""
-    head = f"deploy {d['commit'][:10]}"
-    said = f"{d['message']} ({d['author']})" if d["author"] else d["message"] or "(no message)"
-    if d["state"] == "failed" and d.get("failed"):
-        took = f" after {_seconds(d['duration_s'])}" if d.get("duration_s") is not None else ""
-        return f"{head} failed{took} on {d['failed']['node']}: {d['failed']['reason']}"
-    if d["state"] == "converged" and d.get("duration_s") is not None:
-        return f"{head} converged in {_seconds(d['duration_s'])}: {said}"
-    if d["state"] == "pending" and now is not None:
-        return f"{head} pending for {_seconds(max(0.0, now - d['published_at']))}: {said}"
-    return f"{head} {d['state']}: {said}"
-
-
-def render_text(summary: Summary, now: float | None = None) -> str:
-    lines = ["NODE            STATE    CONVERGED  APPLIED  GEN      HEARTBEAT"]
-    for n in summary.nodes:
-        age = "-" if n.heartbeat_age_s is None else f"{n.heartbeat_age_s:g}s ago"
-        converged, applied = _cell(n.converged), _cell(n.applied)
-        lines.append(f"{n.node:<15} {n.state:<8} {converged:<10} {applied:<8} {_generation(n):<8} {age}")
-        if n.state != "online" and n.reason:
-            lines.append(f"    {n.state}: {n.reason}")
-        note = clock_note(n.clock_offset_s)
-        if note:
-            lines.append(f"    {note}")
-        lines += [f"    error: {e}" for e in n.errors]
-        lines += [f"    recent exit: {x}" for x in n.recent_exits]
-    if not summary.nodes:
-        lines.append("(no node has reported)")
-    lines += ["", "ENVIRONMENT     REF            SYNC  COMMIT        APPLIED ON"]
-    for e in summary.environments:
-        commit = (e.commit or "-")[:12]
-        applied_on = f"{len(e.nodes) - len(e.not_applied)} of {len(e.nodes)} nodes"
-        lines.append(f"{e.environment:<15} {_cell(e.ref):<14} {_cell(e.ok):<5} {commit:<13} {applied_on}")
-        if e.last_attempted and e.last_attempted != e.last_applied:
-            lines.append(f"    head {e.last_attempted[:12]} {head_state(e.last_attempted, e.rollouts)}")
-        if e.not_applied:
-            lines.append(f"    not applied yet on: {', '.join(e.not_applied)}")
-        lines += [f"    error: {x}" for x in e.errors]
-        lines += [f"    unassigned: {u}" for u in e.unassigned]
-        lines += rollout_lines(e.environment, e.rollouts)
-        lines += [f"    {deploy_line(d, now)}" for d in e.deploys[:DEPLOYS_SHOWN]]
-        lines += [
-            f"    node {g} has been offline past PHRAME_NODE_GC_S: remove it from nodes/?"
-            for g in e.gc_candidates
-        ]
-    if not summary.environments:
-        lines.append("(no environment has been synced)")
-    lines.append("")
-    lines.append("healthy" if summary.is_healthy else "needs attention")
-    return "\n".join(lines)
