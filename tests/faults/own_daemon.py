@@ -10,7 +10,6 @@ cases find the stack as it was. It touches no Docker object of the shared daemon
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import docker
 from tests.faults.harness import FaultStack
 from tests.support.docker import busybox_image, labels
 from tests.support.private_dockerd import PrivateDockerd
+from tests.support.processes import end
 
 IMAGE = "phrame-quickstart/busybox:1"  # what harness.service() runs, imported into this daemon
 #: the agent's production resync: the recovery must come from the daemon's return, not a timer
@@ -105,16 +105,7 @@ class OwnDaemonNode:
     def stop_agent(self) -> int | None:
         """SIGTERM (it says offline), SIGKILL after 30 s; its exit code."""
         proc, self.agent = self.agent, None
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-        return proc.returncode
+        return end(proc)
 
     # -- reading
     def containers(self) -> list[docker.models.containers.Container]:

@@ -16,6 +16,7 @@ import subprocess
 from dev_stack.parts import build_children
 from dev_stack.settings import DevSettings
 from tests.support.dev_stack import DevStackProcess
+from tests.support.processes import end
 
 
 class StandIn:
@@ -45,13 +46,4 @@ class StandIn:
     def stop(self, sig: int = signal.SIGTERM) -> int | None:
         """End it by its pid (SIGTERM: its clean stop; SIGKILL after 30 s); its exit code."""
         proc, self.proc = self.proc, None
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(sig)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-        return proc.returncode
+        return end(proc, sig)
