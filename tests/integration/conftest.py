@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
+import docker.errors
 import pytest
 
 from phrame_mqtt import MqttClient
@@ -21,8 +23,15 @@ def clients() -> Iterator[list[MqttClient]]:
 
 @pytest.fixture
 def env(docker_client, busybox_image, docker_cleanup) -> Iterator[AgentEnv]:
-    """A node-agent test environment: a unique node name and environment on the one daemon."""
-    yield AgentEnv(docker_client, busybox_image, docker_cleanup)
+    """A node-agent test environment: a unique node name and environment on the one daemon.
+
+    The containers an agent creates carry its node's labels, not the test label, so they are
+    removed here by this environment's unique node name (``docker_cleanup`` misses them)."""
+    agent_env = AgentEnv(docker_client, busybox_image, docker_cleanup)
+    yield agent_env
+    for c in agent_env.managed():
+        with contextlib.suppress(docker.errors.NotFound):  # gone meanwhile (its agent removed it)
+            c.remove(force=True)
 
 
 @pytest.fixture

@@ -5,10 +5,7 @@ agent creates the container with them, and a stop honours ``stop_signal`` and
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from node_agent.docker_port import DockerPort
 from node_agent.reconcile import NodeReconciler
@@ -18,11 +15,6 @@ from tests.support.agent_support import AgentEnv as Env
 AGENT_DEFAULT_STOP_S = 10  # the agent's own default, as in production
 # a shell that ignores SIGTERM, as a badly written entrypoint does; INT ends it
 IGNORES_TERM = ["sh", "-c", "trap '' TERM; trap 'exit 0' INT; while :; do sleep 0.2; done"]
-
-
-@pytest.fixture
-def env(docker_client, busybox_image, docker_cleanup) -> Iterator[Env]:
-    yield Env(docker_client, busybox_image, docker_cleanup)
 
 
 def _reconciler(env: Env) -> NodeReconciler:

@@ -6,11 +6,8 @@ commit; the update of a container that ignores SIGTERM takes its ``stop_grace_pe
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from schemas import Topics, check_payload
 from tests.support.agent_support import AgentEnv, AgentProcess
@@ -20,11 +17,6 @@ from tests.support.sync_support import ConfigRemote, reader, running_sync, setti
 
 T = Topics()
 IGNORES_TERM = "trap '' TERM; while :; do sleep 0.2; done"
-
-
-@pytest.fixture
-def env(docker_client, busybox_image, docker_cleanup) -> Iterator[AgentEnv]:
-    yield AgentEnv(docker_client, busybox_image, docker_cleanup)
 
 
 def repo_files(env: AgentEnv, *, image: str, version: int) -> dict[str, str]:
