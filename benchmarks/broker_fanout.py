@@ -7,7 +7,7 @@ the fan-out that heartbeats get in production (mirror-actual on ``actual/#``, co
 and placement on ``+/heartbeat``); then a fresh subscriber to ``actual/#`` takes the whole
 retained snapshot (a mirror restarting). Run twice: plain MQTT, then MQTT over TLS as
 ``phrame broker-config`` listens (test certificates). The broker's own CPU time is read from
-/proc, our clients' (paho and phrame_mqtt, callbacks that only count) from this process.
+/proc, our clients' (paho and phrame.mqtt, callbacks that only count) from this process.
 Prints one JSON object; reports, never gates.
 Baseline (same run): the plain-MQTT run for the TLS run's broker CPU. Target: none; these
 are inputs to the README's fleet arithmetic, not a budget.
@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from phrame_mqtt import MqttClient, MqttSettings  # noqa: E402
+from phrame.mqtt import MqttClient, MqttSettings  # noqa: E402
 from schemas import Topics  # noqa: E402
 from tests.support.certs import make_pki  # noqa: E402
 from tests.support.mosquitto import Mosquitto  # noqa: E402

@@ -26,7 +26,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from figures import percentile  # noqa: E402
 
-from phrame_mqtt import MqttClient, MqttSettings  # noqa: E402
+from phrame.mqtt import MqttClient, MqttSettings  # noqa: E402
 from schemas import Topics  # noqa: E402
 from tests.support.browser import launch  # noqa: E402
 from tests.support.mosquitto import Mosquitto  # noqa: E402

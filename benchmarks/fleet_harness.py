@@ -30,7 +30,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from fleet_repo import write_files  # noqa: E402
 
 from dev_stack.git_host import HOOK  # noqa: E402
-from phrame_mqtt import Message, MqttClient, MqttSettings  # noqa: E402
+from phrame.mqtt import Message, MqttClient, MqttSettings  # noqa: E402
 from tests.support.mosquitto import Mosquitto  # noqa: E402
 from tests.support.services import free_port, stop_process, wait_for_port  # noqa: E402
 

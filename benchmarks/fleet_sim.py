@@ -29,7 +29,7 @@ from sim_docker import SimulatedDocker  # noqa: E402
 from node_agent.loop import Agent  # noqa: E402
 from node_agent.processes import ProcessSupervisor  # noqa: E402
 from node_agent.settings import AgentSettings  # noqa: E402
-from phrame_mqtt import MqttSettings  # noqa: E402
+from phrame.mqtt import MqttSettings  # noqa: E402
 
 CONNECT_TIMEOUT_S = 120.0
 # paho's network loop uses select(), which fails (connection lost) for a descriptor >= 1024;

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from phrame_mqtt import MqttClient, MqttSettings  # noqa: E402
+from phrame.mqtt import MqttClient, MqttSettings  # noqa: E402
 from tests.support.mirror import mirror_settings, running_mirror  # noqa: E402
 from tests.support.mosquitto import Mosquitto  # noqa: E402
 from tests.support.waiting import wait_for  # noqa: E402

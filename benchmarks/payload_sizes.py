@@ -26,11 +26,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from config_sync.node_watch import NodeWatch  # noqa: E402
+from config_sync.deploys.node_watch import NodeWatch  # noqa: E402
 from node_agent.docker_port import DockerPort  # noqa: E402
 from node_agent.reconcile import NodeReconciler  # noqa: E402
 from node_agent.reporting import ActualReporter  # noqa: E402
-from phrame_mqtt import Message  # noqa: E402
+from phrame.mqtt import Message  # noqa: E402
 from schemas import Topics, canonical_json, check_payload, load_json  # noqa: E402
 from tests.support import agent_support as spec  # noqa: E402
 from tests.support import docker as docker_support  # noqa: E402

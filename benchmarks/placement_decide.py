@@ -17,8 +17,8 @@ import sys
 import time
 from typing import Any
 
-from placement_rules.decide import decide
-from placement_rules.models import Decision, NodeHealth, NodeInfo, ServiceSpec
+from phrame.placement_rules.decide import decide
+from phrame.placement_rules.models import Decision, NodeHealth, NodeInfo, ServiceSpec
 
 NODES, SERVICES, SEED = 1000, 10_000, 2026
 TARGET_S = 1.0

@@ -3,7 +3,7 @@ and the property tests. Deterministic for a seed; writes only under the root it 
 
 Valid by construction: names match stems, host ports are unique per node, ``depends_on``
 points only at earlier services (no cycles), and each node's capacity is sized after
-placement. It must never produce a repository that ``config_repo.validate`` rejects.
+placement. It must never produce a repository that ``phrame.config_repo.validate`` rejects.
 """
 
 from __future__ import annotations

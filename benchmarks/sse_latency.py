@@ -25,7 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from figures import percentile  # noqa: E402
 
-from phrame_mqtt import Message, MqttClient, MqttSettings  # noqa: E402
+from phrame.mqtt import Message, MqttClient, MqttSettings  # noqa: E402
 from schemas import Topics  # noqa: E402
 from tests.support.mosquitto import Mosquitto  # noqa: E402
 from tests.support.topic_api import ApiStack, SseReader, fleet  # noqa: E402

@@ -104,7 +104,7 @@ def paho_baseline(port: int, messages: list[tuple[str, bytes | None]]) -> float:
 
 
 def render_at(repo: Path, sha: str, topics: Any) -> dict[str, Any]:
-    from config_repo import load_git, render, validate
+    from phrame.config_repo import load_git, render, validate
 
     loaded, problems = load_git(repo, sha)
     assert not validate(loaded, problems)
@@ -133,12 +133,12 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     from repo_gen import write_repo
 
-    from config_sync.git_repo import SyncRepo
     from config_sync.gitlab_api import LocalReporter
+    from config_sync.intake.clone import SyncRepo
+    from config_sync.intake.syncing import Syncer
     from config_sync.models import Claim
-    from config_sync.publishing import DesiredPublisher
-    from config_sync.syncing import Syncer
-    from phrame_mqtt import MqttClient, MqttSettings
+    from config_sync.publication.sender import DesiredPublisher
+    from phrame.mqtt import MqttClient, MqttSettings
     from schemas import Topics
     from tests.support.mosquitto import Mosquitto
     from tests.support.sync_support import ConfigRemote

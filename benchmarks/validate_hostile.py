@@ -115,7 +115,7 @@ WITH_RENDER = {**BASELINES, **{case: with_render for case, (_, with_render) in C
 
 
 def child(repo: str, with_render: bool) -> dict[str, Any]:
-    from config_repo import load_directory, render, validate
+    from phrame.config_repo import load_directory, render, validate
 
     start = time.perf_counter()
     loaded, read_problems = load_directory(repo)

@@ -82,7 +82,7 @@ def ruamel_load(repo: str) -> dict[str, Any]:
 
 
 def validate_render(repo: str) -> dict[str, Any]:
-    from config_repo import load_directory, render, validate
+    from phrame.config_repo import load_directory, render, validate
 
     start = time.perf_counter()
     loaded, read_problems = load_directory(repo)

@@ -3,7 +3,7 @@
 Handlers only check, deduplicate, route and queue; they never wait on git or MQTT, so
 GitLab gets its answer in milliseconds (it disables a hook after 4 failures in a row).
 Bad input is a 4xx that says why, never a 5xx; an accepted event is never answered 5xx
-either: the poll catches anything a trigger missed. Served by ``phrame_settings.http_serving``.
+either: the poll catches anything a trigger missed. Served by ``phrame.settings.http_serving``.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route as HttpRoute
 
+from config_sync.intake.webhooks import MalformedEvent, delivery_key, is_token_valid, parse_body, route
 from config_sync.metrics import CONTENT_TYPE
 from config_sync.service import ConfigSync
-from config_sync.webhooks import MalformedEvent, delivery_key, is_token_valid, parse_body, route
-from phrame_settings.http_body import BodyTimeout, BodyTooLarge, ClientGone, read_body
-from phrame_settings.logs import ConditionLog
+from phrame.settings.http_body import BodyTimeout, BodyTooLarge, ClientGone, read_body
+from phrame.settings.logs import ConditionLog
 
 log = logging.getLogger(__name__)
 SEEN_KEYS = 10_000  # x 32-byte digests: about 2 MB at most, whatever the keys' length

@@ -6,7 +6,7 @@ a failed pass and retries it on the next trigger or poll, so no error ever ends 
 
 from __future__ import annotations
 
-import phrame_git
+import phrame.git
 
 
 class SyncError(Exception):
@@ -17,9 +17,9 @@ class SettingsError(SyncError):
     """A ``PHRAME_*`` setting is missing or malformed (permanent: fix the settings)."""
 
 
-class GitError(SyncError, phrame_git.GitError):
+class GitError(SyncError, phrame.git.GitError):
     """The config repository could not be fetched or a ref resolved (transient); raised by
-    the shared git adapter (``phrame_git``) in config-sync's name."""
+    the shared git adapter (``phrame.git``) in config-sync's name."""
 
 
 class GitLabError(SyncError):

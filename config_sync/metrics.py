@@ -7,7 +7,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from config_sync.deploy_records import DeployRecord
+from config_sync.deploys.records import DeployRecord
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 # push -> converged: a second for a config change, minutes for large pulls, up to the timeout

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from config_repo.update_policy import UpdatePolicy
+from phrame.config_repo.update_policy import UpdatePolicy
 from schemas import Topics
 
 Message = tuple[str, bytes | None]  # topic, payload (None: clear the retained topic)

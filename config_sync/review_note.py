@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from config_repo.update_policy import UpdatePolicy
-from config_sync.desired import owned_topic
 from config_sync.models import Change
-from placement_rules.preview import Placed
+from config_sync.publication.plane import owned_topic
+from phrame.config_repo.update_policy import UpdatePolicy
+from phrame.placement_rules.preview import Placed
 from schemas import Topics
 from schemas.topics import ITEM_KINDS
 

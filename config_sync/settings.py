@@ -2,7 +2,7 @@
 
 ``__main__`` and ``phrame config-sync`` call :meth:`SyncSettings.from_env`; tests build the
 dataclass directly. Secrets given as ``*_FILE`` are read here and never appear in ``repr``;
-reading goes through the shared ``phrame_settings.EnvReader``.
+reading goes through the shared ``phrame.settings.EnvReader``.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from config_sync.errors import SettingsError
-from phrame_mqtt import MqttSettings
-from phrame_settings import EnvReader
-from phrame_settings.git_host import git_host_fields, git_host_problem
-from phrame_settings.http_serving import HttpLimits
+from phrame.mqtt import MqttSettings
+from phrame.settings import EnvReader
+from phrame.settings.git_host import git_host_fields, git_host_problem
+from phrame.settings.http_serving import HttpLimits
 
 DEFAULT_STATE_DIR = "/var/lib/phrame"  # as every service; config-sync keeps its clone in config-sync/
 

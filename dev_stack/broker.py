@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dev_stack.errors import DevError
 from dev_stack.settings import DevSettings
-from phrame_mqtt.broker_config import MAX_QUEUED_MESSAGES
+from phrame.mqtt.broker_config import MAX_QUEUED_MESSAGES
 
 
 def find_mosquitto() -> str | None:

@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 
 from dev_stack.settings import DevSettings
-from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings
+from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings
 from schemas import Topics
 
 

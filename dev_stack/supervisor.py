@@ -1,6 +1,6 @@
 """``phrame dev``: start the dev stack's children in order, watch them, stop them in order.
 
-:func:`run` is called by ``phrame/cmd_dev.py``. It checks ports and an already running stack
+:func:`run` is called by ``phrame/cli/cmd_dev.py``. It checks ports and an already running stack
 before starting anything, prepares the local git host and the quickstart image, starts the
 broker, config-sync, placement and the agents, prints one line per step and the banner once
 ready, restarts a crashed child with backoff, and on SIGINT/SIGTERM stops the agents first and

@@ -20,8 +20,8 @@ from typing import Any
 from mirror.debounce import wait_before_flush
 from mirror.settings import MirrorSettings
 from mirror.snapshot import SnapshotWriter
-from phrame_mqtt import Message, MqttClient, MqttError
-from phrame_settings import private_dir
+from phrame.mqtt import Message, MqttClient, MqttError
+from phrame.settings import private_dir
 
 log = logging.getLogger(__name__)
 RAW_LIMIT = 200  # characters of an invalid payload kept in the snapshot, for a person to see

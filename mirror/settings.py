@@ -1,7 +1,7 @@
 """Settings of the mirror, read once from ``PHRAME_*`` environment variables.
 
 ``phrame mirror`` builds one :class:`MirrorSettings` with :meth:`from_env`; nothing else in
-the package reads the environment. MQTT settings come from :class:`phrame_mqtt.MqttSettings`
+the package reads the environment. MQTT settings come from :class:`phrame.mqtt.MqttSettings`
 (the plane's broker). The snapshot folder defaults to ``$PHRAME_STATE_DIR/mirror``.
 """
 
@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from phrame_mqtt import MqttSettings, SettingsError
-from phrame_settings import EnvReader
-from phrame_settings.metrics_listen import Listen, read_listen
-from phrame_settings.mirror_dir import snapshot_dir
+from phrame.mqtt import MqttSettings, SettingsError
+from phrame.settings import EnvReader
+from phrame.settings.metrics_listen import Listen, read_listen
+from phrame.settings.mirror_dir import snapshot_dir
 
 PLANES = ("desired", "actual")
 

@@ -14,7 +14,7 @@ from typing import Protocol
 from node_agent.errors import printable
 from node_agent.models import NODE, ObservedContainer
 from node_agent.plan import is_own_container
-from phrame_mqtt import Message
+from phrame.mqtt import Message
 from schemas import PayloadError, Topics, check_payload, load_json
 
 log = logging.getLogger(__name__)

@@ -59,7 +59,7 @@ class RecordError(ProcessError):
 # node status (sent at every pass) or the log. The end says what is wrong, so the cut is in
 # the middle.
 MAX_ERROR_CHARS = 1000
-# what is no text (YAML 1.2's printable set, as config_repo.problems): a lone surrogate in
+# what is no text (YAML 1.2's printable set, as phrame.config_repo.problems): a lone surrogate in
 # a key cannot be encoded as UTF-8 (the status would fail to publish), ESC would reach the
 # terminal reading the log
 _NOT_TEXT = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

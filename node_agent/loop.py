@@ -27,7 +27,7 @@ from node_agent.reconcile import NodeReconciler, PassResult
 from node_agent.reporting import ActualReporter
 from node_agent.restarts import started_containers
 from node_agent.settings import AgentSettings
-from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings, Will
+from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings, Will
 from schemas import Topics
 
 log = logging.getLogger(__name__)

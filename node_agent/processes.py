@@ -29,7 +29,7 @@ from node_agent.models import ObservedProcess, Spec
 from node_agent.process_records import ProcessRecords
 from node_agent.secret_files import DEFAULT_SECRETS_DIR
 from node_agent.test_clock import wall_time
-from phrame_settings.state import inherited_umask, private_dir
+from phrame.settings.state import inherited_umask, private_dir
 
 log = logging.getLogger(__name__)
 INHERITED = ("PATH", "LANG", "LC_ALL", "TZ")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from node_agent.errors import SettingsError
 from node_agent.secret_files import DEFAULT_SECRETS_DIR
-from phrame_settings import EnvReader
-from phrame_settings.metrics_listen import Listen, read_listen
+from phrame.settings import EnvReader
+from phrame.settings.metrics_listen import Listen, read_listen
 
 DEFAULT_STATE_DIR = "/var/lib/phrame"
 

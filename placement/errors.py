@@ -6,7 +6,7 @@ subclasses tell a transient failure (retry) from a permanent one (report and wai
 
 from __future__ import annotations
 
-import phrame_git
+import phrame.git
 
 
 class PlacementError(Exception):
@@ -17,15 +17,15 @@ class SettingsError(PlacementError):
     """A ``PHRAME_*`` setting of the reconciler is missing or malformed."""
 
 
-class GitError(PlacementError, phrame_git.GitError):
+class GitError(PlacementError, phrame.git.GitError):
     """Git could not fetch, read, commit or push (transient unless a subclass says otherwise)."""
 
 
-class PushRejected(GitError, phrame_git.PushRejected):
+class PushRejected(GitError, phrame.git.PushRejected):
     """The remote branch moved since we read it (compare-and-swap failed): fetch and retry."""
 
 
-class TagTargetError(GitError, phrame_git.TagTargetError):
+class TagTargetError(GitError, phrame.git.TagTargetError):
     """A placement commit would land on ``refs/tags/*``; placement never writes to a tag."""
 
 

@@ -1,7 +1,7 @@
-"""placement's clone cache and writer: ``phrame_git.GitWriter`` raising placement's errors.
+"""placement's clone cache and writer: ``phrame.git.GitWriter`` raising placement's errors.
 
 Fetch, the ref policy (branch or tag, a short name falling back to a tag), commit on an
-explicit parent and the never-forced, never-to-a-tag push are all ``phrame_git``'s, as are
+explicit parent and the never-forced, never-to-a-tag push are all ``phrame.git``'s, as are
 credentials, redaction, the timeout (PHRAME_GIT_TIMEOUT_S) and following a changed URL.
 This wrapper only names the author of placement's commits and raises ``PlacementError``s.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from phrame_git import refs
-from phrame_git.errors import ErrorKinds
-from phrame_git.writing import GitWriter
+from phrame.git import refs
+from phrame.git.errors import ErrorKinds
+from phrame.git.writing import GitWriter
 from placement.errors import GitError, PushRejected, TagTargetError
 
 AUTHOR = ("phrame-placement", "placement@phrame.invalid")

@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 
 
 class Connection(Protocol):
-    """What :class:`phrame_mqtt.MqttClient` tells about its link to the broker."""
+    """What :class:`phrame.mqtt.MqttClient` tells about its link to the broker."""
 
     @property
     def is_connected(self) -> bool: ...

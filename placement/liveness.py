@@ -18,7 +18,7 @@ import threading
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from placement_rules.models import NodeHealth
+from phrame.placement_rules.models import NodeHealth
 from schemas.node_health import judge_node
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ class Liveness:
         caller then asks :meth:`health`).
 
         While not one of ``nodes`` is alive the decision holds (a full disruption, see
-        :func:`placement_rules.decide.decide`); it is remembered here with the last heartbeat heard
+        :func:`phrame.placement_rules.decide.decide`); it is remembered here with the last heartbeat heard
         from any of them, when the disruption began. On the first call that finds one alive
         again, every node gets a whole timeout from ``now`` (:meth:`resume` with
         ``listened_until`` = that moment), as Kubernetes' node controller does on leaving

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings
+from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings
 from placement.git_repo import PlacementRepo
 from placement.gitlab_api import MergeRequests
 from placement.listening import Listening

@@ -16,7 +16,10 @@ from typing import Any, Protocol
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random
 
-from config_repo import ConfigError, ConfigRepo, Problem, ReadCache, validate
+from phrame.config_repo import ConfigError, ConfigRepo, Problem, ReadCache, validate
+from phrame.placement_rules import inventory
+from phrame.placement_rules.decide import decide
+from phrame.placement_rules.models import Decision
 from placement.errors import (
     GitError,
     InvalidInputs,
@@ -28,9 +31,6 @@ from placement.errors import (
 from placement.git_repo import PlacementRepo
 from placement.liveness import Liveness, gc_candidates
 from placement.problem_log import ProblemLog
-from placement_rules import inventory
-from placement_rules.decide import decide
-from placement_rules.models import Decision
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class PlacementReconciler:
         try:
             self.git.fetch()
             repo = self._load(self.git.head(self.default_ref))
-        except (PlacementError, ConfigError) as e:  # git, or a commit config_repo cannot read
+        except (PlacementError, ConfigError) as e:  # git, or a commit phrame.config_repo cannot read
             self.problems.problem(PASS, f"placement pass skipped: {e}", level=logging.WARNING)
             return []
         # anything else is a bug: placement.loop logs it with its traceback and carries on

@@ -2,7 +2,7 @@
 
 ``phrame placement`` builds one :class:`PlacementSettings` with :meth:`from_env` and hands
 it to the loop; nothing else in the package reads the environment. MQTT settings come
-from :class:`phrame_mqtt.MqttSettings`. Secrets never appear in ``repr``.
+from :class:`phrame.mqtt.MqttSettings`. Secrets never appear in ``repr``.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from phrame_settings import EnvReader
-from phrame_settings.git_host import git_host_fields, git_host_problem
-from phrame_settings.metrics_listen import Listen, read_listen
+from phrame.settings import EnvReader
+from phrame.settings.git_host import git_host_fields, git_host_problem
+from phrame.settings.metrics_listen import Listen, read_listen
 from placement.errors import SettingsError
 
 DEFAULT_STATE_DIR = "/var/lib/phrame"

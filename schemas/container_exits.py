@@ -1,7 +1,7 @@
 """The one rule for "this container died recently and runs again", read from actual items.
 
 Called by the topic API (:mod:`topic_api.drift`, per item) and ``phrame status``
-(:mod:`phrame.status_view`), so both say the same. The agent reports Docker's
+(:mod:`phrame.cli.status_view`), so both say the same. The agent reports Docker's
 ``finished_at`` (kept by Docker while the container runs again) and, when it started the
 container itself, ``last_exit`` with the exit code it read first. Pure: the caller passes
 ``now`` (unix seconds, its own clock); never raises on a malformed payload.

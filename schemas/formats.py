@@ -2,7 +2,7 @@
 
 ``registry.validator`` checks them (jsonschema's FormatChecker with these formats only).
 Each check returns True for what works and raises ValueError saying why, in words a
-person can act on; ``config_repo.validate`` puts that reason in the problem's message.
+person can act on; ``phrame.config_repo.validate`` puts that reason in the problem's message.
 Pure: no I/O.
 """
 

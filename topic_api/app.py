@@ -1,7 +1,7 @@
 """The HTTP face of the topic API (Starlette): routes, event streams, the watcher's lifespan.
 
 ``phrame topic-api`` builds it with :func:`create_app` and serves it through
-``phrame_settings.http_serving``; tests build one over a folder of snapshot files. Bad
+``phrame.settings.http_serving``; tests build one over a folder of snapshot files. Bad
 input is a 4xx with ``{"error": ...}``, never a 5xx. The broker connection is optional:
 without one, reads work and writes answer 503. It never subscribes per browser.
 """
@@ -23,9 +23,9 @@ from topic_api import compose_routes, docs, reads, write_routes
 from topic_api.broker import Broker
 from topic_api.context import ApiContext
 from topic_api.events import EventHub, event_stream
-from topic_api.import_targets import import_target
+from topic_api.imports.targets import import_target
 from topic_api.metrics import CONTENT_TYPE, ApiMetrics
-from topic_api.openapi import document
+from topic_api.openapi.document import document
 from topic_api.responses import ApiJSON, error
 from topic_api.settings import ApiSettings
 from topic_api.state import ApiState

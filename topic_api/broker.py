@@ -12,7 +12,7 @@ import logging
 import threading
 import uuid
 
-from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings
+from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings
 
 log = logging.getLogger(__name__)
 

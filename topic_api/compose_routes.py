@@ -1,5 +1,5 @@
 """The compose routes: ``GET /api/nodes/{node}/compose`` (a node's desired state as a
-docker-compose.yml, ``compose_io.export_node`` over the desired mirror snapshot) and
+docker-compose.yml, ``phrame.compose.export_node`` over the desired mirror snapshot) and
 ``POST /api/import/compose`` (a compose file in, a branch for review out).
 
 Wired by :mod:`topic_api.app`. An import needs the token, reads its body within the size and
@@ -16,12 +16,12 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 
-from compose_io import ComposeError, export_node, import_compose
-from phrame_settings.http_body import BodyTimeout, BodyTooLarge, ClientGone, read_body
+from phrame.compose import ComposeError, export_node, import_compose
+from phrame.settings.http_body import BodyTimeout, BodyTooLarge, ClientGone, read_body
 from topic_api.context import ApiContext
-from topic_api.import_check import problems_alone
-from topic_api.import_targets import ImportTarget
-from topic_api.imports import Draft, ImportRefused, Proposal
+from topic_api.imports.check import problems_alone
+from topic_api.imports.proposal import Draft, ImportRefused, Proposal
+from topic_api.imports.targets import ImportTarget
 from topic_api.responses import ApiJSON, error
 
 _TRUE, _FALSE = ("1", "true", "yes"), ("", "0", "false", "no")

@@ -1,7 +1,7 @@
 """GitLab for compose imports: the tracked branch's head, whether a branch exists, which files
 an environment has, one commit that creates the import branch, and its merge request.
 
-Called by :mod:`topic_api.import_gitlab` in a worker thread. The only module of the package
+Called by :mod:`topic_api.imports.gitlab_target` in a worker thread. The only module of the package
 that imports python-gitlab; every SDK or HTTP failure becomes a :class:`GitLabError`
 (``status`` 404 when GitLab said "not found", 409/400 as GitLab answered). It never
 commits to an existing branch (the commit names ``start_sha``: GitLab creates the branch)

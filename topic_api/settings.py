@@ -1,7 +1,7 @@
 """Settings of the topic API, read once from ``PHRAME_*`` environment variables.
 
 ``phrame topic-api`` builds one :class:`ApiSettings` with :meth:`from_env`; tests build the
-dataclass directly. The snapshot folder follows the mirror's rule (``phrame_settings.
+dataclass directly. The snapshot folder follows the mirror's rule (``phrame.settings.
 mirror_dir``); the token (``PHRAME_API_TOKEN`` / ``_FILE``) never appears in ``repr``.
 """
 
@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from phrame_mqtt import MqttSettings
-from phrame_settings import EnvReader
-from phrame_settings.http_serving import HttpLimits
-from phrame_settings.mirror_dir import snapshot_dir
+from phrame.mqtt import MqttSettings
+from phrame.settings import EnvReader
+from phrame.settings.http_serving import HttpLimits
+from phrame.settings.mirror_dir import snapshot_dir
 from schemas.container_exits import DEFAULT_WINDOW_S
 from topic_api.errors import SettingsError
-from topic_api.import_settings import ImportSettings
+from topic_api.imports.settings import ImportSettings
 
 DEFAULT_LISTEN = "127.0.0.1:8090"
 MAX_BODY_BYTES = 256 * 1024  # one retained value; the desired container specs are a few KiB

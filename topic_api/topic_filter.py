@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from phrame_mqtt.messages import check_filter as mqtt_filter
+from phrame.mqtt.messages import check_filter as mqtt_filter
 
 MAX_FILTER_CHARS = 1024
 
@@ -20,7 +20,7 @@ class FilterError(ValueError):
 
 def check_filter(text: str) -> list[str]:
     """The filter's levels, or :class:`FilterError` saying what is wrong (the syntax is the
-    MQTT client's own rule, :func:`phrame_mqtt.check_filter`; the length cap is the API's)."""
+    MQTT client's own rule, :func:`phrame.mqtt.check_filter`; the length cap is the API's)."""
     if len(text) > MAX_FILTER_CHARS:
         raise FilterError(f"filter is {len(text)} characters long, over {MAX_FILTER_CHARS}")
     try:

@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from phrame_settings.logs import ConditionLog
+from phrame.settings.logs import ConditionLog
 from topic_api.events import EventHub
 from topic_api.metrics import ApiMetrics
 from topic_api.state import PLANES, ApiState

@@ -15,7 +15,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 
-from phrame_settings.http_body import BodyTimeout, BodyTooLarge, ClientGone, read_body
+from phrame.settings.http_body import BodyTimeout, BodyTooLarge, ClientGone, read_body
 from topic_api.broker import BrokerUnavailable
 from topic_api.context import ApiContext
 from topic_api.errors import WriteRefused

@@ -1,7 +1,7 @@
 """Fault 4: config-sync SIGKILLed between publishing a commit's items and its manifests.
 
 The point is reached deterministically through config-sync's test-only pause
-(``PHRAME_TEST_PAUSE_BEFORE_MANIFESTS``, config_sync/fault_point.py). The commit removes one
+(``PHRAME_TEST_PAUSE_BEFORE_MANIFESTS``, config_sync/publication/fault_point.py). The commit removes one
 service and changes another: fa5's item is already cleared while the manifest still lists
 it. No agent may prune on that partial view; the restarted config-sync
 completes the commit.

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from phrame_mqtt import Message
+from phrame.mqtt import Message
 from tests.faults.harness import LOOP, NODE_TIMEOUT_S, FaultStack
 from tests.faults.stand_in import StandIn
 from tests.support.tcp_proxy import PartitionProxy

@@ -16,12 +16,12 @@ from pathlib import Path
 from hypothesis import event
 from hypothesis.control import currently_in_test_context
 
-from config_repo import ConfigRepo, Problem, load_directory, render, validate
+from phrame.config_repo import ConfigRepo, Problem, load_directory, render, validate
+from phrame.placement_rules import inventory
+from phrame.placement_rules.decide import decide
+from phrame.placement_rules.models import NodeHealth
 from placement.errors import PlacementError
 from placement.reconcile import unreadable_inputs
-from placement_rules import inventory
-from placement_rules.decide import decide
-from placement_rules.models import NodeHealth
 from schemas import canonical_json
 
 README = Path(__file__).resolve().parents[2] / "README.md"

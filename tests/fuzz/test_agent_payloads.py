@@ -17,7 +17,7 @@ from node_agent.errors import MAX_ERROR_CHARS
 from node_agent.models import ENVIRONMENT, MANAGED, NODE, REPLICA, SERVICE, ActualState, ObservedContainer
 from node_agent.plan import compute_plan
 from node_agent.reporting import ActualReporter
-from phrame_mqtt import Message
+from phrame.mqtt import Message
 from schemas import Topics, check_payload, load_json
 from tests.fuzz.payloads import encode, hostile_message, mutate, valid_items
 from tests.fuzz.profile import fuzz

@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config_repo import load_directory, load_git, validate
+from phrame.config_repo import load_directory, load_git, validate
 from tests.fuzz.config_check import check_repo, write
 from tests.fuzz.profile import fuzz
 

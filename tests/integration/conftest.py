@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import docker.errors
 import pytest
 
-from phrame_mqtt import MqttClient
+from phrame.mqtt import MqttClient
 from tests.support.agent_support import ActualWatcher, AgentEnv
 
 

@@ -18,7 +18,7 @@ from node_agent.loop import Agent
 from node_agent.models import MANAGED, NODE
 from node_agent.processes import ProcessSupervisor
 from node_agent.settings import AgentSettings
-from phrame_mqtt import Message, MqttSettings
+from phrame.mqtt import Message, MqttSettings
 from schemas import Topics
 from tests.support import agent_support as spec
 from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess

@@ -20,7 +20,7 @@ import docker
 import pytest
 
 from node_agent.models import NODE, SERVICE
-from phrame_mqtt import MqttClient, PublishRefused
+from phrame.mqtt import MqttClient, PublishRefused
 from schemas import Topics
 from tests.support.agent_support import AgentEnv, AgentProcess
 from tests.support.bridged import BRIDGE, SITE, Broker, generate, service

@@ -32,7 +32,7 @@ from node_agent.loop import Agent
 from node_agent.processes import ProcessSupervisor
 from node_agent.settings import AgentSettings
 from phrame.cli import main as phrame_main
-from phrame_mqtt import MqttClient, MqttError, MqttSettings, PublishRefused
+from phrame.mqtt import MqttClient, MqttError, MqttSettings, PublishRefused
 from placement.loop import build_loop
 from placement.settings import PlacementSettings
 from tests.integration.test_placement_git import ConfigRemote
@@ -118,8 +118,8 @@ def connect(clients: list[MqttClient], settings: MqttSettings, cid: str) -> Mqtt
 
 
 def test_generated_acl_lists_every_inventory_node() -> None:
-    from phrame.cmd_broker_config import inventory_nodes
-    from phrame_mqtt.broker_config import acl_text
+    from phrame.cli.cmd_broker_config import inventory_nodes
+    from phrame.mqtt.broker_config import acl_text
 
     text = acl_text(inventory_nodes(INVENTORY))
     for node in ("core-01", "edge-01", "edge-02", "edge-03"):
@@ -386,7 +386,7 @@ def test_two_logins_with_one_account_are_told_why_they_keep_losing_the_connectio
     """A misconfiguration, not an attack: two processes with one account take each other's
     place over and over; the log must say so once, not only "the broker closed it"."""
     settings = broker.settings("mirror-desired", reconnect_max_s=1)
-    with caplog.at_level(logging.WARNING, logger="phrame_mqtt.client"):
+    with caplog.at_level(logging.WARNING, logger="phrame.mqtt.client"):
         connect(clients, settings, "first")
         connect(clients, settings, "second")
         wait_until(lambda: any("one connection per account" in r.getMessage() for r in caplog.records),

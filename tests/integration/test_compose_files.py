@@ -11,7 +11,7 @@ import docker
 import pytest
 from ruamel.yaml import YAML
 
-from compose_io import export_node, import_compose
+from phrame.compose import export_node, import_compose
 from tests.support.compose_cli import compose, remove_project
 from tests.support.compose_repo import COMPOSE_FIXTURES, imported, new_repo, studio_topics, topics, write
 from tests.support.services import free_port, require_binary

@@ -13,7 +13,7 @@ from typing import Any
 import docker
 import pytest
 
-from compose_io import export_node, import_compose
+from phrame.compose import export_node, import_compose
 from tests.support.agent_support import AgentEnv
 from tests.support.compose_cli import compose, remove_project
 from tests.support.compose_repo import new_repo, topics, write

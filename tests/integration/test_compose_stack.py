@@ -25,7 +25,7 @@ import docker
 import pytest
 
 from phrame.cli import main as phrame_main
-from phrame_mqtt import MqttClient, MqttSettings
+from phrame.mqtt import MqttClient, MqttSettings
 from schemas import Topics
 from tests.support.agent_container import host_socket
 from tests.support.compose_stack import ROOT, ComposeStack

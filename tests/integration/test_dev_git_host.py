@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from config_sync.webhooks import is_token_valid, route
+from config_sync.intake.webhooks import is_token_valid, route
 from dev_stack import git_host, sample
 from dev_stack.settings import DevSettings
 from tests.support.services import free_port

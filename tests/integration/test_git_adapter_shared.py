@@ -1,4 +1,4 @@
-"""config-sync, placement and ``phrame plan`` read git through one adapter (phrame_git):
+"""config-sync, placement and ``phrame plan`` read git through one adapter (phrame.git):
 the same ref name means the same commit to each, the same merge base comes back from each
 (None for unrelated histories), and a missing ref is the same shared error. Real git."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import phrame_git
-from config_sync.git_repo import SyncRepo
-from phrame import cmd_plan
+import phrame.git
+from config_sync.intake.clone import SyncRepo
+from phrame.cli import cmd_plan
 from placement.git_repo import PlacementRepo
 from tests.support.services import require_binary
 
@@ -76,11 +76,11 @@ def test_a_missing_ref_is_one_shared_error(tmp_path: Path, history: dict[str, st
     sync, place = users(tmp_path, history["url"])
     errors = []
     for user in (sync, place):
-        with pytest.raises(phrame_git.GitError) as caught:
+        with pytest.raises(phrame.git.GitError) as caught:
             user.head("refs/tags/v9")
         errors.append(caught.value)
     assert [str(e) for e in errors] == [f"tag 'v9' not found in {history['url']}"] * 2
-    assert isinstance(errors[0], phrame_git.RefMissing)  # config-sync keeps the last good state
+    assert isinstance(errors[0], phrame.git.RefMissing)  # config-sync keeps the last good state
 
 
 def test_one_merge_base_for_config_sync_placement_and_phrame_plan(

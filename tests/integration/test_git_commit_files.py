@@ -9,8 +9,8 @@ from pathlib import Path
 import git
 import pytest
 
-from phrame_git import PushRejected
-from phrame_git.writing import GitWriter
+from phrame.git import PushRejected
+from phrame.git.writing import GitWriter
 from tests.support.sync_support import ConfigRemote
 
 FILES = {

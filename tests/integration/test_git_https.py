@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from config_sync.errors import GitError as SyncGitError
-from config_sync.git_repo import SyncRepo
 from config_sync.gitlab_api import LocalReporter
+from config_sync.intake.clone import SyncRepo
 from config_sync.service import ConfigSync
 from config_sync.settings import SyncSettings
 from placement.errors import GitError as PlacementGitError

@@ -21,11 +21,11 @@ import git
 import httpx
 import pytest
 
-from config_sync.git_repo import SyncRepo
 from config_sync.gitlab_api import LocalReporter
+from config_sync.intake.clone import SyncRepo
 from config_sync.service import ConfigSync
 from config_sync.settings import SyncSettings
-from phrame_mqtt import MqttSettings
+from phrame.mqtt import MqttSettings
 from placement.errors import GitError as PlacementGitError
 from placement.git_repo import PlacementRepo
 from placement.loop import build_loop

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from phrame_mqtt import MqttClient, MqttSettings
+from phrame.mqtt import MqttClient, MqttSettings
 from tests.support.mirror import mirror_settings, running_mirror
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import free_port

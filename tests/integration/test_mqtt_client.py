@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from phrame_mqtt import Message, MqttClient, MqttError, MqttSettings, PublishTimeout, Will
+from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings, PublishTimeout, Will
 from tests.support.mosquitto import Mosquitto
 from tests.support.mqtt import Inbox
 from tests.support.services import eventually, free_port, wait_for_port
@@ -173,7 +173,7 @@ def test_plain_websocket_listener_with_path(clients: list) -> None:
 
 AGENT = """
 import sys, time
-from phrame_mqtt import MqttClient, MqttSettings, Will
+from phrame.mqtt import MqttClient, MqttSettings, Will
 s = MqttSettings(url=sys.argv[1], will_delay_s=int(sys.argv[2]), session_expiry_s=30)
 c = MqttClient(s, "will-agent", will=Will("a/status", b"offline"))
 c.start(timeout=5)
@@ -278,7 +278,7 @@ def test_a_broker_shutdown_is_logged_as_one_clear_sentence(
     """Issue 9 item 7d: a clean mosquitto shutdown read "Unspecified error" (paho's name for
     a connection closed without a DISCONNECT packet)."""
     c = connect(clients, settings(broker.url, protocol=protocol), "bystander")
-    with caplog.at_level(logging.INFO, logger="phrame_mqtt"):
+    with caplog.at_level(logging.INFO, logger="phrame.mqtt"):
         broker.stop()  # SIGTERM: mosquitto 2 closes the socket without sending DISCONNECT
         assert eventually(lambda: not c.is_connected, 5)
         assert eventually(lambda: any("disconnected" in r.getMessage() for r in caplog.records), 5)
@@ -297,7 +297,7 @@ def test_a_silent_broker_is_logged_as_one_lost_connection(
     proxy = PartitionProxy(broker.port)
     try:
         c = connect(clients, settings(f"mqtt://127.0.0.1:{proxy.port}", keepalive_s=1), "partitioned")
-        with caplog.at_level(logging.INFO, logger="phrame_mqtt"):
+        with caplog.at_level(logging.INFO, logger="phrame.mqtt"):
             proxy.partition()  # silence both ways: only the keepalive can tell
             wait_for(lambda: not c.is_connected, "the keepalive to notice the silence", 10)
             # the next attempt reaches the proxy after the first loss was fully reported

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from phrame_mqtt import MqttClient, MqttError, MqttSettings
+from phrame.mqtt import MqttClient, MqttError, MqttSettings
 from tests.support.mqtt import Inbox
 from tests.support.oauth_server import TokenBroker, TokenServer, mint_token
 from tests.support.services import eventually, require
@@ -165,7 +165,7 @@ def test_a_cut_or_garbled_token_answer_is_retried_never_the_end_of_refresh() -> 
     import socket
     import threading
 
-    from phrame_mqtt.oauth import TokenProvider
+    from phrame.mqtt.oauth import TokenProvider
 
     token_body = _json.dumps({"access_token": "t-ok", "expires_in": 60}).encode()
     answers = [

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from phrame_mqtt import MqttClient, MqttSettings
+from phrame.mqtt import MqttClient, MqttSettings
 from tests.support.mosquitto import Mosquitto
 from tests.support.waiting import wait_for
 

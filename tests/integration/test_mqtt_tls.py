@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from phrame_mqtt import MqttClient, MqttError, MqttSettings
+from phrame.mqtt import MqttClient, MqttError, MqttSettings
 from tests.support.certs import Pki, make_pki
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import free_port

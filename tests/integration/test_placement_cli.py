@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from phrame_mqtt import MqttClient, MqttSettings
+from phrame.mqtt import MqttClient, MqttSettings
 from schemas import Topics
 from tests.integration.test_placement_git import NODES, ConfigRemote
 from tests.integration.test_placement_loop import heartbeat

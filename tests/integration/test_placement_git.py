@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from config_repo import load_git, validate
+from phrame.config_repo import load_git, validate
 from placement.errors import GitError, TagTargetError
 from placement.git_repo import PlacementRepo, branch_ref
 from placement.liveness import Liveness
@@ -460,7 +460,7 @@ def test_an_invalid_head_is_logged_once_and_its_recovery_once(
 
 
 class MissingCommit(PlacementRepo):
-    """The default ref names a commit the cache does not hold (config_repo: ConfigError)."""
+    """The default ref names a commit the cache does not hold (phrame.config_repo: ConfigError)."""
 
     def head(self, ref: str) -> str:
         return "f" * 40

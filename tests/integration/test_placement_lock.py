@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from phrame_mqtt import MqttClient, MqttSettings
+from phrame.mqtt import MqttClient, MqttSettings
 from placement.lock import ProcessLock
 from schemas import Topics
 from tests.integration.test_placement_git import NODES, ConfigRemote

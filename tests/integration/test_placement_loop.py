@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from phrame_mqtt import MqttClient, MqttSettings
+from phrame.mqtt import MqttClient, MqttSettings
 from placement.git_repo import PlacementRepo
 from placement.liveness import Liveness
 from placement.loop import PlacementLoop

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import config_repo.loader
+import phrame.config_repo.loader
 import placement.reconcile
 from tests.integration.test_placement_git import Clock, ConfigRemote, beat, make
 
@@ -31,8 +31,12 @@ def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         return parse
 
-    monkeypatch.setattr(config_repo.loader, "parse_yaml", counting(config_repo.loader.parse_yaml))
-    monkeypatch.setattr(config_repo.loader, "parse_json", counting(config_repo.loader.parse_json))
+    monkeypatch.setattr(
+        phrame.config_repo.loader, "parse_yaml", counting(phrame.config_repo.loader.parse_yaml)
+    )
+    monkeypatch.setattr(
+        phrame.config_repo.loader, "parse_json", counting(phrame.config_repo.loader.parse_json)
+    )
     return seen
 
 

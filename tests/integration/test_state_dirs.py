@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from node_agent.processes import ProcessSupervisor
-from phrame_settings.state import private_dir
+from phrame.settings.state import private_dir
 from tests.integration.test_placement_git import ConfigRemote
 from tests.integration.test_placement_lock import Heartbeats, Instance, trailers
 from tests.support import agent_support as spec
@@ -152,7 +152,7 @@ def test_private_dir_creates_0700_and_tightens_an_existing_folder_once(
     (old / "sub" / "f").chmod(0o664)
     os.symlink("/etc/hostname", old / "link")  # a link's target is not ours to change
     before = mode(Path("/etc/hostname"))
-    with caplog.at_level(logging.WARNING, logger="phrame_settings.state"):
+    with caplog.at_level(logging.WARNING, logger="phrame.settings.state"):
         private_dir(old)
         assert open_entries(old) == [] and mode(old / "sub" / "f") == 0o600
         assert mode(Path("/etc/hostname")) == before and mode(parent) == 0o755

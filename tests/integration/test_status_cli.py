@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from phrame_mqtt import MqttClient, MqttSettings
+from phrame.mqtt import MqttClient, MqttSettings
 from schemas import Topics, canonical_json
 from tests.support.mosquitto import Mosquitto
 

@@ -23,7 +23,7 @@ import pytest
 from config_sync.app import create_app
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
-from phrame_settings.http_serving import make_server
+from phrame.settings.http_serving import make_server
 from schemas import Topics
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import free_port

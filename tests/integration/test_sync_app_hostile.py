@@ -19,7 +19,7 @@ import pytest
 
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
-from phrame_settings.http_serving import HttpLimits
+from phrame.settings.http_serving import HttpLimits
 from tests.integration.test_sync_app import Running, delivery, serving
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import wait_until

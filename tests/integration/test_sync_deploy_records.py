@@ -12,7 +12,7 @@ from typing import Any
 
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
-from phrame_mqtt import MqttClient
+from phrame.mqtt import MqttClient
 from schemas import Topics, check_payload
 from tests.integration.test_status_cli import run_status
 from tests.support.mosquitto import Mosquitto

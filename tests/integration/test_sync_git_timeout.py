@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from config_sync.errors import GitError
-from config_sync.git_repo import SyncRepo
+from config_sync.intake.clone import SyncRepo
 from tests.support.sync_support import finishes_within, silent_git_server
 
 

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from config_sync.gitlab_api import LocalReporter
-from config_sync.publishing import SyncOutcome
+from config_sync.publication.sender import SyncOutcome
 from config_sync.service import ConfigSync
 from schemas import Topics
 from tests.integration.test_sync_ownership import started_with_release

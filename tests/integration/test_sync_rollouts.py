@@ -25,8 +25,8 @@ import pytest
 from config_sync.app import create_app
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
-from phrame_mqtt import MqttClient
-from phrame_settings.http_serving import make_server
+from phrame.mqtt import MqttClient
+from phrame.settings.http_serving import make_server
 from schemas import Topics, check_payload
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import eventually, free_port

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from phrame_mqtt import Message, MqttClient, MqttSettings
+from phrame.mqtt import Message, MqttClient, MqttSettings
 from schemas import Topics, check_payload
 from tests.support.mosquitto import Mosquitto
 from tests.support.topic_api import ApiStack, SseReader, fleet, heartbeat

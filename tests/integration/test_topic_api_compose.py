@@ -18,8 +18,8 @@ import git
 import httpx
 import pytest
 
-from config_repo import load_git, render, validate
-from phrame_mqtt import MqttClient, MqttSettings
+from phrame.config_repo import load_git, render, validate
+from phrame.mqtt import MqttClient, MqttSettings
 from schemas import Topics
 from tests.support.canned_gitlab import HEAD, PROJECT, CannedGitLab
 from tests.support.mosquitto import Mosquitto

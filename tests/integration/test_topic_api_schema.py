@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from phrame_mqtt import MqttClient, MqttSettings
+from phrame.mqtt import MqttClient, MqttSettings
 from schemas import Topics
 from tests.support.mosquitto import Mosquitto
 from tests.support.topic_api import ApiStack, fleet

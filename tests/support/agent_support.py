@@ -22,7 +22,7 @@ import docker.errors
 from node_agent.docker_port import DockerPort
 from node_agent.models import ENVIRONMENT, REPLICA, SERVICE, DesiredState, Manifest
 from node_agent.reconcile import NodeReconciler
-from phrame_mqtt import MqttClient, MqttSettings
+from phrame.mqtt import MqttClient, MqttSettings
 from schemas import Topics, check_payload, digest
 from tests.support.docker import TEST_LABEL
 from tests.support.waiting import wait_for

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from phrame.cli import main as phrame_main
-from phrame_mqtt import MqttClient, MqttSettings
+from phrame.mqtt import MqttClient, MqttSettings
 from tests.support.certs import Pki, make_pki
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import free_port, require_binary, wait_for_port

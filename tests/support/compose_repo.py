@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from compose_io import ImportResult, import_compose
-from config_repo import Problem, load_directory, render, validate
+from phrame.compose import ImportResult, import_compose
+from phrame.config_repo import Problem, load_directory, render, validate
 from schemas import Topics
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from phrame_mqtt import Message, MqttClient, MqttSettings
+from phrame.mqtt import Message, MqttClient, MqttSettings
 from tests.support.services import free_port
 from tests.support.waiting import wait_for
 

@@ -13,7 +13,7 @@ from typing import Any
 import docker.errors
 import psutil
 
-from config_repo import load_directory, render, validate
+from phrame.config_repo import load_directory, render, validate
 from schemas import Topics
 from tests.support.agent_support import AgentEnv
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mirror.loop import MirrorLoop
 from mirror.settings import MirrorSettings
-from phrame_mqtt import MqttSettings
+from phrame.mqtt import MqttSettings
 
 
 def mirror_settings(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from phrame_mqtt import Message
+from phrame.mqtt import Message
 
 
 class Inbox:

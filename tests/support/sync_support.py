@@ -18,7 +18,7 @@ import git
 from config_sync.gitlab_api import LocalReporter
 from config_sync.service import ConfigSync
 from config_sync.settings import SyncSettings
-from phrame_mqtt import MqttClient, MqttSettings
+from phrame.mqtt import MqttClient, MqttSettings
 from schemas import Topics
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from phrame_mqtt import MqttClient, MqttSettings
+from phrame.mqtt import MqttClient, MqttSettings
 from schemas import Topics, check_payload
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import wait_for_port

@@ -13,7 +13,7 @@ from node_agent.naming import name_held
 from node_agent.networks import created_key, split_duplicates
 from node_agent.plan import compute_plan
 from node_agent.settings import AgentSettings
-from phrame_mqtt import Message
+from phrame.mqtt import Message
 from schemas import Topics
 from tests.support.agent_support import container, desired, item_labels, network
 

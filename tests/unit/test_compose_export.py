@@ -8,7 +8,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from compose_io import export_node
+from phrame.compose import export_node
 from schemas import Topics
 from tests.support.compose_repo import container_payload, studio_topics
 
@@ -124,7 +124,7 @@ def test_named_volumes_are_declared_with_their_docker_name() -> None:
 
 
 def test_the_agents_runtime_env_is_exported_and_dropped_again_on_import() -> None:
-    from compose_io import import_compose
+    from phrame.compose import import_compose
 
     topics = dict(
         [

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from compose_io import export_node
-from config_repo import load_directory, render, validate
+from phrame.compose import export_node
+from phrame.config_repo import load_directory, render, validate
 from tests.support.sync_support import SAMPLE
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from compose_io import export_node, import_compose
+from phrame.compose import export_node, import_compose
 from tests.support.compose_repo import imported, node_topics, topics
 
 COMPOSE = """

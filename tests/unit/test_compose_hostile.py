@@ -9,7 +9,7 @@ import itertools
 import pytest
 from ruamel.yaml import YAML
 
-from compose_io import ComposeError, export_node, import_compose
+from phrame.compose import ComposeError, export_node, import_compose
 from schemas import Topics
 from tests.support.compose_repo import container_payload
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from compose_io import ComposeError, import_compose
+from phrame.compose import ComposeError, import_compose
 from tests.support.compose_repo import COMPOSE_FIXTURES, imported, problems
 
 FIXTURES = sorted(p.stem for p in COMPOSE_FIXTURES.glob("*.yml"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compose_io import export_node, import_compose
+from phrame.compose import export_node, import_compose
 from tests.support.compose_repo import (
     COMPOSE_FIXTURES,
     imported,

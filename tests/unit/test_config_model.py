@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from config_repo import load_directory
+from phrame.config_repo import load_directory
 
 
 def env_with(tmp_path: Path, body: str):

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from config_sync.deploy_history import DeployHistory
+from config_sync.deploys.history import DeployHistory
 from config_sync.errors import GitError
-from config_sync.publishing import SyncOutcome
-from phrame_mqtt import MqttError
+from config_sync.publication.sender import SyncOutcome
+from phrame.mqtt import MqttError
 from schemas import Topics, canonical_json, check_payload
 
 T = Topics()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from config_sync.deploy_records import (
+from config_sync.deploys.records import (
     MAX_RECORDS,
     DeployRecord,
     add,

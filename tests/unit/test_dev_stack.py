@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from config_repo import load_directory, render, validate
 from dev_stack import sample
 from dev_stack.banner import banner
 from dev_stack.children import Child
@@ -16,6 +15,7 @@ from dev_stack.console import LogFollower, event_line
 from dev_stack.errors import DevError
 from dev_stack.parts import build_children
 from dev_stack.settings import DevSettings, taken_ports
+from phrame.config_repo import load_directory, render, validate
 from schemas import Topics
 
 T = Topics()

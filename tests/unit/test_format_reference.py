@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from config_repo import load_directory, validate
+from phrame.config_repo import load_directory, validate
 from schemas import reference
 
 ROOT = Path(__file__).resolve().parents[2]

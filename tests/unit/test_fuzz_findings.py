@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from config_repo import Problem, load_directory
 from node_agent.commands import RestartCommands
 from node_agent.desired import DesiredStore
 from node_agent.errors import MAX_ERROR_CHARS
 from node_agent.reporting import ActualReporter
-from phrame_mqtt import Message
+from phrame.config_repo import Problem, load_directory
+from phrame.mqtt import Message
 from schemas import Topics
 from tests.support import agent_support as spec
 from tests.unit.test_validate_limits import problems_of

@@ -1,4 +1,4 @@
-"""The one ref policy (phrame_git.refs): how config-sync and placement read a tracked ref
+"""The one ref policy (phrame.git.refs): how config-sync and placement read a tracked ref
 from the clone cache, and which refs may ever be written. Pure: no git."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 import config_sync.errors
-import phrame_git
+import phrame.git
 import placement.errors
-from config_sync.git_repo import RefMissing as SyncRefMissing
-from phrame_git import refs
-from phrame_git.errors import ErrorKinds
+from config_sync.intake.clone import RefMissing as SyncRefMissing
+from phrame.git import refs
+from phrame.git.errors import ErrorKinds
 from placement.git_repo import ERRORS as PLACEMENT_ERRORS
 
 
@@ -38,31 +38,31 @@ def test_branch_names_short_or_full_mean_one_branch() -> None:
 def test_only_branches_are_ever_written() -> None:
     assert refs.writable_ref("main") == "refs/heads/main"
     assert refs.writable_ref("refs/heads/review/x") == "refs/heads/review/x"
-    with pytest.raises(phrame_git.TagTargetError, match="never writes to a tag"):
+    with pytest.raises(phrame.git.TagTargetError, match="never writes to a tag"):
         refs.writable_ref("refs/tags/v1")
-    with pytest.raises(phrame_git.GitError, match="only branches") as caught:
+    with pytest.raises(phrame.git.GitError, match="only branches") as caught:
         refs.writable_ref("refs/merge-requests/1/head")
-    assert not isinstance(caught.value, phrame_git.TagTargetError)
+    assert not isinstance(caught.value, phrame.git.TagTargetError)
 
 
 def test_the_policy_raises_the_callers_own_errors() -> None:
     with pytest.raises(placement.errors.TagTargetError) as caught:
         refs.writable_ref("refs/tags/v1", PLACEMENT_ERRORS)
     assert isinstance(caught.value, placement.errors.PlacementError)
-    assert isinstance(caught.value, phrame_git.TagTargetError)  # one hierarchy for every user
+    assert isinstance(caught.value, phrame.git.TagTargetError)  # one hierarchy for every user
     with pytest.raises(placement.errors.GitError):
         refs.writable_ref("refs/notes/x", PLACEMENT_ERRORS)
 
 
 def test_every_service_error_is_also_the_shared_one() -> None:
     pairs = [
-        (config_sync.errors.GitError, phrame_git.GitError),
-        (SyncRefMissing, phrame_git.RefMissing),
-        (placement.errors.GitError, phrame_git.GitError),
-        (placement.errors.PushRejected, phrame_git.PushRejected),
-        (placement.errors.TagTargetError, phrame_git.TagTargetError),
+        (config_sync.errors.GitError, phrame.git.GitError),
+        (SyncRefMissing, phrame.git.RefMissing),
+        (placement.errors.GitError, phrame.git.GitError),
+        (placement.errors.PushRejected, phrame.git.PushRejected),
+        (placement.errors.TagTargetError, phrame.git.TagTargetError),
     ]
     for service, shared in pairs:
         assert issubclass(service, shared), (service, shared)
     assert issubclass(SyncRefMissing, config_sync.errors.SyncError)
-    assert ErrorKinds().tag_target is phrame_git.TagTargetError
+    assert ErrorKinds().tag_target is phrame.git.TagTargetError

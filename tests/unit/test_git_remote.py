@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from config_sync.settings import SyncSettings
-from phrame_settings.git_remote import GitRemote, redact, split_credentials
+from phrame.settings.git_remote import GitRemote, redact, split_credentials
 from placement.settings import PlacementSettings
 
 TOKEN = "glpat-Phr4me-unit-token"

@@ -9,7 +9,7 @@ from pathlib import Path
 import git
 import pytest
 
-from config_repo.sources import GitSource, NotAFile
+from phrame.config_repo.sources import GitSource, NotAFile
 
 
 def _repo(tmp_path: Path) -> git.Repo:

@@ -12,9 +12,9 @@ from pathlib import Path
 import git
 import pytest
 
-from config_repo import load, load_directory, load_git, render, validate
-from config_repo.sources import MAX_FILE_BYTES, DirectorySource
 from phrame.cli import main
+from phrame.config_repo import load, load_directory, load_git, render, validate
+from phrame.config_repo.sources import MAX_FILE_BYTES, DirectorySource
 from schemas import Topics, check_payload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -210,7 +210,7 @@ def test_git_symlink_blob_is_reported_not_parsed_as_content(tmp_path: Path) -> N
 
 
 def test_git_read_is_bounded_too(tmp_path: Path) -> None:
-    from config_repo.sources import GitSource
+    from phrame.config_repo.sources import GitSource
 
     work = lab(tmp_path)
     (work / "nodes" / "huge.yaml").write_bytes(b"#" * (2 * MAX_FILE_BYTES))

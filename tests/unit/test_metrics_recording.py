@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from config_sync.deploy_records import DeployRecord, finish
+from config_sync.deploys.records import DeployRecord, finish
 from config_sync.metrics import Metrics
 from mirror.settings import MirrorSettings
 from node_agent.metrics import AgentMetrics
 from node_agent.models import Action, ActionOutcome, ActualState, Op, Plan
 from node_agent.reconcile import PassResult
 from node_agent.settings import AgentSettings
-from phrame_settings.metrics_listen import Listen, parse_listen
+from phrame.placement_rules.models import Decision, Move
+from phrame.settings.metrics_listen import Listen, parse_listen
 from placement.liveness import Liveness
 from placement.metrics import PlacementMetrics
 from placement.reconcile import EnvResult
-from placement_rules.models import Decision, Move
 
 
 def test_the_listener_setting_is_host_port_or_empty() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mirror.settings import MirrorSettings
-from phrame_mqtt import SettingsError
+from phrame.mqtt import SettingsError
 
 
 def test_defaults_put_the_snapshot_under_the_state_dir() -> None:

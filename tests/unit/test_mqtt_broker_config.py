@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from phrame.cli import main
-from phrame_mqtt.broker_config import BrokerOptions, acl_text, mosquitto_conf
-from phrame_mqtt.errors import SettingsError
+from phrame.mqtt.broker_config import BrokerOptions, acl_text, mosquitto_conf
+from phrame.mqtt.errors import SettingsError
 
 
 def blocks(acl: str) -> dict[str, list[str]]:
@@ -89,7 +89,7 @@ def test_command_without_inventory_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_sample_example_in_compose_is_current() -> None:
     root = Path(__file__).parents[2]
-    from phrame.cmd_broker_config import inventory_nodes
+    from phrame.cli.cmd_broker_config import inventory_nodes
 
     expected = acl_text(inventory_nodes(root / "fixtures" / "phrame-config"))
     assert (root / "compose" / "mosquitto" / "acl").read_text() == expected

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from phrame.cli import main
-from phrame_mqtt.broker_config import BrokerOptions
-from phrame_mqtt.broker_sites import (
+from phrame.mqtt.broker_config import BrokerOptions
+from phrame.mqtt.broker_sites import (
     BridgeOptions,
     bridge_block,
     hub_address,
@@ -18,7 +18,7 @@ from phrame_mqtt.broker_sites import (
     nodes_of_site,
     site_acl_text,
 )
-from phrame_mqtt.errors import SettingsError
+from phrame.mqtt.errors import SettingsError
 from tests.unit.test_mqtt_broker_config import blocks
 
 LABELS: dict[str, dict[str, object]] = {

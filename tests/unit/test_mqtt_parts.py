@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-from phrame_mqtt import Message, MqttError, PublishRefused, PublishTimeout, TokenError
-from phrame_mqtt.acks import AckTracker
-from phrame_mqtt.disconnects import ShortConnections, describe_disconnect
-from phrame_mqtt.messages import check_filter
-from phrame_mqtt.oauth import Token, parse_token_response
-from phrame_mqtt.reading import RetainedCollector
+from phrame.mqtt import Message, MqttError, PublishRefused, PublishTimeout, TokenError
+from phrame.mqtt.acks import AckTracker
+from phrame.mqtt.disconnects import ShortConnections, describe_disconnect
+from phrame.mqtt.messages import check_filter
+from phrame.mqtt.oauth import Token, parse_token_response
+from phrame.mqtt.reading import RetainedCollector
 from tests.support.oauth_server import mint_token, verify_token
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from phrame_mqtt import MqttSettings, SettingsError
-from phrame_mqtt.urls import parse_url
+from phrame.mqtt import MqttSettings, SettingsError
+from phrame.mqtt.urls import parse_url
 
 
 @pytest.mark.parametrize(

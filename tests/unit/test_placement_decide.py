@@ -1,12 +1,12 @@
-"""The placement decision (placement_rules.decide): labels, capacity, spread, stickiness, node
+"""The placement decision (phrame.placement_rules.decide): labels, capacity, spread, stickiness, node
 loss and return, cordon, infeasible replicas, determinism. Pure: no git, no broker."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from placement_rules.decide import decide
-from placement_rules.models import Decision, NodeHealth, NodeInfo, ServiceSpec, Usage
+from phrame.placement_rules.decide import decide
+from phrame.placement_rules.models import Decision, NodeHealth, NodeInfo, ServiceSpec, Usage
 
 GI = 2**30
 ALIVE = NodeHealth(alive=True)

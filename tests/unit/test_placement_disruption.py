@@ -5,9 +5,9 @@ node back; a node silent before the disruption began stays offline. Fake clock, 
 
 from __future__ import annotations
 
+from phrame.placement_rules.decide import decide
+from phrame.placement_rules.models import Decision, NodeHealth
 from placement.liveness import Liveness
-from placement_rules.decide import decide
-from placement_rules.models import Decision, NodeHealth
 from tests.unit.test_placement_decide import EDGES, doc, node, svc
 
 T0 = 1_000_000.0

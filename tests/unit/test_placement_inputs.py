@@ -1,4 +1,4 @@
-"""From the config repo to the decision's inputs (placement_rules.inventory), the settings, the
+"""From the config repo to the decision's inputs (phrame.placement_rules.inventory), the settings, the
 commit message, and the sample repo's own node.json being a fixed point of the decision."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from config_repo import ConfigRepo, load_directory, validate
+from phrame.config_repo import ConfigRepo, load_directory, validate
+from phrame.placement_rules import inventory
+from phrame.placement_rules.decide import decide
+from phrame.placement_rules.models import Decision, Move, NodeHealth
 from placement.errors import SettingsError
 from placement.reconcile import render_document
 from placement.settings import PlacementSettings
-from placement_rules import inventory
-from placement_rules.decide import decide
-from placement_rules.models import Decision, Move, NodeHealth
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
 GI = 2**30

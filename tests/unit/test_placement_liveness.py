@@ -3,8 +3,8 @@ offline status of a last will, never-seen nodes, and GC candidates. A fake clock
 
 from __future__ import annotations
 
+from phrame.placement_rules.models import NodeHealth
 from placement.liveness import Liveness, gc_candidates
-from placement_rules.models import NodeHealth
 
 T0 = 1_000.0
 

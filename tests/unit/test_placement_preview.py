@@ -1,4 +1,4 @@
-"""The placement preview of a review (placement_rules.preview): what placement would do now
+"""The placement preview of a review (phrame.placement_rules.preview): what placement would do now
 with the proposed tree, for the replicas the change adds or moves, and nothing else."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from config_repo import ConfigRepo, load_directory, validate
-from placement_rules.preview import Placed, preview
+from phrame.config_repo import ConfigRepo, load_directory, validate
+from phrame.placement_rules.preview import Placed, preview
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
 MIXER = "environments/studio-a/services/mixer.yaml"

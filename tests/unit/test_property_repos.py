@@ -1,4 +1,4 @@
-"""Properties of config_repo over generated valid repositories (benchmarks/repo_gen.py):
+"""Properties of phrame.config_repo over generated valid repositories (benchmarks/repo_gen.py):
 they validate clean, every rendered payload fits its schema, and the rendered topics do
 not depend on the order a source yields files in nor on key order inside the files."""
 
@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from config_repo import load, load_directory, render, validate
-from config_repo.sources import DirectorySource
+from phrame.config_repo import load, load_directory, render, validate
+from phrame.config_repo.sources import DirectorySource
 from schemas import Topics, check_payload, digest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"

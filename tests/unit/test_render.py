@@ -9,8 +9,8 @@ from typing import Any
 
 import git
 
-from config_repo import load_directory, load_git, render, validate
-from config_repo.render import carry_forward
+from phrame.config_repo import load_directory, load_git, render, validate
+from phrame.config_repo.render import carry_forward
 from schemas import Topics, check_payload, digest
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
@@ -120,7 +120,7 @@ def test_two_commits_read_from_git_do_not_interfere(tmp_path: Path) -> None:
 def test_render_refuses_an_unvalidated_or_invalid_repo(tmp_path: Path) -> None:
     import pytest
 
-    from config_repo import ConfigError
+    from phrame.config_repo import ConfigError
 
     repo, _ = load_directory(SAMPLE)
     with pytest.raises(ConfigError, match="validate"):
@@ -132,8 +132,8 @@ def test_render_refuses_an_unvalidated_or_invalid_repo(tmp_path: Path) -> None:
 
 
 def test_read_cache_reparses_only_changed_blobs_and_gives_the_same_result(tmp_path: Path) -> None:
-    from config_repo import ReadCache, load
-    from config_repo.sources import GitSource
+    from phrame.config_repo import ReadCache, load
+    from phrame.config_repo.sources import GitSource
 
     root = tmp_path / "repo"
     shutil.copytree(SAMPLE, root)
@@ -169,7 +169,7 @@ def test_read_cache_reparses_only_changed_blobs_and_gives_the_same_result(tmp_pa
 def test_render_after_validate_reuses_what_the_payload_check_rendered(monkeypatch: Any) -> None:
     import sys
 
-    render_module = sys.modules["config_repo.render"]  # config_repo.render is the function
+    render_module = sys.modules["phrame.config_repo.render"]  # phrame.config_repo.render is the function
     calls: list[str] = []
     real = render_module.render_checked
 
@@ -178,7 +178,7 @@ def test_render_after_validate_reuses_what_the_payload_check_rendered(monkeypatc
         return real(repo, sha)
 
     monkeypatch.setattr(render_module, "render_checked", counted)
-    monkeypatch.setattr("config_repo.payload_size.render_checked", counted)
+    monkeypatch.setattr("phrame.config_repo.payload_size.render_checked", counted)
     repo, read_problems = load_directory(SAMPLE)
     repo.commit = "a" * 40  # as load_git sets it
     assert validate(repo, read_problems) == []

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from config_repo import load_directory, render, validate
 from phrame.cli import main
+from phrame.config_repo import load_directory, render, validate
 from schemas import Topics
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from config_repo.update_policy import UpdatePolicy
-from config_sync.rollout_models import Observed
-from config_sync.rollouts import gate_rollouts
+from config_sync.rollouts.gate import gate_rollouts
+from config_sync.rollouts.models import Observed
+from phrame.config_repo.update_policy import UpdatePolicy
 from schemas import Topics, canonical_json, digest
 
 T = Topics()

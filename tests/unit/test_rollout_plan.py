@@ -8,9 +8,9 @@ from dataclasses import dataclass, field, replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from config_repo.update_policy import UpdatePolicy
-from config_sync.rollout_models import Observed, ReplicaView, RolloutState, state_from_doc
-from config_sync.rollout_plan import RolloutPlan, plan_rollout
+from config_sync.rollouts.models import Observed, ReplicaView, RolloutState, state_from_doc
+from config_sync.rollouts.waves import RolloutPlan, plan_rollout
+from phrame.config_repo.update_policy import UpdatePolicy
 
 OLD, NEW = "sha256:" + "0" * 64, "sha256:" + "1" * 64
 

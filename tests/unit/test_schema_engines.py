@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from config_repo.validate import schema_name
-from config_repo.yaml_reading import parse_json, parse_yaml
+from phrame.config_repo.validate import schema_name
+from phrame.config_repo.yaml_reading import parse_json, parse_yaml
 from schemas.registry import SCHEMA_NAMES, inlined, surely_valid, validator
 
 ROOT = Path(__file__).resolve().parents[2]

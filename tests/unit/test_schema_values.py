@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from config_repo import Problem
+from phrame.config_repo import Problem
 from tests.unit.test_validate_limits import problems_of, service
 
 WEB = "environments/lab/services/web.yaml"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from config_repo import load_directory, render, validate
-from config_repo.container_fields import FIELDS
+from phrame.config_repo import load_directory, render, validate
+from phrame.config_repo.container_fields import FIELDS
 from schemas import Topics, check_payload
 from tests.unit.test_validate_limits import problems_of, service
 

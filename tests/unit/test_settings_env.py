@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from phrame_settings import EnvReader
+from phrame.settings import EnvReader
 
 
 class Bad(Exception):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from phrame.status_text import render_text
-from phrame.status_view import summarize
+from phrame.cli.status_text import render_text
+from phrame.cli.status_view import summarize
 from schemas import Topics
 
 T = Topics()

@@ -1,4 +1,4 @@
-"""config_sync.deploy: the phrame/deploy status follows the agents' actual status (fake clock)."""
+"""config_sync.deploys.watcher: the phrame/deploy status follows the agents' actual status (fake clock)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from config_sync.deploy import DeployWatcher
-from config_sync.deploy_verdict import failure, verdict
+from config_sync.deploys.verdict import failure, verdict
+from config_sync.deploys.watcher import DeployWatcher
 from config_sync.errors import GitLabError
 from config_sync.gitlab_api import LocalReporter
-from phrame_mqtt import Message
+from phrame.mqtt import Message
 from schemas import Topics
 
 T = Topics()

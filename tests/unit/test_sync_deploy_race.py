@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from config_sync.deploy import DeployWatcher
+from config_sync.deploys.watcher import DeployWatcher
 from config_sync.gitlab_api import LocalReporter
-from phrame_mqtt import Message
+from phrame.mqtt import Message
 from schemas import Topics
 
 T = Topics()

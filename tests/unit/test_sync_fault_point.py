@@ -1,4 +1,4 @@
-"""config_sync.fault_point: the test-only pause between items and manifests (pure file logic)."""
+"""config_sync.publication.fault_point: the test-only pause between items and manifests (pure file logic)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from config_sync import fault_point
+from config_sync.publication import fault_point
 from tests.support.waiting import wait_for
 
 

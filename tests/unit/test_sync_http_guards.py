@@ -12,11 +12,11 @@ import pytest
 
 from config_sync.app import Deliveries, create_app
 from config_sync.errors import SettingsError
-from config_sync.queue import Worker
+from config_sync.intake.queue import Worker
+from config_sync.intake.webhooks import is_token_valid
 from config_sync.service import ConfigSync
 from config_sync.settings import SyncSettings
-from config_sync.webhooks import is_token_valid
-from phrame_settings.logs import FloodFilter
+from phrame.settings.logs import FloodFilter
 
 
 def test_delivery_keys_take_fixed_memory_whatever_their_length() -> None:

@@ -1,4 +1,4 @@
-"""config_sync.desired and config_sync.publication: what is published, cleared and in which
+"""config_sync.publication.plane and config_sync.publication.order: what is published, cleared and in which
 order, from the sample repo's rendering (the very function the publisher calls)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from config_repo import load_directory, render, validate
-from config_sync.desired import desired_diff, desired_state, sync_payload
 from config_sync.models import Claim
-from config_sync.publication import Decision, publication_order
+from config_sync.publication.order import Decision, publication_order
+from config_sync.publication.plane import desired_diff, desired_state, sync_payload
+from phrame.config_repo import load_directory, render, validate
 from schemas import Topics, canonical_json, check_payload
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"

@@ -1,11 +1,11 @@
-"""Coalescing of config_sync.queue: many triggers while a job runs → one more run."""
+"""Coalescing of config_sync.intake.queue: many triggers while a job runs → one more run."""
 
 from __future__ import annotations
 
 import threading
 
+from config_sync.intake.queue import Worker, WorkQueue
 from config_sync.models import Backoff
-from config_sync.queue import Worker, WorkQueue
 from tests.support.services import eventually
 
 

@@ -1,4 +1,4 @@
-"""Routing of the recorded GitLab deliveries (fixtures/webhooks) by config_sync.webhooks."""
+"""Routing of the recorded GitLab deliveries (fixtures/webhooks) by config_sync.intake.webhooks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from config_sync.webhooks import MalformedEvent, delivery_key, is_token_valid, parse_body, route
+from config_sync.intake.webhooks import MalformedEvent, delivery_key, is_token_valid, parse_body, route
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "webhooks"
 TRACKED = {"main"}

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from compose_io import import_compose
-from config_repo.sources import DirectorySource
+from phrame.compose import import_compose
+from phrame.config_repo.sources import DirectorySource
 from tests.support.sync_support import SAMPLE
 from topic_api.errors import SettingsError
-from topic_api.import_check import problems_alone, problems_on
-from topic_api.import_settings import ImportSettings
-from topic_api.imports import Draft, Proposal
+from topic_api.imports.check import problems_alone, problems_on
+from topic_api.imports.proposal import Draft, Proposal
+from topic_api.imports.settings import ImportSettings
 
 ROOT = Path(__file__).parents[2]
 NGINX = (ROOT / "fixtures/compose/nginx-flask-mysql.yml").read_text()

@@ -7,8 +7,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from config_repo import Problem, load_directory, render, validate
-from config_repo.update_policy import UpdatePolicy, policies
+from phrame.config_repo import Problem, load_directory, render, validate
+from phrame.config_repo.update_policy import UpdatePolicy, policies
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
 EGRESS = "environments/studio-a/services/egress.yaml"

@@ -12,10 +12,10 @@ from pathlib import Path
 import git
 import pytest
 
-from config_repo import Problem, load_directory, load_git, render, validate
-from config_repo.problems import MAX_MESSAGE_CHARS
-from config_repo.scalar_checks import MAX_INT_DIGITS
 from phrame.cli import main
+from phrame.config_repo import Problem, load_directory, load_git, render, validate
+from phrame.config_repo.problems import MAX_MESSAGE_CHARS
+from phrame.config_repo.scalar_checks import MAX_INT_DIGITS
 from schemas import canonical_json
 from tests.unit.test_validate_limits import problems_of, service
 

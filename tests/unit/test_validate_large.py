@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from config_repo import load_directory, render, validate
-from config_repo.yaml_reading import MAX_VALUES
+from phrame.config_repo import load_directory, render, validate
+from phrame.config_repo.yaml_reading import MAX_VALUES
 from tests.unit.test_validate_limits import BASE, problems_of, service
 
 WEB = "environments/lab/services/web.yaml"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from config_repo import Problem, load_directory, validate
-from config_repo.yaml_reading import MAX_DEPTH
+from phrame.config_repo import Problem, load_directory, validate
+from phrame.config_repo.yaml_reading import MAX_DEPTH
 
 GUARD_SECONDS = 10  # a guard against a hang, not a timing assertion
 

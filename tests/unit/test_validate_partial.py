@@ -10,9 +10,9 @@ from pathlib import Path
 import git
 import pytest
 
-from config_repo import ReadCache, load, load_directory, validate
-from config_repo.sources import GitSource
 from phrame.cli import main
+from phrame.config_repo import ReadCache, load, load_directory, validate
+from phrame.config_repo.sources import GitSource
 
 CASE = Path(__file__).resolve().parents[2] / "fixtures" / "mixed-problems"
 EXPECTED = (CASE / "expected.txt").read_text().splitlines()

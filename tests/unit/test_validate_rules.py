@@ -8,7 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from config_repo import Problem, load_directory, validate
+from phrame.config_repo import Problem, load_directory, validate
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from config_repo import yaml_reading
-from config_repo.yaml_reading import MAX_DEPTH, parse_yaml
+from phrame.config_repo import yaml_reading
+from phrame.config_repo.yaml_reading import MAX_DEPTH, parse_yaml
 from tests.unit.test_validate_limits import BASE, problems_of, service
 
 
@@ -223,7 +223,7 @@ def test_an_anchored_boolean_stays_a_boolean() -> None:
 def test_too_many_values_are_refused_without_reading_twice(
     monkeypatch: pytest.MonkeyPatch, text: str
 ) -> None:
-    from config_repo.yaml_ruamel import parse_ruamel
+    from phrame.config_repo.yaml_ruamel import parse_ruamel
 
     expected = parse_ruamel("f.yaml", text)[1]  # ruamel's refusal: the rule, words and place
     monkeypatch.setattr(yaml_reading, "parse_ruamel", lambda *_: pytest.fail("read twice"))

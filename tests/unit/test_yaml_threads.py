@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from config_repo.yaml_reading import parse_yaml, plain
+from phrame.config_repo.yaml_reading import parse_yaml, plain
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
 

@@ -1,0 +1,159 @@
+"""Keeping each environment's last deployments retained at ``<prefix>/desired/environments/<env>/deploys``.
+
+Wiring around the pure :mod:`config_sync.deploys.records`: the sync pass calls
+:meth:`DeployHistory.record` after a valid publication (author and message read from git,
+never from a webhook), the deploy watcher's thread calls :meth:`DeployHistory.check` each
+tick with the node statuses it holds. The broker is the store: at start config-sync reads
+the retained lists back (:meth:`restore`) before it publishes anything, so a restart keeps
+the history, and a record left pending by the previous run is judged again (converged,
+failed at a new deadline, or superseded by the next commit). It writes only ``deploys``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from config_sync.deploys import records
+from config_sync.deploys.records import DeployRecord
+from config_sync.errors import GitError
+from config_sync.publication.sender import Sender, SyncOutcome
+from phrame.mqtt import MqttError
+from schemas import PayloadError, Topics, canonical_json, check_payload, load_json
+
+log = logging.getLogger(__name__)
+
+
+class DeployHistory:
+    def __init__(
+        self,
+        broker: Sender,
+        topics: Topics,
+        commit_info: Callable[[str], tuple[str, str]],
+        *,
+        timeout_s: float,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.broker, self.topics, self.commit_info = broker, topics, commit_info
+        self.timeout_s, self.wall = timeout_s, wall
+        self.by_env: dict[str, list[DeployRecord]] = {}
+        self.deadlines: dict[tuple[str, str], float] = {}  # (env, commit) of a pending record
+        self.dirty: set[str] = set()  # environments whose topic must be (re)published
+        self.restored = False
+        # told of each record that stops being pending here (metrics); must not raise
+        self.on_finished: Callable[[str, DeployRecord], None] | None = None
+        self._lock = threading.RLock()  # held while publishing too: never an older list after a newer
+
+    def restore(self, published: Mapping[str, bytes]) -> None:
+        """Read the retained lists back (``published``: the desired plane as the broker holds
+        it). A pending record gets a full deadline from now: its nodes may have converged
+        while config-sync was away, which their retained statuses say within a tick."""
+        now = self.wall()
+        with self._lock:
+            for topic, raw in published.items():
+                try:
+                    parsed = self.topics.parse(topic)
+                except ValueError:
+                    continue
+                if parsed.kind != "deploys" or parsed.environment is None or not raw:
+                    continue
+                try:
+                    doc = load_json(raw)
+                    check_payload("desired-deploys", doc)
+                except (ValueError, PayloadError) as e:
+                    log.warning("ignoring the retained %s (%s); its history starts again", topic, e)
+                    continue
+                env = parsed.environment
+                self.by_env[env] = records.records_of(doc)
+                for r in self.by_env[env]:
+                    if r.is_pending:
+                        self.deadlines[(env, r.commit)] = now + self.timeout_s
+            self.restored = True
+        log.info("read back the deployments of %d environment(s)", len(self.by_env))
+
+    def record(self, outcome: SyncOutcome) -> None:
+        """A record per environment whose desired state ``outcome`` changed. An invalid
+        commit is no deployment (its errors are in the ``sync`` topic): nothing is recorded."""
+        if not self.restored or not outcome.ok or not outcome.messages:
+            return
+        changed, gone = records.deployed_environments(outcome.messages, outcome.generations, self.topics)
+        if not changed and not gone:
+            return
+        author, message = self._describe(outcome.commit) if changed else ("", "")
+        now = self.wall()
+        with self._lock:
+            for env in gone:
+                if self.by_env.pop(env, None) is not None:
+                    self.dirty.add(env)
+            for env, nodes in changed.items():
+                new = DeployRecord(outcome.commit, outcome.ref, author, message, now, nodes)
+                before = self.by_env.get(env, [])
+                after = records.add(before, new)
+                if after != before:
+                    self.by_env[env] = after
+                    self.deadlines[(env, outcome.commit)] = now + self.timeout_s
+                    self.dirty.add(env)
+            self.flush()
+
+    def _describe(self, commit: str) -> tuple[str, str]:
+        try:
+            return self.commit_info(commit)
+        except GitError as e:  # the record still says what was deployed and when
+            log.warning("cannot read the author and message of %s: %s", commit[:12], e)
+            return "", ""
+
+    def check(
+        self,
+        statuses: Mapping[str, dict[str, Any]],
+        ceilings: Mapping[str, int],
+        offline: Callable[[Iterable[str]], Mapping[str, str]],
+    ) -> None:
+        """Judge every pending record; publish the lists that changed (or failed to go out)."""
+        if not self.restored:
+            return
+        now = self.wall()
+        with self._lock:
+            for env, recs in self.by_env.items():
+                for i, r in enumerate(recs):
+                    if not r.is_pending:
+                        continue
+                    deadline = self.deadlines.get((env, r.commit), now)
+                    down = offline(r.nodes) if now >= deadline else {}
+                    judged = records.judge(
+                        r, statuses, now=now, deadline=deadline, ceilings=ceilings, offline=down
+                    )
+                    if judged is not r:
+                        recs[i] = judged
+                        self.dirty.add(env)
+                        log.info("deployment of %s to %s: %s", r.commit[:12], env, judged.state)
+                        if self.on_finished is not None and not judged.is_pending:
+                            self.on_finished(env, judged)
+            self.deadlines = {k: v for k, v in self.deadlines.items() if self._is_pending(*k)}
+            self.flush()
+
+    def _is_pending(self, env: str, commit: str) -> bool:
+        return any(r.commit == commit and r.is_pending for r in self.by_env.get(env, ()))
+
+    def republish(self) -> None:
+        """After a reconnect (the broker may have lost its retained topics): send every list again."""
+        with self._lock:
+            self.dirty |= set(self.by_env)
+
+    def flush(self) -> None:
+        with self._lock:
+            if not self.dirty:
+                return
+            batch: list[tuple[str, bytes | None]] = []
+            for env in sorted(self.dirty):
+                recs = self.by_env.get(env)
+                body = canonical_json(records.payload(env, recs)) if recs is not None else None
+                batch.append((self.topics.env_deploys(env), body))
+            try:
+                self.broker.publish_batch(batch)
+            except MqttError as e:  # kept dirty: the next tick sends them again
+                log.warning("could not publish the deployments of %d environment(s): %s", len(batch), e)
+                return
+            self.dirty.clear()

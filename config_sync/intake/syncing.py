@@ -1,0 +1,298 @@
+"""One pass of config-sync: fetch, read the head of a ref, validate, render, publish, report.
+
+The work queue calls :meth:`Syncer.sync_ref` (a tracked ref) and :meth:`Syncer.review`
+(a merge request). Both re-read everything from git, so the trigger that started them
+carries no data that matters (level-triggered). A commit that fails validation is never
+rendered or published: its errors go to the commit status and the ``sync`` topic.
+Which environments a ref publishes, and which nodes get a manifest, is the default ref's
+last valid reading's word alone, so two refs never take turns over one item.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from config_sync.deploys.history import DeployHistory
+from config_sync.deploys.watcher import DeployWatcher
+from config_sync.errors import GitError, GitLabError
+from config_sync.gitlab_api import CommitReporter
+from config_sync.intake.clone import RefMissing, SyncRepo
+from config_sync.models import Claim, Reading
+from config_sync.publication.sender import DesiredPublisher, SyncOutcome
+from config_sync.review_note import item_changes, review_note, rollout_waves
+from config_sync.rollouts.controller import RolloutController
+from phrame.config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
+from phrame.config_repo.update_policy import policies
+from phrame.placement_rules.preview import Placed, preview
+from schemas import Topics
+
+log = logging.getLogger(__name__)
+VALIDATE = "phrame/validate"
+READINGS_KEPT = 4
+
+
+def _tracks(repo: ConfigRepo, default_ref: str) -> dict[str, str]:
+    return {name: env.track(default_ref) for name, env in repo.environments.items()}
+
+
+class Syncer:
+    def __init__(
+        self,
+        git: SyncRepo,
+        publisher: DesiredPublisher,
+        reporter: CommitReporter,
+        topics: Topics,
+        *,
+        default_ref: str = "main",
+        deployer: DeployWatcher | None = None,
+        on_outcome: Callable[[SyncOutcome], None] | None = None,
+        history: DeployHistory | None = None,
+        rollouts: RolloutController | None = None,
+    ) -> None:
+        self.rollouts = rollouts  # staged rollouts: the gate of each publication
+        self.history = history  # each environment's deployments (the ``deploys`` topic)
+        self.git, self.publisher, self.reporter, self.topics = git, publisher, reporter, topics
+        self.default_ref = default_ref
+        self.deployer = deployer
+        self.on_outcome = on_outcome
+        self.tracked: set[str] = {default_ref}
+        # Who owns what comes from the default ref's last valid reading only: every ref's
+        # own tree may say otherwise (a branch left behind), and two readings must not fight.
+        self.owners: dict[str, str] = {}  # environment -> the ref that publishes it
+        self.fleet: frozenset[str] | None = None  # the inventory's nodes: each gets a manifest
+        self.envs_by_ref: dict[str, set[str]] = {}
+        self.last: dict[str, SyncOutcome] = {}  # by ref
+        self._lock = threading.Lock()
+        # held from deciding what a ref owns to the end of its publication, so a ref never
+        # publishes under an ownership the default ref has just taken back
+        self._publishing = threading.Lock()
+        self._readings: OrderedDict[str, Reading] = OrderedDict()
+        # files parsed and schema-checked before (same path, same blob) are not read again
+        self.read_cache = ReadCache()
+
+    def read(self, sha: str) -> Reading:
+        """Load, validate and render ``sha`` once; a poll that finds the same head only diffs."""
+        with self._lock:
+            if sha in self._readings:
+                self._readings.move_to_end(sha)
+                return self._readings[sha]
+        try:
+            repo, read_problems = self.git.load(sha, cache=self.read_cache)
+        except ConfigError as e:
+            reading = Reading(sha, {}, [{"rule": "unreadable", "message": str(e)}], None)
+        else:
+            errors = [p.to_dict() for p in validate(repo, read_problems, cache=self.read_cache)]
+            rendered = None if errors else render(repo, commit=sha).topics(self.topics)
+            rules = policies(repo) if not errors else {}
+            reading = Reading(
+                sha, _tracks(repo, self.default_ref), errors, rendered, frozenset(repo.nodes), rules
+            )
+        with self._lock:
+            self._readings[sha] = reading
+            while len(self._readings) > READINGS_KEPT:
+                self._readings.popitem(last=False)
+        return reading
+
+    def _report_validation(self, sha: str, errors: list[dict[str, Any]], ref: str | None) -> None:
+        if errors:
+            first = errors[0]
+            where = f"{first['file']}:{first.get('line', 1)}: " if "file" in first else ""
+            text = f"{len(errors)} problem(s); first: {where}{first['message']}"
+            self._report(sha, "failed", text, ref)
+        else:
+            self._report(sha, "success", "valid", ref)
+
+    def _report(self, sha: str, state: str, text: str, ref: str | None) -> None:
+        # GitLab being down must never hold a deployment back: log (the reporter keeps the
+        # error for /status) and carry on; the next pass sets the status again
+        try:
+            self.reporter.set_status(sha, VALIDATE, state, text, ref=ref)
+        except GitLabError as e:  # the adapter's own error; anything else is a bug and is raised
+            log.warning("could not report %s=%s on %s: %s", VALIDATE, state, sha[:12], e)
+
+    def sync_ref(self, ref: str, *, fetch: bool = True) -> SyncOutcome:
+        """Publish the head of ``ref`` (or, if it is invalid, only its errors).
+
+        A ref no longer tracked (the default ref took its environments back) publishes,
+        reports and records nothing: the outcome says ``tracked=False``. ``fetch=False``:
+        the head already fetched, again (a rollout's re-evaluation: no git traffic, and
+        ``phrame/validate`` is not reported again)."""
+        if ref not in self.tracked:
+            return _untracked(ref)
+        if fetch:
+            try:
+                self.git.fetch()
+            except GitError as e:  # the queue retries with backoff; the sync topic says why meanwhile
+                self._keep_last(ref, "git-unreachable", f"{e}; keeping the last good state")
+                raise
+        try:
+            sha = self.git.head(ref)
+        except RefMissing as e:
+            return self._keep_last(
+                ref, "ref-missing", f"{ref} is not on the remote ({e}); keeping the last good state"
+            )
+        reading = self.read(sha)
+        errors = reading.errors
+        claimed = False
+        try:  # publish first: a slow or unreachable git host never delays a deployment
+            with self._publishing:
+                claim = self._claim(ref, reading)
+                if claim is None:
+                    return _untracked(ref, sha)
+                claimed = True
+                gate = self.rollouts.gate(reading, claim.environments) if self.rollouts is not None else None
+                outcome = self.publisher.publish_commit(
+                    ref=ref, commit=sha, claim=claim, rendered=reading.rendered, errors=errors, gate=gate
+                )
+        finally:
+            if claimed and fetch:
+                self._report_validation(sha, errors, ref)
+        self.last[ref] = outcome
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
+        if self.history is not None:
+            self.history.record(outcome)
+        if outcome.ok and self.deployer is not None:
+            generations = outcome.generations
+            if self.rollouts is not None:  # a rollout reports its own waves, then hands over
+                rolling, generations = self.rollouts.deploy_view(ref, outcome)
+                if rolling:
+                    return outcome
+            if generations:
+                self.deployer.watch(ref, sha, generations)
+            elif self._is_new_commit(outcome):
+                self.deployer.unchanged(ref, sha)  # a README edit deserves its green tick too
+        return outcome
+
+    def _keep_last(self, ref: str, rule: str, text: str) -> SyncOutcome:
+        """A tracked ref that cannot be read (``ref-missing``: a deleted tag, a release not
+        tagged yet; ``git-unreachable``: the fetch failed): nothing is cleared or deployed; its
+        environments' ``sync`` topics report why, at the commit they last attempted, so
+        ``phrame status`` and the dashboard show it while the last good state runs."""
+        errors = [{"rule": rule, "message": text}]
+        with self._publishing:
+            with self._lock:
+                if ref not in self.tracked:
+                    return _untracked(ref)
+                envs = set(self.envs_by_ref.get(ref) or {e for e, o in self.owners.items() if o == ref})
+                last = self.last.get(ref)
+            commit = last.commit if last is not None else self._last_attempted(envs)
+            if commit:
+                outcome = self.publisher.publish_commit(
+                    ref=ref, commit=commit, claim=Claim(frozenset(envs)), rendered=None, errors=errors
+                )
+            else:  # never deployed: no commit to report against; /status and the log say it
+                outcome = SyncOutcome(ref=ref, commit="", ok=False, environments=sorted(envs), errors=errors)
+        if last is None or last.errors != errors:  # once per disappearance, not every poll
+            log.warning("%s; %d environment(s) keep running %s", text, len(envs), commit[:12] or "nothing")
+        self.last[ref] = outcome
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
+        return outcome
+
+    def _last_attempted(self, envs: set[str]) -> str:
+        """The commit an environment's ``sync`` topic last named (after a restart), else ``""``."""
+        for env in sorted(envs):
+            commit = (self.publisher.sync_state(env) or {}).get("commit")
+            if isinstance(commit, str):
+                return commit
+        return ""
+
+    def _is_new_commit(self, outcome: SyncOutcome) -> bool:
+        """Whether ``outcome`` published an environment's ``sync`` topic: it moved to a new
+        commit (an idle poll, or a restart on the same head, publishes none)."""
+        for topic, payload in outcome.messages:
+            try:
+                if payload and self.topics.parse(topic).kind == "sync":
+                    return True
+            except ValueError:
+                continue
+        return False
+
+    def _claim(self, ref: str, reading: Reading) -> Claim | None:
+        """What ``ref`` publishes from ``reading``: its environments, those it must leave
+        alone, the fleet; ``None`` when it is not tracked (any more)."""
+        with self._lock:
+            if ref == self.default_ref and not reading.errors:
+                self._adopt(reading)
+            if ref not in self.tracked:
+                return None
+            adopted = self.fleet is not None  # a valid default reading, maybe with no environment
+            owned = {env for env, owner in self.owners.items() if owner == ref}
+            # the default ref disposes; the ref's own tree only has to hold the environment (its
+            # own track: may predate the hand-over). Before any valid default reading only the
+            # default ref syncs, and its best-effort claim reports errors.
+            envs = {env for env in owned if env in reading.tracks} if adopted else reading.tracking(ref)
+            if not envs and reading.errors:
+                envs = set(self.envs_by_ref.get(ref, set()))
+            if not reading.errors:
+                self.envs_by_ref[ref] = envs
+            # an environment another ref owns (or that this tree hands on) is that ref's to
+            # publish or clear: never cleared here on the way
+            handed = {env for env, track in reading.tracks.items() if track != ref} - owned
+            handed |= {env for env, owner in self.owners.items() if owner != ref}
+            default = ref == self.default_ref and adopted
+            return Claim(
+                environments=frozenset(envs),
+                handed_over=frozenset(handed),
+                nodes=self.fleet,
+                declared=frozenset(self.owners) if default else None,
+            )
+
+    def _adopt(self, reading: Reading) -> None:
+        """Take ownership and the fleet from a valid reading of the default ref (lock held)."""
+        self.owners = dict(reading.tracks)
+        self.fleet = reading.nodes
+        self.tracked = {self.default_ref, *reading.tracks.values()}
+        for ref in list(self.envs_by_ref):
+            if ref not in self.tracked:
+                del self.envs_by_ref[ref]
+                self.last.pop(ref, None)
+            else:
+                self.envs_by_ref[ref] &= {e for e, owner in self.owners.items() if owner == ref}
+
+    def review(self, mr_iid: int, source_branch: str, target_ref: str) -> str:
+        """Validate a merge request's head and upsert its review note; returns the note."""
+        self.git.fetch()
+        mr_ref = f"merge-requests/{mr_iid}"
+        sha = self.git.head(mr_ref if self.git.has_branch(mr_ref) else source_branch)
+        # what merging would change: against the merge base, as GitLab's own MR diff is; the
+        # target's head would also undo whatever landed on the target since the branch forked
+        target = self.git.head(target_ref)
+        base = self.git.merge_base(target, sha) or target
+        new, old = self.read(sha), self.read(base)
+        errors = new.errors
+        self._report_validation(sha, errors, source_branch)
+        changes, liveness = [], ""
+        placed: list[Placed] = []
+        if new.rendered is not None:
+            changes = item_changes(old.rendered or {}, new.rendered, self.topics)
+            placed, liveness = self._placement_preview(sha)
+        waves = rollout_waves(changes, new.policies)
+        body = review_note(
+            changes, errors, commit=sha, ref=target_ref, waves=waves, placed=placed, liveness=liveness
+        )
+        self.reporter.upsert_review_note(mr_iid, body)
+        log.info("reviewed !%d at %s: %d change(s), %d error(s)", mr_iid, sha[:12], len(changes), len(errors))
+        return body
+
+    def _placement_preview(self, sha: str) -> tuple[list[Placed], str]:
+        """Where placement would put the replicas ``sha`` adds or moves, with the nodes this
+        config-sync hears now (a valid commit: its files are in the read cache already)."""
+        repo, problems = self.git.load(sha, cache=self.read_cache)
+        validate(repo, problems, cache=self.read_cache)  # marks the documents placement may read
+        if self.deployer is None:
+            return preview(repo), "every node assumed online"
+        down = sorted(n for n in repo.nodes if not self.deployer.nodes.verdict(n).is_online)
+        return preview(
+            repo, offline=down
+        ), f"not online now: {', '.join(down)}" if down else "every node online"
+
+
+def _untracked(ref: str, commit: str = "") -> SyncOutcome:
+    log.info("%s is no longer tracked by the default ref: nothing synced", ref)
+    return SyncOutcome(ref=ref, commit=commit, ok=True, environments=[], tracked=False)

@@ -1,0 +1,248 @@
+"""Publishing a commit's desired state: diff against what the broker holds, send the rest.
+
+The sync pass calls :meth:`DesiredPublisher.publish_commit`. What is published is rebuilt from
+the retained topics at start-up (and after any failed batch), so a restart republishes
+nothing unchanged and a half-published pass is completed by the next one. An invalid
+commit publishes only its environments' ``sync`` topics; it never touches desired items.
+What goes out, and in which order, is :func:`config_sync.publication.order.publication_order`'s
+decision; this module only sends its two steps (items and clears, then manifests and
+``sync`` topics) as acknowledged batches and keeps what the broker holds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from config_sync.errors import PublishError
+from config_sync.models import Claim
+from config_sync.publication import fault_point
+from config_sync.publication.order import json_object, publication_order
+from config_sync.publication.plane import decode
+from config_sync.rollouts.gate import Gated
+from phrame.mqtt import MqttError
+from schemas import Topics
+
+log = logging.getLogger(__name__)
+
+
+class Sender(Protocol):
+    """The part of ``phrame.mqtt.MqttClient`` that sends (the deploy records need only this)."""
+
+    def publish_batch(
+        self,
+        items: Iterable[tuple[str, bytes | None]],
+        retain: bool = True,
+        qos: int = 1,
+        timeout: float = 30.0,
+    ) -> None: ...
+
+
+class Broker(Sender, Protocol):
+    """The part of ``phrame.mqtt.MqttClient`` publishing needs: sending and reading back."""
+
+    def collect_retained(
+        self, topic_filter: str, settle: float = 0.3, timeout: float = 10.0
+    ) -> dict[str, bytes]: ...
+
+
+@dataclass
+class SyncOutcome:
+    """What one publication did (for /status, metrics, the deploy watch and tests)."""
+
+    ref: str
+    commit: str
+    ok: bool
+    environments: list[str]
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[tuple[str, bytes | None]] = field(default_factory=list)
+    changed_nodes: list[str] = field(default_factory=list)
+    generations: dict[str, int] = field(default_factory=dict)  # changed node -> its manifest's
+    seconds: float = 0.0
+    send_seconds: float = 0.0  # of ``seconds``: publishing and waiting for every PUBACK
+    tracked: bool = True  # False: the ref is no longer tracked, nothing was done
+    rollouts: Gated | None = None  # what the rollout gate decided (None: no gate)
+
+
+# (rendered, published, published decoded) -> the rendering with held-back replicas put back
+Gate = Callable[[Mapping[str, dict[str, Any]], Mapping[str, bytes], dict[str, dict[str, Any]]], Gated]
+
+
+class DesiredPublisher:
+    def __init__(
+        self,
+        broker: Broker,
+        topics: Topics,
+        *,
+        timeout: float = 30.0,
+        clock: Callable[[], float] = time.time,
+        applied: Callable[[], Mapping[str, int]] | None = None,
+    ) -> None:
+        self.broker = broker
+        # node -> the highest generation its agent reported applied: a changed manifest goes
+        # out above it too, though broker and process both lost it (restarted together)
+        self.applied = applied
+        self.topics = topics
+        self.timeout = timeout
+        self.clock = clock
+        self.published: dict[str, bytes] | None = None  # None: rebuild from the broker first
+        self.messages_total = 0
+        self._decoded: dict[str, tuple[bytes, dict[str, Any]]] = {}  # topic -> (payload, its JSON)
+        # the highest manifest generation seen per node, kept across rebuilds: a manifest
+        # cleared (node left the inventory) or lost (broker without persistence) comes back
+        # above it, so generations only grow and the deploy watch can compare them
+        self.generations: dict[str, int] = {}
+        self._lock = threading.Lock()  # held for a whole publication, PUBACK waits included
+        self._stale = threading.Event()  # set by invalidate(): rebuild before the next publication
+
+    def rebuild(self) -> None:
+        """Read every retained desired-plane topic back from the broker."""
+        try:
+            self.published = self.broker.collect_retained(self.topics.desired_filter(), settle=0.3)
+        except MqttError as e:
+            raise PublishError(f"cannot read the published desired state: {e}") from e
+        self._note_generations(self.published.items())
+        log.info("rebuilt the published state: %d retained desired topics", len(self.published))
+
+    def _note_generations(self, manifests: Iterable[tuple[str, bytes | None]]) -> None:
+        for topic, raw in manifests:
+            doc = json_object(raw)
+            node = self._manifest_node(topic)
+            if doc is None or node is None or not isinstance(doc.get("generation"), int):
+                continue
+            self.generations[node] = max(self.generations.get(node, 0), doc["generation"])
+
+    def _floor(self) -> dict[str, int]:
+        """Per node, the generation a changed manifest must go out above."""
+        floor = dict(self.generations)
+        for node, generation in (self.applied() if self.applied is not None else {}).items():
+            floor[node] = max(floor.get(node, 0), generation)
+        return floor
+
+    def _manifest_node(self, topic: str) -> str | None:
+        try:
+            parsed = self.topics.parse(topic)
+        except ValueError:
+            return None
+        return parsed.node if parsed.plane == "desired" and parsed.kind == "manifest" else None
+
+    def invalidate(self) -> None:
+        """Forget what is published; the next publication re-reads it from the broker.
+
+        Lock-free: paho's network thread calls this on a reconnect, and a publication holding
+        the lock waits for PUBACKs that only that thread can deliver. A publication running
+        now leaves the flag set, so the one after it rebuilds.
+        """
+        self._stale.set()
+
+    def publish_commit(
+        self,
+        *,
+        ref: str,
+        commit: str,
+        claim: Claim,
+        rendered: Mapping[str, dict[str, Any]] | None,
+        errors: list[dict[str, Any]],
+        gate: Gate | None = None,
+    ) -> SyncOutcome:
+        """Publish ``rendered`` (the topics of ``claim.environments`` at ``commit``) or, with
+        ``errors``, only the sync topics that report them, in the order
+        :func:`~config_sync.publication.order.publication_order` decides. ``gate`` (staged
+        rollouts) sees what the broker holds and may hold replicas back; the rollout topics
+        it returns go out after the manifests."""
+        started = time.monotonic()
+        with self._lock:  # one publication at a time: each diffs against the last
+            if self._stale.is_set():
+                self._stale.clear()  # before rebuilding: a reconnect meanwhile sets it again
+                self.published = None
+            if self.published is None:
+                self.rebuild()
+            published = self.published or {}
+            fresh = not errors and rendered is not None
+            previous = decode(published, self.topics, self._decoded) if fresh else None
+            gated = None
+            if gate is not None and rendered is not None and previous is not None:
+                gated = gate(rendered, published, previous)
+                rendered = gated.rendered
+            decision = publication_order(
+                ref=ref,
+                commit=commit,
+                claim=claim,
+                rendered=rendered,
+                errors=errors,
+                published=published,
+                topics=self.topics,
+                now=self.clock(),
+                previous=previous,
+                floor=self._floor() if fresh else None,
+                held=gated.held if gated is not None else None,
+            )
+            order = decision.order
+            if gated is not None and gated.messages:  # the rollouts' state, once their items are out
+                order = replace(order, sync=(*order.sync, *gated.messages))
+            messages = order.publication_messages()
+            sending = time.monotonic()
+            items, manifests = order.steps()  # two acknowledged steps: manifests only after their items
+            self._send(items, commit, published)
+            if items and order.manifests:
+                fault_point.between_items_and_manifests()  # test-only; nothing unless the suite asks
+            self._send(manifests, commit, published)
+            self._note_generations(order.manifests)
+            changed = order.changed_nodes(self.topics)
+            generations = {n: self.generations[n] for n in changed}
+            for topic, doc in decision.desired.items():  # just published: no decoding later
+                if topic in published:
+                    self._decoded[topic] = (published[topic], doc)
+            sent_s = time.monotonic() - sending
+            self.published = published
+            self.messages_total += len(messages)
+        outcome = SyncOutcome(
+            ref=ref,
+            commit=commit,
+            ok=not errors,
+            environments=sorted(claim.environments),
+            errors=errors,
+            messages=messages,
+            changed_nodes=changed,
+            generations=generations,
+            seconds=time.monotonic() - started,
+            send_seconds=sent_s,
+            rollouts=gated,
+        )
+        # a poll that changed nothing is not news: INFO only when something went out
+        log.log(
+            logging.INFO if messages else logging.DEBUG,
+            "published %s at %s: %d messages (%d items, %d cleared, %d manifests), %d error(s)",
+            ref,
+            commit[:12],
+            len(messages),
+            len(order.items),
+            len(order.clears),
+            len(order.manifests),
+            len(errors),
+        )
+        return outcome
+
+    def _send(self, step: list[tuple[str, bytes | None]], commit: str, published: dict[str, bytes]) -> None:
+        if not step:
+            return
+        try:
+            self.broker.publish_batch(step, timeout=self.timeout)
+        except MqttError as e:
+            self.published = None  # unknown what arrived: re-read before the next pass
+            raise PublishError(f"publishing {len(step)} messages for {commit[:12]} failed: {e}") from e
+        for topic, payload in step:
+            if payload:
+                published[topic] = payload
+            else:
+                published.pop(topic, None)
+                self._decoded.pop(topic, None)
+
+    def sync_state(self, env: str) -> dict[str, Any] | None:
+        """The environment's sync topic as last published (for /status)."""
+        with self._lock:
+            return json_object((self.published or {}).get(self.topics.env_sync(env)))

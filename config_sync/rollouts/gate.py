@@ -1,0 +1,195 @@
+"""The rollout gate: between a rendering and its publication, hold back what a wave has not reached.
+
+``DesiredPublisher.publish_commit`` calls :func:`gate_rollouts` (through the controller's
+closure) with what the broker holds. For every service with an ``update:`` policy it asks
+:func:`~config_sync.rollouts.waves.plan_rollout` which replicas are released: those get the
+rendered item; the others keep the published item, the very object decoded from the broker,
+so it goes out byte for byte unchanged (same digest, same manifest entry: its agent does
+nothing); a rolled-back replica gets the spec it ran before, re-rendered from that spec's
+commit (``spec_at``). It also returns the ``rollouts/<service>`` topics to publish or clear
+and, per environment, the rollouts that keep its commit from being applied yet (the
+``sync`` topic's ``rollouts``).
+Pure apart from the callables handed in; never touches a service without a policy.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from config_sync.models import Message
+from config_sync.publication.order import json_object
+from config_sync.publication.plane import owned_topic
+from config_sync.rollouts.models import Observed, ReplicaView, state_from_doc
+from config_sync.rollouts.waves import RolloutPlan, plan_rollout
+from phrame.config_repo.update_policy import UpdatePolicy
+from schemas import Topics, canonical_json
+
+Key = tuple[str, str]  # (environment, service)
+Rendered = Mapping[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Gated:
+    rendered: dict[str, dict[str, Any]]
+    messages: list[Message] = field(default_factory=list)  # rollout topics, after the manifests
+    plans: dict[Key, RolloutPlan] = field(default_factory=dict)
+    held: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # env -> rollouts not complete
+
+
+def _replica_index(item: str) -> int:
+    tail = item.rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def gate_rollouts(
+    rendered: Rendered,
+    published: Mapping[str, bytes],
+    previous: Mapping[str, dict[str, Any]],
+    *,
+    topics: Topics,
+    commit: str,
+    environments: Collection[str],
+    policies: Mapping[Key, UpdatePolicy],
+    observed: Callable[[str, str], Observed | None],
+    now: float,
+    spec_at: Callable[[str], Rendered | None],
+    promote: Collection[Key] = (),
+    remembered: Mapping[Key, dict[str, Any]] | None = None,
+) -> Gated:
+    """``rendered`` with every rollout's held-back replicas put back (see the module docstring)."""
+    out = dict(rendered)
+    remembered = remembered or {}
+    by_service: dict[Key, dict[str, tuple[str, str]]] = defaultdict(dict)  # item -> (topic, node)
+    for topic in rendered:
+        parsed = owned_topic(topics, topic)
+        if parsed is None or parsed.kind != "containers" or parsed.environment not in environments:
+            continue
+        env = parsed.environment
+        assert env is not None and parsed.service and parsed.item_id and parsed.node
+        by_service[(env, parsed.service)][parsed.item_id] = (topic, parsed.node)
+    # what is published per item id, whichever node: a replica placement moves keeps its spec
+    moved_from: dict[str, dict[str, Any]] = {}
+    for topic, payload in previous.items():
+        parsed = owned_topic(topics, topic)
+        if parsed is not None and parsed.kind == "containers" and parsed.item_id:
+            moved_from[parsed.item_id] = payload
+    docs: dict[Key, str] = {}  # the rollout topics published for these environments
+    for topic in published:
+        try:
+            parsed = topics.parse(topic)
+        except ValueError:
+            continue
+        env = parsed.environment
+        if parsed.kind == "rollout" and env is not None and env in environments and parsed.service:
+            docs[(env, parsed.service)] = topic
+    gated = Gated(out)
+    for key in sorted(k for k in policies if k[0] in environments):
+        env, service = key
+        items = by_service.get(key, {})
+        views = []
+        for item in sorted(items, key=_replica_index):
+            topic, node = items[item]
+            old = previous.get(topic) or moved_from.get(item)
+            old_digest = str(old["digest"]) if old and "digest" in old else None
+            old_commit = str(old["commit"]) if old and "commit" in old else None
+            views.append(
+                ReplicaView(
+                    item, node, old_digest, str(rendered[topic]["digest"]), observed(node, item), old_commit
+                )
+            )
+        topic_r = topics.env_rollout(env, service)
+        # the retained state, else the one this config-sync last published (a broker that
+        # restarted without its retained messages must not turn a rollout into all at once)
+        state = state_from_doc(json_object(published.get(topic_r)) or remembered.get(key))
+        if state is not None and (state.environment, state.service) != key:
+            state = None
+        plan = plan_rollout(
+            policies[key],
+            views,
+            state,
+            environment=env,
+            service=service,
+            commit=commit,
+            now=now,
+            promote=key in promote,
+        )
+        gated.plans[key] = plan
+        if plan.state is not None:
+            for item in plan.state.items:
+                if item not in plan.released and item in items:
+                    _hold(out, items[item][0], item, plan, previous, spec_at, moved_from.get(item))
+            if plan.current and plan.state.state != "complete":  # the commit is not applied yet
+                reasons = [r.to_doc() for r in plan.state.reasons]
+                gated.held.setdefault(env, []).append(
+                    {"service": service, "state": plan.state.state, "reasons": reasons}
+                )
+        message = _rollout_message(topic_r, plan, published.get(topic_r))
+        if message is not None:
+            gated.messages.append(message)
+    for key, topic in sorted(docs.items()):
+        if key not in policies and published.get(topic):  # no policy any more: no rollout
+            gated.messages.append((topic, None))
+    return gated
+
+
+def _hold(
+    out: dict[str, dict[str, Any]],
+    topic: str,
+    item: str,
+    plan: RolloutPlan,
+    previous: Mapping[str, dict[str, Any]],
+    spec_at: Callable[[str], Rendered | None],
+    elsewhere: dict[str, Any] | None = None,
+) -> None:
+    """Put back what ``item`` gets while its wave has not come (or after a rollback);
+    ``elsewhere``: its item as published on another node (placement moved it: the spec
+    its wave has goes with it)."""
+    assert plan.state is not None
+    before = plan.state.previous.get(item)
+    if item in plan.restore:
+        if before is None:  # it had no spec before this rollout: rolled back to nothing
+            out.pop(topic, None)
+            return
+        current = previous.get(topic)
+        if current is not None and current.get("digest") == before["digest"]:
+            out[topic] = current  # already back: byte for byte
+            return
+        spec = _spec_of(spec_at(before["commit"]), item, before["digest"], topic)
+        if spec is not None:
+            out[topic] = spec
+            return
+    if topic in previous:
+        out[topic] = previous[topic]  # the very object decoded: republishes nothing
+    elif elsewhere is not None:
+        out[topic] = elsewhere
+    elif before is not None and (spec := _spec_of(spec_at(before["commit"]), item, before["digest"], topic)):
+        out[topic] = spec  # the broker lost it: the spec it had, from the commit it came from
+    else:
+        out.pop(topic, None)
+
+
+def _spec_of(rendering: Rendered | None, item: str, digest: str, topic: str) -> dict[str, Any] | None:
+    """``item``'s payload with ``digest`` in an earlier commit's rendering (same topic first)."""
+    if not rendering:
+        return None
+    same = rendering.get(topic)
+    if same is not None and same.get("digest") == digest:
+        return same
+    suffix = f"/containers/{item}"
+    for candidate, payload in rendering.items():
+        if candidate.endswith(suffix) and payload.get("digest") == digest:
+            return payload
+    return None
+
+
+def _rollout_message(topic: str, plan: RolloutPlan, raw: bytes | None) -> Message | None:
+    if plan.state is None:
+        return (topic, None) if raw else None
+    doc = plan.state.to_doc()
+    before = json_object(raw)
+    if before is not None and {**before, "updated_at": 0} == {**doc, "updated_at": 0}:
+        return None  # nothing new: an idle re-evaluation publishes nothing
+    return (topic, canonical_json(doc))

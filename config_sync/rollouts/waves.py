@@ -1,0 +1,187 @@
+"""The wave planner of a staged rollout: which replicas get the new spec now. Pure.
+
+:func:`plan_rollout` takes the service's policy, its replicas in a stable order (what is
+published, what the commit renders, what the nodes report), the rollout's retained state
+and ``now``; it returns the replicas released (they get the rendered spec), those to put
+back (rollback) and the new state. Config-sync's gate (:mod:`config_sync.rollouts.gate`) calls it
+on every sync and on every change of the actual plane; the same inputs give the same answer,
+so a restart resumes from the retained state. It never releases a wave while a released
+replica is not healthy, never un-releases one (except by rollback) and never passes a canary
+wave without a promotion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from config_sync.rollouts.models import Observed, Reason, ReplicaView, RolloutState
+from phrame.config_repo.update_policy import UpdatePolicy
+
+CRASH_LOOP_RESTARTS = 3  # restarts on the new spec that count as crash-looping
+
+
+@dataclass(frozen=True)
+class RolloutPlan:
+    state: RolloutState | None  # None: no rollout (or an abandoned one, to clear)
+    released: frozenset[str] = frozenset()  # get the rendered spec
+    restore: frozenset[str] = frozenset()  # get their ``previous`` spec back (rollback)
+    current: bool = False  # ``state`` is about this very rendering (not an older commit's)
+    due: float | None = None  # when the verdict changes with no new report (min_healthy_s, a deadline)
+
+    @property
+    def is_held(self) -> bool:
+        """The commit is not applied: its rollout is paused or rolled back."""
+        return self.current and self.state is not None and self.state.state in ("paused", "rolled-back")
+
+
+def plan_rollout(
+    policy: UpdatePolicy,
+    replicas: Sequence[ReplicaView],
+    state: RolloutState | None,
+    *,
+    environment: str,
+    service: str,
+    commit: str,
+    now: float,
+    promote: bool = False,
+) -> RolloutPlan:
+    """The next step of ``service``'s rollout (see the module docstring)."""
+    by_item = {r.item: r for r in replicas}
+    # a replica with nothing published (new, or on a broker that lost its retained plane)
+    # has no old spec to keep: it gets the rendered one at once and is no part of the rollout
+    differing = [r for r in replicas if r.old is not None and r.old != r.new]
+    if state is None or not _continues(state, by_item, differing):
+        if not differing:  # nothing to roll out; an older rollout still running is abandoned
+            keep = state if state is not None and not state.is_active else None
+            return RolloutPlan(keep)
+        items = tuple(r.item for r in differing)
+        state = RolloutState(
+            environment=environment,
+            service=service,
+            commit=commit,
+            items=items,
+            target={r.item: r.new for r in differing},
+            waves=policy.wave_count(len(items)),
+            nodes={r.item: r.node for r in differing},
+            # what each ran when it started (a rollback, or a broker that lost the items)
+            previous={
+                r.item: {"commit": r.old_commit, "digest": r.old} for r in differing if r.old and r.old_commit
+            },
+            started_at=now,
+        )
+    if promote and state.is_active:
+        state = replace(state, promoted=True)
+    state = replace(state, nodes={i: by_item[i].node for i in state.items}, updated_at=now)
+    if state.state == "rolled-back":
+        return RolloutPlan(state, restore=frozenset(state.released()), current=True)
+    if state.state in ("paused", "complete"):
+        return RolloutPlan(state, released=frozenset(state.released()), current=True)
+    return _advance(policy, state, by_item, now)
+
+
+def _continues(state: RolloutState, by_item: dict[str, ReplicaView], differing: list[ReplicaView]) -> bool:
+    """The rendering still rolls out what ``state`` does: same replicas, same targets."""
+    if any(i not in by_item or by_item[i].new != state.target[i] for i in state.items):
+        return False
+    return all(r.item in state.target for r in differing)
+
+
+def _advance(
+    policy: UpdatePolicy, state: RolloutState, by_item: dict[str, ReplicaView], now: float
+) -> RolloutPlan:
+    released_at = dict(state.released_at)
+    previous = dict(state.previous)
+    # on the broker with the target but not recorded (stopped between publishing the items
+    # and the state): released, from now; only ever a prefix
+    for item in state.items[len(state.released()) :]:
+        if by_item[item].old != state.target[item]:
+            break
+        released_at[item] = now
+    released = [i for i in state.items if i in released_at]
+    healthy, failures = 0, []
+    for item in released:
+        verdict = _judge(by_item[item].actual, state.target[item], released_at[item], policy, now)
+        if verdict == "healthy":
+            healthy += 1
+        elif verdict != "waiting":
+            failures.append(Reason(by_item[item].node, item, verdict))
+    state = replace(state, released_at=released_at, done=healthy, wave=_wave_of(policy, len(released)))
+    if failures:
+        after = "rolled-back" if policy.on_failure == "rollback" else "paused"
+        state = replace(state, state=after, reasons=tuple(failures))
+        if after == "rolled-back":
+            return RolloutPlan(state, restore=frozenset(released), current=True)
+        return RolloutPlan(state, released=frozenset(released), current=True)
+    if healthy < len(released):
+        due = _due(policy, [by_item[i].actual for i in released], [released_at[i] for i in released])
+        return RolloutPlan(
+            replace(state, state="progressing"), released=frozenset(released), current=True, due=due
+        )
+    if len(released) == state.total:
+        return RolloutPlan(
+            replace(state, state="complete", reasons=()), released=frozenset(released), current=True
+        )
+    if policy.canary and released and state.wave == 1 and not state.promoted:
+        return RolloutPlan(
+            replace(state, state="waiting-promotion"), released=frozenset(released), current=True
+        )
+    size = policy.wave_size(not released, state.total - len(released))
+    for item in state.items[len(released) : len(released) + size]:
+        released_at[item] = now
+        view = by_item[item]
+        if item not in previous and view.old is not None and view.old_commit:
+            previous[item] = {"commit": view.old_commit, "digest": view.old}
+    released = [i for i in state.items if i in released_at]
+    state = replace(
+        state,
+        state="progressing",
+        released_at=released_at,
+        previous=previous,
+        wave=_wave_of(policy, len(released)),
+    )
+    return RolloutPlan(state, released=frozenset(released), current=True, due=now + policy.healthy_deadline_s)
+
+
+def _due(policy: UpdatePolicy, actuals: list[Observed | None], released_at: list[float]) -> float:
+    """The earliest time a released replica turns healthy (``min_healthy_s`` after it was
+    first seen healthy) or fails its deadline, were nothing else reported."""
+    times = []
+    for actual, at in zip(actuals, released_at, strict=True):
+        if actual is not None and actual.healthy_since is not None:
+            times.append(actual.healthy_since + policy.min_healthy_s)
+        times.append(at + policy.healthy_deadline_s)
+    return min(times)
+
+
+def _wave_of(policy: UpdatePolicy, released: int) -> int:
+    """The wave the ``released``-th replica belongs to (0: none released)."""
+    wave, covered = 0, 0
+    while covered < released:
+        covered += policy.wave_size(wave == 0, 1 << 30)
+        wave += 1
+    return wave
+
+
+def _judge(actual: Observed | None, target: str, released_at: float, policy: UpdatePolicy, now: float) -> str:
+    """``healthy``, ``waiting``, or why the replica fails its wave."""
+    late = now - released_at >= policy.healthy_deadline_s
+    if actual is None or actual.digest != target:
+        if late:
+            state = actual.state if actual is not None else "not reported"
+            return (
+                f"not running the new spec {policy.healthy_deadline_s:g} s after its wave started ({state})"
+            )
+        return "waiting"
+    if actual.health == "unhealthy":
+        return "healthcheck unhealthy"
+    if (actual.restart_count or 0) >= CRASH_LOOP_RESTARTS:
+        return f"crash-looping: restarted {actual.restart_count} times"
+    if actual.healthy_since is not None:
+        return "healthy" if now - actual.healthy_since >= policy.min_healthy_s else "waiting"
+    if late:
+        return (
+            f"not healthy {policy.healthy_deadline_s:g} s after its wave started "
+            f"(state {actual.state}, health {actual.health})"
+        )
+    return "waiting"

@@ -1,0 +1,41 @@
+"""``phrame config-sync``: run the config-sync service (settings from ``PHRAME_*``, DESIGN §6).
+
+Same as ``python -m config_sync``; ``--listen`` overrides ``PHRAME_LISTEN``. It refuses to
+start without a webhook secret (unless explicitly insecure) and serves through
+``phrame.settings.http_serving`` (header and body timeouts, a connection cap).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--listen", help="host:port to serve on (default PHRAME_LISTEN or 127.0.0.1:8080)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from config_sync.app import create_app
+    from config_sync.errors import SyncError
+    from config_sync.service import ConfigSync
+    from config_sync.settings import SyncSettings
+    from phrame.settings import setup_logging
+    from phrame.settings.http_serving import serve
+    from phrame.settings.state import use_private_umask
+
+    setup_logging()
+    use_private_umask()  # the clone cache under PHRAME_STATE_DIR: 0600/0700 (git's files too)
+    try:
+        settings = SyncSettings.from_env()
+        if args.listen:
+            settings = dataclasses.replace(settings, listen=args.listen)
+        settings.require_webhook_auth()
+        app = create_app(ConfigSync(settings))
+    except SyncError as e:
+        print(f"phrame config-sync: {e}", file=sys.stderr)
+        return 2
+    host, port = settings.listen_address
+    serve(app, host, port, settings.http, log_level="info")
+    return 0

@@ -1,0 +1,88 @@
+"""``phrame status [--json] [--timeout S]``: the fleet as the broker knows it.
+
+Reads the retained node ``status``/``heartbeat`` and container topics (a container that
+exited within ``PHRAME_API_RECENT_EXIT_S`` and runs again is mentioned), each node's ``manifest`` and each
+environment's ``sync``, ``placement`` and ``deploys`` topics (MQTT settings as every service:
+``PHRAME_*``), then listens for live heartbeats (at most ``--timeout`` seconds, less once
+every node is decided): a node is online when heard live and offline when silent longer
+than ``PHRAME_NODE_TIMEOUT_S`` (default 20, as placement), on this host's clock, so a node
+whose clock is off is judged right (:mod:`phrame.cli.status_liveness`).
+Exits 0 when every node is online and has applied its manifest and every environment
+synced and placed, 1 when something needs attention, 2 when the broker cannot be read
+(or the timeout setting is bad).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from phrame.cli.status_listen import LiveHeartbeats
+from phrame.cli.status_text import render_text
+from phrame.cli.status_view import DEFAULT_NODE_TIMEOUT_S, retained_nodes, summarize
+from phrame.settings.env import EnvReader
+from schemas import Topics
+from schemas.container_exits import DEFAULT_WINDOW_S
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="seconds to wait for the broker, and at most for the nodes' live heartbeats",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from phrame.mqtt import MqttClient, MqttError, MqttSettings, SettingsError
+
+    topics = Topics(os.environ.get("PHRAME_TOPIC_PREFIX") or "phrame")
+    try:
+        timeout_s = node_timeout()
+        recent_s = EnvReader(error=ValueError).number("PHRAME_API_RECENT_EXIT_S", DEFAULT_WINDOW_S)
+    except ValueError as e:
+        print(f"phrame status: {e}", file=sys.stderr)
+        return 2
+    retained: dict[str, bytes] = {}
+    live = LiveHeartbeats(topics)
+    clients = []
+    try:
+        # the container reports too: a container that died and runs again is mentioned
+        containers = f"{topics.prefix}/actual/nodes/+/containers/+"
+        planes = [("actual", [topics.node_status_filter(), topics.heartbeat_filter(), containers])]
+        # each node's manifest: whether the node applied what was published for it
+        manifests = f"{topics.prefix}/desired/nodes/+/manifest"
+        planes.append(("desired", [topics.environments_filter(), manifests]))
+        for plane, filters in planes:
+            client = MqttClient(MqttSettings.from_env(plane=plane), f"phrame-status-{os.getpid()}-{plane}")
+            clients.append(client)
+            client.start(timeout=args.timeout)
+            if plane == "actual":  # live heartbeats from here on, aged on this host's clock
+                client.subscribe(topics.heartbeat_filter(), live.on_message, timeout=args.timeout)
+                live.begin()
+            for f in filters:
+                retained.update(client.collect_retained(f, timeout=args.timeout))
+        heard = live.wait(
+            retained_nodes(retained, topics), timeout_s=timeout_s, deadline=live.started_at + args.timeout
+        )
+    except (MqttError, SettingsError) as e:
+        print(f"phrame status: cannot read the broker: {e}", file=sys.stderr)
+        return 2
+    finally:
+        for client in clients:
+            client.stop()
+    now = time.time()
+    summary = summarize(retained, now, topics, timeout_s, recent_s, listen=heard)
+    print(json.dumps(summary.to_dict(), indent=2) if args.json else render_text(summary, now))
+    return 0 if summary.is_healthy else 1
+
+
+def node_timeout() -> float:
+    """``PHRAME_NODE_TIMEOUT_S`` read as placement reads it (default 20, at least 0.1)."""
+    reader = EnvReader(error=ValueError)
+    return reader.number("PHRAME_NODE_TIMEOUT_S", DEFAULT_NODE_TIMEOUT_S, minimum=0.1)

@@ -1,0 +1,82 @@
+"""``phrame status``'s text: the summary of :mod:`phrame.cli.status_view` as the terminal shows it.
+
+Pure: a :class:`~phrame.cli.status_view.Summary` (and ``now``, for the deploys' ages) in, lines
+out; ``cmd_status`` prints it. The verdict line is the summary's own; nothing is judged here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from phrame.cli.status_liveness import clock_note
+from phrame.cli.status_rollouts import head_state, rollout_lines
+from phrame.cli.status_view import NodeRow, Summary, seconds_text
+
+DEPLOYS_SHOWN = 4  # per environment in the text; --json has every retained one
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _generation(n: NodeRow) -> str:
+    if n.desired_generation is None:
+        return _cell(n.generation)
+    return f"{_cell(n.generation)}/{n.desired_generation}"
+
+
+def deploy_line(d: dict[str, Any], now: float | None) -> str:
+    """``deploy 70b43d061e converged in 2.5 s: first line (Ada <ada@x>)``."""
+    head = f"deploy {d['commit'][:10]}"
+    said = f"{d['message']} ({d['author']})" if d["author"] else d["message"] or "(no message)"
+    if d["state"] == "failed" and d.get("failed"):
+        took = f" after {seconds_text(d['duration_s'])}" if d.get("duration_s") is not None else ""
+        return f"{head} failed{took} on {d['failed']['node']}: {d['failed']['reason']}"
+    if d["state"] == "converged" and d.get("duration_s") is not None:
+        return f"{head} converged in {seconds_text(d['duration_s'])}: {said}"
+    if d["state"] == "pending" and now is not None:
+        return f"{head} pending for {seconds_text(max(0.0, now - d['published_at']))}: {said}"
+    return f"{head} {d['state']}: {said}"
+
+
+def render_text(summary: Summary, now: float | None = None) -> str:
+    lines = ["NODE            STATE    CONVERGED  APPLIED  GEN      HEARTBEAT"]
+    for n in summary.nodes:
+        age = "-" if n.heartbeat_age_s is None else f"{n.heartbeat_age_s:g}s ago"
+        converged, applied = _cell(n.converged), _cell(n.applied)
+        lines.append(f"{n.node:<15} {n.state:<8} {converged:<10} {applied:<8} {_generation(n):<8} {age}")
+        if n.state != "online" and n.reason:
+            lines.append(f"    {n.state}: {n.reason}")
+        note = clock_note(n.clock_offset_s)
+        if note:
+            lines.append(f"    {note}")
+        lines += [f"    error: {e}" for e in n.errors]
+        lines += [f"    recent exit: {x}" for x in n.recent_exits]
+    if not summary.nodes:
+        lines.append("(no node has reported)")
+    lines += ["", "ENVIRONMENT     REF            SYNC  COMMIT        APPLIED ON"]
+    for e in summary.environments:
+        commit = (e.commit or "-")[:12]
+        applied_on = f"{len(e.nodes) - len(e.not_applied)} of {len(e.nodes)} nodes"
+        lines.append(f"{e.environment:<15} {_cell(e.ref):<14} {_cell(e.ok):<5} {commit:<13} {applied_on}")
+        if e.last_attempted and e.last_attempted != e.last_applied:
+            lines.append(f"    head {e.last_attempted[:12]} {head_state(e.last_attempted, e.rollouts)}")
+        if e.not_applied:
+            lines.append(f"    not applied yet on: {', '.join(e.not_applied)}")
+        lines += [f"    error: {x}" for x in e.errors]
+        lines += [f"    unassigned: {u}" for u in e.unassigned]
+        lines += rollout_lines(e.environment, e.rollouts)
+        lines += [f"    {deploy_line(d, now)}" for d in e.deploys[:DEPLOYS_SHOWN]]
+        lines += [
+            f"    node {g} has been offline past PHRAME_NODE_GC_S: remove it from nodes/?"
+            for g in e.gc_candidates
+        ]
+    if not summary.environments:
+        lines.append("(no environment has been synced)")
+    lines.append("")
+    lines.append("healthy" if summary.is_healthy else "needs attention")
+    return "\n".join(lines)

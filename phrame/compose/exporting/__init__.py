@@ -1,0 +1,1 @@
+"""phrame/compose/exporting."""

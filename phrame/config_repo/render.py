@@ -1,0 +1,261 @@
+"""Rendering a valid repository into each node's desired state (DESIGN §3).
+
+Pure: (repo, commit) → per-node items and manifests, and the declared services. The
+``digest`` covers the spec alone; ``commit`` and ``generation`` come from
+:func:`carry_forward`, so an unchanged item keeps its payload byte for byte across
+commits. Only call on a repository that validated clean.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from phrame.config_repo.assignment import Replica, replicas
+from phrame.config_repo.container_fields import container_fields
+from phrame.config_repo.model import ConfigRepo, Environment
+from phrame.config_repo.problems import ConfigError
+from phrame.config_repo.quantities import memory_bytes, parse_ports
+from schemas import Topics, digest
+
+WORKTREE = "worktree"  # the commit named for a directory that is not read from git
+DEFAULT_RESTART = "unless-stopped"
+
+
+@dataclass
+class NodeDesired:
+    node: str
+    items: dict[str, dict[str, Any]] = field(default_factory=dict)  # "containers/<id>" -> payload
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Rendered:
+    commit: str
+    nodes: dict[str, NodeDesired]
+    services: dict[tuple[str, str], dict[str, Any]]
+    unassigned: list[str]  # item ids with no node yet
+
+    def topics(self, topics: Topics | None = None) -> dict[str, dict[str, Any]]:
+        """Every desired-plane topic and its payload (what config-sync publishes)."""
+        t = topics or Topics()
+        out: dict[str, dict[str, Any]] = {}
+        for (env, svc), payload in sorted(self.services.items()):
+            out[t.env_service(env, svc)] = payload
+        for name in sorted(self.nodes):
+            nd = self.nodes[name]
+            for key in sorted(nd.items):
+                kind, item_id = key.split("/", 1)
+                out[t.desired_item(name, kind, item_id)] = nd.items[key]
+            out[t.manifest(name)] = nd.manifest
+        return out
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _argv(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    return shlex.split(value) if isinstance(value, str) else [str(v) for v in value]
+
+
+def _env(defaults: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
+    merged = {**defaults, **own}
+    return {k: (dict(v) if isinstance(v, dict) else _text(v)) for k, v in sorted(merged.items())}
+
+
+def _labels(defaults: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, str]:
+    return {k: _text(v) for k, v in sorted({**defaults, **own}.items())}
+
+
+def _healthcheck(hc: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not hc:
+        return None
+    test = hc["test"]
+    out = dict(hc)
+    out["test"] = ["CMD-SHELL", test] if isinstance(test, str) else list(test)
+    return out
+
+
+def _resources(res: Mapping[str, Any]) -> dict[str, int]:
+    out = {}
+    if "cpus" in res:
+        out["nano_cpus"] = round(float(res["cpus"]) * 1e9)
+    if "memory" in res:
+        out["memory"] = memory_bytes(res["memory"])
+    return out
+
+
+class ReplicaIndex:
+    """Item ids by (environment, service, node), built once per rendering: looking them up
+    by scanning every replica for each dependency made a long ``depends_on`` chain quadratic."""
+
+    def __init__(self, all_replicas: list[Replica]) -> None:
+        self._ids: dict[tuple[str, str, str | None], list[str]] = defaultdict(list)
+        for r in all_replicas:
+            self._ids[(r.environment, r.service, r.node)].append(r.item_id)
+
+    def same_node(self, env: str, service: str, node: str) -> list[str]:
+        return list(self._ids.get((env, service, node), ()))
+
+
+def container_spec(rep: Replica, env: Environment, index: ReplicaIndex) -> dict[str, Any]:
+    d = rep.spec
+    defaults = env.doc.data.get("defaults", {}) if env.doc else {}
+    assert rep.node is not None
+    return {
+        "kind": "container",
+        "name": rep.item_id,
+        "environment": rep.environment,
+        "service": rep.service,
+        "replica": rep.index,
+        "image": d["image"],
+        "pull": d.get("pull", "missing"),
+        "command": _argv(d.get("command")),
+        "entrypoint": _argv(d.get("entrypoint")),
+        "env": _env(defaults.get("env", {}), d.get("env", {})),
+        "ports": [m.to_spec() for p in d.get("ports", []) for m in parse_ports(p)],
+        "volumes": list(d.get("volumes", [])),
+        "networks": [f"{rep.environment}.{n}" for n in d.get("networks", [])],
+        "resources": _resources(d.get("resources", {})),
+        "healthcheck": _healthcheck(d.get("healthcheck")),
+        "restart": d.get("restart", defaults.get("restart", DEFAULT_RESTART)),
+        # ordering is local: only dependencies running on this same node can be waited for
+        "depends_on": [
+            i for dep in d.get("depends_on", []) for i in index.same_node(rep.environment, dep, rep.node)
+        ],
+        "labels": _labels(defaults.get("labels", {}), d.get("labels", {})),
+        # only the ones set: an existing repository keeps its digests (container_fields)
+        **container_fields(d, defaults),
+    }
+
+
+def process_spec(rep: Replica, env: Environment, index: ReplicaIndex) -> dict[str, Any]:
+    d = rep.spec
+    defaults = env.doc.data.get("defaults", {}) if env.doc else {}
+    assert rep.node is not None
+    replaced = d.get("replaces")
+    return {
+        "kind": "process",
+        "name": rep.item_id,
+        "environment": rep.environment,
+        "service": rep.service,
+        "replica": rep.index,
+        "command": list(d["command"]),
+        "workdir": d.get("workdir"),
+        "env": _env(defaults.get("env", {}), d.get("env", {})),
+        "user": d.get("user"),
+        "replaces": index.same_node(rep.environment, replaced, rep.node) if replaced else [],
+        "depends_on": [
+            i for dep in d.get("depends_on", []) for i in index.same_node(rep.environment, dep, rep.node)
+        ],
+    }
+
+
+def network_spec(env: Environment, name: str) -> dict[str, Any]:
+    d = env.networks[name].data
+    return {
+        "kind": "network",
+        "name": f"{env.name}.{name}",
+        "environment": env.name,
+        "network": name,
+        "driver": d.get("driver", "bridge"),
+        "internal": bool(d.get("internal", False)),
+        "subnet": d.get("subnet"),
+        "labels": _labels({}, d.get("labels", {})),
+    }
+
+
+def _stamp(spec: dict[str, Any], commit: str) -> dict[str, Any]:
+    return {**spec, "digest": digest(spec), "commit": commit}
+
+
+def render(repo: ConfigRepo, *, commit: str | None = None) -> Rendered:
+    """Each inventory node's items and manifest at ``commit`` (generation 1 everywhere;
+    :func:`carry_forward` continues an earlier rendering's generations and commits)."""
+    if repo.problems is None:
+        raise ConfigError("render() needs a repository that validate() has checked")
+    if repo.problems:
+        raise ConfigError(f"cannot render an invalid repository: {repo.problems[0].format()}")
+    sha = commit or repo.commit or WORKTREE
+    if repo.rendered is not None and repo.rendered[0] == sha:
+        return repo.rendered[1]  # validate rendered it (payload sizes): the same repository
+    return render_checked(repo, sha)
+
+
+def render_checked(repo: ConfigRepo, sha: str) -> Rendered:
+    """:func:`render` of a repository whose schemas and rules passed; ``validate`` calls it
+    before it has finished (to measure payloads), so it does not look at ``repo.problems``."""
+    nodes = {n: NodeDesired(n) for n in sorted(repo.nodes)}
+    all_replicas = replicas(repo)
+    index = ReplicaIndex(all_replicas)
+    unassigned = []
+    used_networks: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for rep in all_replicas:
+        if rep.node is None:
+            unassigned.append(rep.item_id)
+            continue
+        env = repo.environments[rep.environment]
+        if rep.spec.get("kind") == "process":
+            nodes[rep.node].items[f"processes/{rep.item_id}"] = _stamp(process_spec(rep, env, index), sha)
+            continue
+        nodes[rep.node].items[f"containers/{rep.item_id}"] = _stamp(container_spec(rep, env, index), sha)
+        for net in rep.spec.get("networks", []):
+            used_networks[rep.node].add((rep.environment, net))
+    for node, nets in used_networks.items():
+        for env_name, net in sorted(nets):
+            spec = network_spec(repo.environments[env_name], net)
+            nodes[node].items[f"networks/{env_name}.{net}"] = _stamp(spec, sha)
+    for nd in nodes.values():
+        nd.items = dict(sorted(nd.items.items()))
+        nd.manifest = {
+            "generation": 1,
+            "commit": sha,
+            "items": {k: v["digest"] for k, v in nd.items.items()},
+        }
+    services = {}
+    for env_name, env in sorted(repo.environments.items()):
+        for name, doc in sorted(env.services.items()):
+            services[(env_name, name)] = {
+                "name": name,
+                "environment": env_name,
+                "kind": doc.data.get("kind", "container"),
+                "file": doc.file,
+                "declared": doc.data,
+            }
+    return Rendered(sha, nodes, services, unassigned)
+
+
+def carry_forward(
+    new: Mapping[str, dict[str, Any]], previous: Mapping[str, dict[str, Any]], topics: Topics
+) -> dict[str, dict[str, Any]]:
+    """Topic payloads of ``new`` adjusted against the ``previous`` publication: an item
+    whose digest is unchanged keeps its old payload (and commit); a manifest keeps its
+    generation and commit when its items are unchanged, else takes generation + 1."""
+    out: dict[str, dict[str, Any]] = {}
+    for topic, payload in new.items():
+        old = previous.get(topic)
+        parsed = topics.parse(topic)
+        if parsed.kind == "manifest":
+            continue
+        if old is not None and "digest" in payload and old.get("digest") == payload["digest"]:
+            out[topic] = old
+        else:
+            out[topic] = payload
+    for topic, payload in new.items():
+        if topics.parse(topic).kind != "manifest":
+            continue
+        old = previous.get(topic)
+        if old is not None and old.get("items") == payload["items"]:
+            out[topic] = old
+        else:
+            generation = int(old.get("generation", 0)) + 1 if old else payload["generation"]
+            out[topic] = {**payload, "generation": generation}
+    return out

@@ -1,0 +1,274 @@
+"""Semantic rules that span files (DESIGN §2), run after the schemas.
+
+Each rule reads only the parts of a document that passed the schema (``is_sound``), so it
+can trust their shape while a typo elsewhere in the same file is reported beside it; names
+of files that failed the schema still count as existing, so one bad file is not reported
+again as a dangling reference everywhere. Each problem points at the value that breaks the rule.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+from phrame.config_repo.assignment import Replica, replicas
+from phrame.config_repo.model import ConfigRepo, Document, Environment, PathPart
+from phrame.config_repo.problems import Problem
+from phrame.config_repo.quantities import PortMapping, format_bytes, memory_bytes, parse_ports
+from phrame.config_repo.update_policy import update_problems
+from schemas.registry import pointer
+
+# One service's ports expand to at most this many mappings ("1-65535" would be 65,535
+# published ports, checked and rendered one by one on every push).
+MAX_PORTS_PER_SERVICE = 1024
+_ANY_ADDRESS = (None, "0.0.0.0", "::")
+
+
+def at(doc: Document, path: list[PathPart], rule: str, message: str) -> Problem:
+    line, col = doc.position(path)
+    return Problem(doc.file, line, col, rule, message, pointer(path))
+
+
+def _valid(docs: dict[str, Document]) -> Iterator[tuple[str, Document]]:
+    """Documents that are mappings: each rule then checks the parts it reads."""
+    for name in sorted(docs):
+        if isinstance(docs[name].data, dict):
+            yield name, docs[name]
+
+
+def _sound_items(doc: Document, key: str) -> list[tuple[int, Any]]:
+    """The well-formed entries of the list at ``key`` (none when it is not a list)."""
+    value = doc.data.get(key, [])
+    if not isinstance(value, list):
+        return []
+    return [(i, v) for i, v in enumerate(value) if doc.is_sound(key, i)]
+
+
+def names(repo: ConfigRepo) -> Iterator[Problem]:
+    tables = [repo.nodes] + [t for e in repo.environments.values() for t in (e.networks, e.services)]
+    for table in tables:
+        for stem, named in _valid(table):
+            if named.is_sound("name") and named.data["name"] != stem:
+                msg = f"name {named.data['name']!r} must equal the file name {stem!r}"
+                yield at(named, ["name"], "name-mismatch", msg)
+    for env in repo.environments.values():
+        pairs: list[tuple[Document | None, str]] = [
+            (env.doc, "name"),
+            (env.placement, "environment"),
+        ]
+        for doc, key in pairs:
+            if doc is not None and doc.is_sound(key) and doc.data[key] != env.name:
+                msg = f"{key} {doc.data[key]!r} must equal the folder name {env.name!r}"
+                yield at(doc, [key], "name-mismatch", msg)
+
+
+def environment_settings(repo: ConfigRepo) -> Iterator[Problem]:
+    for env in repo.environments.values():
+        doc = env.doc
+        if doc is None or not (doc.is_sound("track") and doc.is_sound("placement")):
+            continue
+        track = doc.data.get("track", "main")
+        if track.startswith("refs/tags/") and doc.data.get("placement", "auto") == "auto":
+            msg = (
+                "an environment that tracks a tag can only use placement: review "
+                "(placement never writes to a tag)"
+            )
+            yield at(doc, ["track"], "tag-auto-placement", msg)
+
+
+def references(repo: ConfigRepo, env: Environment) -> Iterator[Problem]:
+    for _name, doc in _valid(env.services):
+        data = doc.data
+        pin = data.get("placement", {}).get("node") if doc.is_sound("placement") else None
+        if pin is not None:
+            node = repo.nodes.get(pin)
+            if node is None:
+                yield at(doc, ["placement", "node"], "unknown-node", f"node {pin!r} is not in nodes/")
+            elif node.is_sound("cordoned") and node.data.get("cordoned"):
+                msg = f"node {pin!r} is cordoned; pin the service elsewhere or uncordon the node"
+                yield at(doc, ["placement", "node"], "cordoned-node", msg)
+        for i, net in _sound_items(doc, "networks"):
+            if net not in env.networks:
+                msg = f"network {net!r} is not declared in {env.dir}/networks/"
+                yield at(doc, ["networks", i], "unknown-network", msg)
+        for i, dep in _sound_items(doc, "depends_on"):
+            if dep not in env.services:
+                msg = f"depends_on {dep!r}: no such service in {env.dir}/services/"
+                yield at(doc, ["depends_on", i], "unknown-dependency", msg)
+        target = data.get("replaces") if doc.is_sound("replaces") else None
+        if target is not None:
+            other = env.services.get(target)
+            if other is None:
+                msg = f"replaces {target!r}: no such service in {env.dir}/services/"
+                yield at(doc, ["replaces"], "replaces-unknown", msg)
+            elif _is_process(other):
+                msg = f"replaces {target!r}: that service is a process; only a container is replaced"
+                yield at(doc, ["replaces"], "replaces-unknown", msg)
+
+
+def _is_process(doc: Document) -> bool:
+    return doc.is_sound("kind") and doc.data.get("kind", "container") != "container"
+
+
+def replacements(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]:
+    """``replaces`` names a container on the same node: the agent removes only a replica
+    running beside the process, so a target on other nodes would silently stay up."""
+    nodes: dict[tuple[str, str], list[str | None]] = defaultdict(list)
+    for rep in all_replicas:
+        nodes[(rep.environment, rep.service)].append(rep.node)
+    for env in repo.environments.values():
+        for name, doc in _valid(env.services):
+            target = doc.data.get("replaces") if doc.is_sound("replaces") else None
+            other = env.services.get(target) if target is not None else None
+            if target is None or other is None or not other.is_sound("kind") or _is_process(other):
+                continue  # no such container: replaces-unknown says so
+            placed = nodes[(env.name, target)]
+            theirs = {n for n in placed if n is not None}
+            if not placed or None in placed:
+                continue  # not running, or not yet placed: placement may still put it beside us
+            lonely = sorted({n for n in nodes[(env.name, name)] if n is not None} - theirs)
+            if lonely:
+                msg = (
+                    f"replaces {target!r}: this process runs on {', '.join(lonely)} but {target!r} "
+                    f"runs on {', '.join(sorted(theirs))}; replaces names a container on the same node"
+                )
+                yield at(doc, ["replaces"], "replaces-other-node", msg)
+
+
+def cycles(env: Environment) -> Iterator[Problem]:
+    graph = {
+        n: [d for _, d in _sound_items(doc, "depends_on") if d in env.services]
+        for n, doc in _valid(env.services)
+    }
+    state: dict[str, int] = {}  # 1 on the stack, 2 done
+    reported: set[frozenset[str]] = set()
+    # depth-first without recursion: a chain of a thousand services must not exhaust the stack
+    for root in sorted(graph):
+        if root in state:
+            continue
+        state[root] = 1
+        stack, pending = [root], [iter(graph[root])]
+        while stack:
+            node = stack[-1]
+            dep = next(pending[-1], None)
+            if dep is None:
+                stack.pop()
+                pending.pop()
+                state[node] = 2
+            elif state.get(dep) == 1:
+                cycle = [*stack[stack.index(dep) :], dep]
+                if frozenset(cycle) not in reported:
+                    reported.add(frozenset(cycle))
+                    doc = env.services[node]
+                    i = doc.data["depends_on"].index(dep)
+                    msg = "dependency cycle: " + " → ".join(cycle)
+                    yield at(doc, ["depends_on", i], "dependency-cycle", msg)
+            elif dep not in state:
+                state[dep] = 1
+                stack.append(dep)
+                pending.append(iter(graph.get(dep, [])))
+
+
+def _port_count(spec: str | int) -> int:
+    """How many mappings ``spec`` expands to, without expanding it (0: parse_ports says why)."""
+    container = str(spec).partition("/")[0].rpartition(":")[2]
+    lo, _, hi = container.partition("-")
+    try:
+        return max(int(hi or lo) - int(lo) + 1, 0)
+    except ValueError:
+        return 0
+
+
+def _published(doc: Document) -> tuple[list[Problem], list[tuple[int, PortMapping]]]:
+    """A service's problems with its port specs (syntax, too many) and its mappings that
+    publish a host port, with their spec index: read once, whatever its replica count."""
+    problems: list[Problem] = []
+    published: list[tuple[int, PortMapping]] = []
+    total = 0
+    for i, spec in _sound_items(doc, "ports"):
+        count = _port_count(spec)
+        total += count
+        if total > MAX_PORTS_PER_SERVICE:
+            msg = f"port spec {spec!r} expands to {count} ports"
+            msg += f" ({total} in this service)" if total != count else ""
+            msg += f"; a service may publish at most {MAX_PORTS_PER_SERVICE}"
+            # not checked for conflicts: the service must change anyway
+            return [*problems, at(doc, ["ports", i], "too-many-ports", msg)], []
+        try:
+            published += [(i, m) for m in parse_ports(spec) if m.host_port is not None]
+        except ValueError as e:
+            problems.append(at(doc, ["ports", i], "port-syntax", str(e)))
+    return problems, published
+
+
+def ports(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]:
+    published: dict[tuple[str, str], list[tuple[int, PortMapping]]] = {}
+    for env in repo.environments.values():
+        for name, doc in _valid(env.services):
+            problems, published[(env.name, name)] = _published(doc)
+            yield from problems
+    # (node, host port, protocol) -> host ip (None: all addresses) -> the replica holding it
+    taken: dict[tuple[str, int, str], dict[str | None, Replica]] = defaultdict(dict)
+    first_here: dict[tuple[str, str, str], Replica] = {}
+    for rep in all_replicas:
+        mappings = published.get((rep.environment, rep.service), [])
+        if rep.node is None or not mappings:
+            continue
+        twin = first_here.setdefault((rep.environment, rep.service, rep.node), rep)
+        if twin is not rep:  # two replicas of one service on one node: every port clashes
+            i, m = mappings[0]
+            yield _clash(rep, i, m, twin)
+            continue
+        clashed: set[int] = set()
+        for i, m in mappings:
+            if i in clashed:
+                continue
+            holders = taken[(rep.node, m.host_port or 0, m.protocol)]
+            ip = None if m.host_ip in _ANY_ADDRESS else m.host_ip
+            clash = next(iter(holders.values()), None) if ip is None else holders.get(ip, holders.get(None))
+            if clash is not None:
+                clashed.add(i)
+                yield _clash(rep, i, m, clash)
+            else:
+                holders[ip] = rep
+
+
+def _clash(rep: Replica, i: int, mapping: PortMapping, owner: Replica) -> Problem:
+    port, by = f"{mapping.host_port}/{mapping.protocol}", f"{owner.item_id} ({owner.doc.file})"
+    msg = f"host port {port} on node {rep.node} is already published by {by}"
+    return at(rep.doc, ["ports", i], "port-conflict", msg)
+
+
+def capacity(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]:
+    used: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
+    for rep in all_replicas:
+        res = rep.spec.get("resources", {}) if rep.doc.is_sound("resources") else {}
+        if rep.node is not None and res:
+            used[rep.node].append(
+                (float(res.get("cpus", 0)), memory_bytes(res.get("memory", "0")), rep.item_id)
+            )
+    for node, uses in sorted(used.items()):
+        doc = repo.nodes[node]
+        cap = doc.data.get("capacity", {}) if doc.is_sound("capacity") else {}
+        top = ", ".join(i for _, _, i in sorted(uses, reverse=True)[:3])
+        cpus = sum(u[0] for u in uses)
+        if "cpus" in cap and cpus > cap["cpus"] + 1e-9:
+            msg = f"node {node}: replicas here need {cpus:g} CPUs, capacity is {cap['cpus']:g}"
+            msg += f" (largest: {top})"
+            yield at(doc, ["capacity", "cpus"], "capacity-exceeded", msg)
+        mem = sum(u[1] for u in uses)
+        if "memory" in cap and mem > memory_bytes(cap["memory"]):
+            need = format_bytes(mem)
+            msg = f"node {node}: replicas here need {need} memory, capacity is {cap['memory']}"
+            msg += f" (largest: {top})"
+            yield at(doc, ["capacity", "memory"], "capacity-exceeded", msg)
+
+
+def semantic_problems(repo: ConfigRepo) -> list[Problem]:
+    problems = [*names(repo), *environment_settings(repo), *update_problems(repo)]
+    for env in repo.environments.values():
+        problems += [*references(repo, env), *cycles(env)]
+    all_replicas = replicas(repo, partial=True)
+    problems += [*ports(repo, all_replicas), *replacements(repo, all_replicas), *capacity(repo, all_replicas)]
+    return problems

@@ -1,0 +1,354 @@
+"""The one MQTT client every Phrame service uses: connect, subscribe, publish, stay connected.
+
+Services build one :class:`MqttClient` per plane. paho's network thread runs the
+connection and reconnects with backoff; every subscription is remembered and renewed on
+each (re)connect. With OAuth2 the token is the password and a fresh one triggers a
+graceful reconnect (session, subscriptions and unacknowledged QoS 1 messages survive).
+Callbacks run on the network thread; one that raises is logged, never fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import paho.mqtt.client as paho
+
+from phrame.mqtt import paho_setup
+from phrame.mqtt.acks import AckTracker
+from phrame.mqtt.disconnects import ShortConnections, describe_disconnect
+from phrame.mqtt.errors import MqttError
+from phrame.mqtt.messages import Callback, Message, Will, check_filter
+from phrame.mqtt.oauth import TokenProvider
+from phrame.mqtt.reading import RetainedCollector
+from phrame.mqtt.settings import MqttSettings
+from phrame.mqtt.subscriptions import Subscriptions
+from phrame.mqtt.tls import diagnose
+
+log = logging.getLogger(__name__)
+
+
+class MqttClient:
+    """One broker connection. See ``docs``/README for the settings it reads."""
+
+    def __init__(
+        self,
+        settings: MqttSettings,
+        client_id: str,
+        *,
+        will: Will | None = None,
+        on_connect: Callable[[], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.client_id = settings.client_id(client_id)  # ``client_id`` only without a user name
+        self._where = f"{settings.broker.redacted()} as {self.client_id}"
+        self._user_on_connect = on_connect
+        self._paho = paho_setup.build_paho(settings, self.client_id, will)
+        self._paho.on_pre_connect = self._on_pre_connect
+        self._paho.on_connect = self._on_connect
+        self._paho.on_disconnect = self._on_disconnect
+        self._paho.on_message = self._on_message
+        self._paho.on_publish = self._on_publish
+        self._paho.on_subscribe = self._on_subscribe
+        self._paho.on_connect_fail = self._on_connect_fail
+        self._subs = Subscriptions()
+        self._lifecycle = threading.Lock()
+        self._state = threading.Condition()  # guards the fields below
+        self._connected_once = False
+        self._refused: str | None = None
+        self._last_error = "no answer"
+        self._loss_reported = False  # this connection attempt's end was reported (network thread only)
+        self._acks = AckTracker()
+        self._running = False
+        self._cycling = False
+        self._tokens: TokenProvider | None = None
+        self._network_thread: threading.Thread | None = None
+        self.connect_count = 0
+        self._connected_at: float | None = None
+        self._short = ShortConnections()
+        self.session_resumed = False  # the last connect found our session (see _on_connect)
+
+    # -- lifecycle
+    def start(self, timeout: float | None = 10.0) -> None:
+        """Connect within ``timeout`` seconds or raise :class:`MqttError`; then stay connected.
+
+        ``timeout=None`` waits as long as it takes (a host that boots before its broker),
+        retrying with backoff; only a refused login or :meth:`stop` ends the wait with an error.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lifecycle:
+            if self._running:
+                raise MqttError(f"client {self.client_id} already started")
+            self._running = True
+            with self._state:
+                self._connected_once, self._refused = False, None
+            if self.settings.uses_oauth2:
+                self._tokens = TokenProvider(self.settings, on_token=self._on_new_token)
+                self._tokens.start()
+        tokens = self._tokens
+        if tokens is not None and not self._await(tokens.has_token, deadline):
+            self.stop()
+            raise MqttError(
+                f"no OAuth2 token from {self.settings.oauth2_token_url} "
+                f"within {timeout or 0:.0f}s (see the warnings above)"
+            )
+        with self._lifecycle:
+            if not self._running:
+                raise MqttError(f"client {self.client_id} stopped before it connected")
+            paho_setup.connect_async(self._paho, self.settings)
+            self._paho.loop_start()
+        self._await(lambda: self._connected_once or self._refused is not None, deadline)
+        with self._state:
+            ok, refused, last = self._connected_once, self._refused, self._last_error
+        if ok:
+            return
+        self.stop()
+        if refused:
+            raise MqttError(
+                f"broker {self._where} refused the connection: {refused}; check PHRAME_MQTT_USERNAME/PASSWORD"
+            )
+        if timeout is None:
+            raise MqttError(f"client {self.client_id} stopped before it connected")
+        reason = diagnose(self.settings)
+        if reason is None and self.settings.protocol == "5":
+            reason = f"{last}; the broker may speak only MQTT 3.1.1 (PHRAME_MQTT_PROTOCOL=3.1.1)"
+        raise MqttError(f"could not connect to {self._where} within {timeout:.0f}s: {reason or last}")
+
+    def _await(self, done: Callable[[], bool], deadline: float | None) -> bool:
+        """Wait until ``done()``, the deadline (None: none) or :meth:`stop`; whether done.
+
+        Without a deadline it says once, after ``settings.no_connection_warn_s`` (10 s by
+        default), why the broker does not answer."""
+        said = time.monotonic() + self.settings.no_connection_warn_s
+        while True:
+            now = time.monotonic()
+            step = 0.25 if deadline is None else max(0.0, min(0.25, deadline - now))
+            with self._state:
+                if self._state.wait_for(done, step):
+                    return True
+            if not self._running or (deadline is not None and time.monotonic() >= deadline):
+                return False
+            if deadline is None and time.monotonic() >= said:
+                said = float("inf")
+                with self._state:
+                    last = self._last_error
+                log.warning(
+                    "still no connection to %s (%s); waiting, retrying with backoff",
+                    self._where,
+                    diagnose(self.settings) or last,
+                )
+
+    def stop(self) -> None:
+        """Disconnect cleanly and end the network thread.
+
+        The broker discards the will and, under MQTT 5, the session: a stopped client is
+        gone, not away. (A token switch keeps the session; see :meth:`_on_new_token`.)
+        """
+        with self._lifecycle:
+            if not self._running:
+                return
+            self._running = False
+        if self._tokens:  # outside the lock: a token callback may be waiting for it
+            self._tokens.stop()
+        with self._lifecycle:
+            self._paho.disconnect(properties=paho_setup.end_session(self.settings))
+            paho_setup.stop_loop(self._paho)
+            paho_setup.release_wakeup_sockets(self._paho)
+
+    @property
+    def is_connected(self) -> bool:
+        return self._paho.is_connected()
+
+    # -- subscribing and reading
+    def subscribe(self, topic_filter: str, callback: Callback, timeout: float = 5.0) -> bool:
+        """Deliver every message matching ``topic_filter`` to ``callback``, across reconnects.
+
+        When connected (and not called from an MQTT callback) it returns once the broker
+        acknowledged the subscription, so a message published afterwards is delivered:
+        ``True`` when granted, ``False`` when refused or unacknowledged within ``timeout``
+        (the subscription is still renewed on every reconnect). Offline it returns ``False``
+        at once; the subscription is sent on connect.
+        """
+        self._subs.add(check_filter(topic_filter), callback)
+        if not self.is_connected:
+            return False
+        mid = self._send_subscribe([topic_filter])
+        if threading.current_thread() is self._network_thread:
+            return False  # only this thread reads the SUBACK; do not wait for it
+        refused = self._acks.wait_suback(mid, timeout)
+        if refused:
+            log.warning("broker %s refused a subscription to %s (ACL?)", self._where, topic_filter)
+        return refused is False
+
+    def collect_retained(
+        self, topic_filter: str, settle: float = 0.3, timeout: float = 10.0
+    ) -> dict[str, bytes]:
+        """Every retained, non-empty message under ``topic_filter`` (topic -> payload)."""
+        self._refuse_network_thread("collect_retained")
+        collector = RetainedCollector(check_filter(topic_filter), settle=settle, timeout=timeout)
+        key = id(collector)
+        self._subs.add_temporary(key, topic_filter, collector.add)
+        try:
+            if not self._wait_connected(collector.remaining()):
+                raise MqttError(f"not connected to {self._where}; cannot read {topic_filter}")
+            # retain-as-published off: only the replay carries the retain flag (see RetainedCollector)
+            mid = self._send_subscribe([topic_filter])
+            refused = self._acks.wait_suback(mid, collector.remaining())
+            if refused is None:
+                raise MqttError(f"no SUBACK for {topic_filter} from {self._where}")
+            if refused:
+                raise MqttError(f"broker {self._where} refused a subscription to {topic_filter} (ACL?)")
+            return collector.wait()
+        finally:
+            permanent = self._subs.remove_temporary(key)
+            if self.is_connected and not permanent:
+                self._paho.unsubscribe(topic_filter)
+            elif self.is_connected and self.settings.protocol == "5":
+                # restore the permanent subscription's options, without a retained replay
+                self._send_subscribe([topic_filter], retain_handling=1)
+
+    # -- publishing
+    def publish(self, topic: str, payload: bytes | None, retain: bool = True, qos: int = 1) -> None:
+        """Queue one message and return at once; ``None``/``b""`` clears a retained topic."""
+        self._publish(topic, payload, retain, qos)
+
+    def publish_batch(
+        self,
+        items: Iterable[tuple[str, bytes | None]],
+        retain: bool = True,
+        qos: int = 1,
+        timeout: float = 30.0,
+    ) -> None:
+        """Publish every item and wait until the broker acknowledged each (QoS 1 PUBACK)."""
+        self._refuse_network_thread("publish_batch")
+        mark = self._acks.mark()
+        sent = {self._publish(topic, payload, retain, qos): topic for topic, payload in items}
+        if qos > 0 and sent:
+            self._acks.wait_batch(sent, mark, timeout, self._where)
+
+    # -- internals
+    def _publish(self, topic: str, payload: bytes | None, retain: bool, qos: int) -> int:
+        try:
+            info = self._paho.publish(topic, payload or b"", qos=qos, retain=retain)
+        except ValueError as e:
+            raise MqttError(f"cannot publish to {topic!r}: {e}") from e
+        if info.rc == paho.MQTT_ERR_QUEUE_SIZE:
+            raise MqttError(f"outgoing queue full; cannot publish to {topic}")
+        return int(info.mid)
+
+    def _send_subscribe(self, filters: list[str], **options: Any) -> int:
+        topics = paho_setup.subscribe_topics(self.settings, filters, **options)
+        _rc, mid = self._paho.subscribe(topics)
+        return int(mid or 0)
+
+    def _refuse_network_thread(self, what: str) -> None:
+        if threading.current_thread() is self._network_thread:
+            # It would wait for acknowledgements that only this very thread can read.
+            raise MqttError(f"{what} called from an MQTT callback; call it from another thread")
+
+    def _wait_connected(self, timeout: float) -> bool:
+        with self._state:
+            return self._state.wait_for(lambda: self._paho.is_connected(), timeout)
+
+    def _on_pre_connect(self, client: paho.Client, _userdata: Any) -> None:
+        self._network_thread = threading.current_thread()
+        self._loss_reported = False
+        password = self._tokens.current if self._tokens else self.settings.static_password
+        client.username_pw_set(self.settings.mqtt_username, password)
+
+    def _on_connect(self, client: paho.Client, _u: Any, flags: Any, reason: Any, _p: Any) -> None:
+        if reason.is_failure:
+            log.warning("broker refused %s: %s", self._where, reason)
+            auth = reason.value in paho_setup.AUTH_REFUSED
+            if auth and self._tokens:
+                self._tokens.refresh_now()
+            with self._state:
+                self._last_error = str(reason)
+                if auth and not self._tokens and not self._connected_once:
+                    self._refused = str(reason)
+                self._state.notify_all()
+            return
+        filters = self._subs.filters()
+        if filters:
+            # A resumed session still holds our subscriptions: renew them without
+            # replaying every retained message (v5 retain handling 1).
+            self._send_subscribe(filters, retain_handling=1 if flags.session_present else 0)
+        # Whether the broker kept our session: then QoS 1 messages sent while we were away
+        # were queued for us and nothing was missed (3.1.1 with a clean session: never).
+        self.session_resumed = bool(flags.session_present)
+        self.connect_count += 1
+        self._connected_at = time.monotonic()
+        log.info(
+            "connected to %s (session present: %s, %d subscriptions renewed)",
+            self._where,
+            flags.session_present,
+            len(filters),
+        )
+        with self._state:
+            self._connected_once = True
+            self._state.notify_all()
+        if self._user_on_connect:
+            try:
+                self._user_on_connect()
+            except Exception:
+                log.exception("on_connect callback failed for %s", self._where)
+
+    def _on_disconnect(self, _c: paho.Client, _u: Any, flags: Any, reason: Any, _p: Any) -> None:
+        if self._loss_reported:  # paho reports a keepalive timeout twice (paho.mqtt.python#870)
+            return
+        self._loss_reported = True
+        why = describe_disconnect(
+            int(reason.value), str(reason), from_broker=bool(flags.is_disconnect_packet_from_server)
+        )
+        with self._state:
+            self._last_error = why
+            self._state.notify_all()
+        if self._cycling:
+            log.info("disconnected from %s to switch tokens", self._where)
+        elif self._running:
+            log.warning("disconnected from %s: %s; reconnecting", self._where, why)
+            at = self._connected_at
+            if at is not None and self._short.ended(time.monotonic() - at) and self.settings.mqtt_username:
+                log.warning(
+                    "the broker keeps ending our connection soon after login (%s): is another process "
+                    "logged in as %s? The broker makes the user name the client id, so it allows "
+                    "one connection per account: give each process its own account",
+                    self._where,
+                    self.settings.mqtt_username,
+                )
+
+    def _on_message(self, _c: paho.Client, _u: Any, msg: paho.MQTTMessage) -> None:
+        try:
+            message = Message(topic=msg.topic, payload=bytes(msg.payload), retain=bool(msg.retain))
+        except UnicodeDecodeError:
+            log.warning("ignoring a message with a non-UTF-8 topic from %s", self._where)
+            return
+        self._subs.dispatch(message)
+
+    def _on_publish(self, _c: paho.Client, _u: Any, mid: int, reason: Any, _p: Any) -> None:
+        self._acks.acked(mid, refused=bool(reason.is_failure))
+
+    def _on_subscribe(self, _c: paho.Client, _u: Any, mid: int, reasons: Any, _p: Any) -> None:
+        self._acks.subacked(mid, refused=any(r.is_failure for r in reasons))
+
+    def _on_connect_fail(self, _c: paho.Client, _u: Any) -> None:
+        log.warning("cannot connect to %s; retrying with backoff", self._where)
+
+    def _on_new_token(self, _token: str) -> None:
+        """A fresh token: reconnect with it now, before the old one expires."""
+        with self._lifecycle:
+            if not self._running or not self._paho.is_connected():
+                return  # the next connection attempt picks the new token up
+            log.info("reconnecting to %s with a fresh OAuth2 token", self._where)
+            self._cycling = True
+            try:
+                self._paho.disconnect()  # a clean DISCONNECT: the will is not published
+                paho_setup.stop_loop(self._paho)
+                paho_setup.release_wakeup_sockets(self._paho)
+            finally:
+                self._cycling = False
+            paho_setup.connect_async(self._paho, self.settings)
+            self._paho.loop_start()

@@ -1,0 +1,119 @@
+"""Building and (re)connecting the one paho client behind :class:`MqttClient`.
+
+Only this module and :mod:`phrame.mqtt.client` import paho. It turns settings into paho
+options: protocol (MQTT 5, or 3.1.1 by setting), transport and WebSocket path, TLS, the
+will (with a v5 will delay) and the session expiry. It never opens a second client.
+"""
+
+from __future__ import annotations
+
+import paho.mqtt.client as paho
+from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+from paho.mqtt.subscribeoptions import SubscribeOptions
+
+from phrame.mqtt.messages import Will
+from phrame.mqtt.settings import MqttSettings
+from phrame.mqtt.tls import build_ssl_context
+
+# paho's topic matching ($-topics, + and #) for Subscriptions: one matcher, paho's own
+topic_matches_sub = paho.topic_matches_sub
+
+AUTH_REFUSED = (134, 135, 4, 5)  # bad user name or password / not authorized (v5 and 3.1.1)
+
+
+def build_paho(settings: MqttSettings, client_id: str, will: Will | None) -> paho.Client:
+    """A configured, not yet connected paho client."""
+    broker = settings.broker
+    is_v5 = settings.protocol == "5"
+    client = paho.Client(
+        CallbackAPIVersion.VERSION2,
+        client_id=client_id,
+        # 3.1.1: keep the session (and queued QoS 1 messages) across reconnects.
+        clean_session=None if is_v5 else False,
+        protocol=paho.MQTTv5 if is_v5 else paho.MQTTv311,
+        transport="websockets" if broker.is_websocket else "tcp",
+        reconnect_on_failure=True,
+    )
+    if broker.is_websocket:
+        client.ws_set_options(path=broker.path)
+    context = build_ssl_context(settings)
+    if context is not None:
+        client.tls_set_context(context)
+    client.reconnect_delay_set(settings.reconnect_min_s, settings.reconnect_max_s)
+    if will is not None:
+        properties = None
+        if is_v5 and settings.will_delay_s > 0:
+            # The broker waits this long before publishing the will, so an agent that
+            # restarts quickly (and resumes its session) never flaps to offline.
+            properties = Properties(PacketTypes.WILLMESSAGE)
+            properties.WillDelayInterval = settings.will_delay_s
+        client.will_set(will.topic, will.payload, qos=will.qos, retain=will.retain, properties=properties)
+    return client
+
+
+def connect_async(client: paho.Client, settings: MqttSettings) -> None:
+    """Point ``client`` at the broker; the network thread makes the actual connection."""
+    broker = settings.broker
+    if settings.protocol == "5":
+        properties = Properties(PacketTypes.CONNECT)
+        properties.SessionExpiryInterval = settings.session_expiry_s
+        # clean_start=False: resume the session, so a restart within the will delay cancels
+        # the will and QoS 1 messages queued for us meanwhile are delivered.
+        client.connect_async(
+            broker.host, broker.port, keepalive=settings.keepalive_s, clean_start=False, properties=properties
+        )
+    else:
+        client.connect_async(broker.host, broker.port, keepalive=settings.keepalive_s)
+
+
+def end_session(settings: MqttSettings) -> Properties | None:
+    """DISCONNECT properties that end an MQTT 5 session now instead of after its expiry."""
+    if settings.protocol != "5":
+        return None
+    properties = Properties(PacketTypes.DISCONNECT)
+    properties.SessionExpiryInterval = 0
+    return properties
+
+
+def subscribe_topics(
+    settings: MqttSettings,
+    filters: list[str],
+    *,
+    retain_handling: int = 0,
+    retain_as_published: bool = False,
+) -> list[tuple[str, int]] | list[tuple[str, SubscribeOptions]]:
+    """paho's SUBSCRIBE argument: QoS 1, with v5 options where the protocol has them."""
+    if settings.protocol != "5":
+        return [(f, 1) for f in filters]
+    return [
+        (f, SubscribeOptions(qos=1, retainHandling=retain_handling, retainAsPublished=retain_as_published))
+        for f in filters
+    ]
+
+
+def stop_loop(client: paho.Client) -> None:
+    """``loop_stop()``, tolerating the network thread ending by itself meanwhile.
+
+    paho clears ``_thread`` as the thread exits, and ``loop_stop()`` checks it and then
+    joins it (eclipse-paho/paho.mqtt.python#872, open): a thread that ends in between makes
+    it raise AttributeError. The thread is gone then; there is nothing left to join.
+    """
+    try:
+        client.loop_stop()
+    except AttributeError:
+        if getattr(client, "_thread", None) is not None:  # private; not that race: re-raise
+            raise
+
+
+def release_wakeup_sockets(client: paho.Client) -> None:
+    """Close the wake-up socket pair of a stopped network thread.
+
+    paho's ``loop_start()`` makes a new pair each time and ``loop_stop()`` never closes
+    the old one; with a thread restart per token refresh that would leak two sockets
+    per refresh. Only called after ``loop_stop()`` returned, when nothing uses them.
+    """
+    reset = getattr(client, "_reset_sockets", None)  # private, present in paho 2.x
+    if reset is not None:
+        reset(sockpair_only=True)

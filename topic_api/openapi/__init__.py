@@ -1,0 +1,1 @@
+"""topic_api/openapi."""
