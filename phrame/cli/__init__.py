@@ -75,7 +75,3 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     code: int = importlib.import_module(args._module).run(args)
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

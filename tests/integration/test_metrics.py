@@ -77,7 +77,7 @@ def wait_metric(url: str, name: str, at_least: float, timeout: float = 60, **lab
 def phrame(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "phrame.cli", *args], env=env, cwd=ROOT, stdout=out, stderr=out
+            [sys.executable, "-m", "phrame", *args], env=env, cwd=ROOT, stdout=out, stderr=out
         )
     try:
         yield proc
@@ -224,7 +224,7 @@ def test_no_listener_without_the_setting(tmp_path: Path, mosquitto: Mosquitto) -
 def test_a_bad_listen_setting_is_refused_with_exit_2(tmp_path: Path) -> None:
     env = base_env(tmp_path, "mqtt://127.0.0.1:1", PHRAME_METRICS_LISTEN="9310")
     done = subprocess.run(
-        [sys.executable, "-m", "phrame.cli", "mirror", "--plane", "desired"],
+        [sys.executable, "-m", "phrame", "mirror", "--plane", "desired"],
         env=env,
         cwd=ROOT,
         capture_output=True,

@@ -183,7 +183,7 @@ def test_the_command_mirrors_a_plane_and_flushes_on_sigterm(
         "PHRAME_STATE_DIR": str(tmp_path / "state"),
         "PHRAME_MIRROR_DEBOUNCE_MS": "50",
     }
-    cmd = [sys.executable, "-m", "phrame.cli", "mirror", "--plane", "desired"]
+    cmd = [sys.executable, "-m", "phrame", "mirror", "--plane", "desired"]
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, cwd=Path(__file__).parents[2])
     path = tmp_path / "state" / "mirror" / "desired.json"
     try:
@@ -200,7 +200,7 @@ def test_the_command_mirrors_a_plane_and_flushes_on_sigterm(
 def test_the_command_refuses_bad_settings() -> None:
     env = {**os.environ, "PHRAME_MIRROR_DEBOUNCE_MS": "500", "PHRAME_MIRROR_MAX_DELAY_MS": "100"}
     done = subprocess.run(
-        [sys.executable, "-m", "phrame.cli", "mirror", "--plane", "actual"],
+        [sys.executable, "-m", "phrame", "mirror", "--plane", "actual"],
         env=env,
         capture_output=True,
         timeout=30,
@@ -260,7 +260,7 @@ def test_sigterm_while_waiting_for_the_broker_ends_the_command(tmp_path: Path) -
         "PHRAME_ACTUAL_MQTT_URL": f"mqtt://127.0.0.1:{free_port()}",  # nobody listens
         "PHRAME_MIRROR_DIR": str(tmp_path / "m"),
     }
-    cmd = [sys.executable, "-m", "phrame.cli", "mirror", "--plane", "actual"]
+    cmd = [sys.executable, "-m", "phrame", "mirror", "--plane", "actual"]
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, cwd=Path(__file__).parents[2])
     try:
         wait_for(lambda: (tmp_path / "m").is_dir(), "the mirror to start (its folder)", 10)

@@ -22,7 +22,7 @@ TOPICS = Topics("phrame")
 
 def placement_once(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``phrame placement --once`` as a subprocess with ``env``."""
-    cmd = [sys.executable, "-m", "phrame.cli", "placement", "--once"]
+    cmd = [sys.executable, "-m", "phrame", "placement", "--once"]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
 
 

@@ -54,7 +54,7 @@ class ApiStack:
 
     def _spawn(self, name: str, *args: str) -> None:
         log = open(self.folder / f"{name}.log", "ab")  # noqa: SIM115 -- the child holds it
-        cmd = [sys.executable, "-m", "phrame.cli", *args]
+        cmd = [sys.executable, "-m", "phrame", *args]
         self.procs[name] = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=log, cwd=ROOT)
         log.close()
 
