@@ -1,1 +1,6 @@
-"""config_sync/deploys."""
+"""Deploys: from a published commit to its verdict.
+
+``watcher`` follows the agents after a publish and sets GitLab's ``phrame/deploy`` status,
+``verdict`` is the pure judgement, ``records`` the pure history of one environment and
+``history`` keeps it retained; ``node_watch`` remembers when each node was last heard.
+"""

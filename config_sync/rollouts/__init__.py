@@ -1,1 +1,6 @@
-"""config_sync/rollouts."""
+"""Staged rollouts: a second controller between a rendering and its publication.
+
+``waves`` plans which replicas get the new spec now (pure), ``gate`` holds back what a wave
+has not reached, ``controller`` re-evaluates, promotes and rolls back, ``models`` holds the
+values and ``actual_watch`` what the nodes report of their containers.
+"""
