@@ -14,7 +14,7 @@ BENCH_HELPERS := benchmarks/repo_gen.py benchmarks/fleet_repo.py benchmarks/flee
 PHRAME_REQUIRE_SERVICES ?=
 export PHRAME_REQUIRE_SERVICES
 
-.PHONY: help deps up down status test lint validate bench bench-readme clean replay plan
+.PHONY: help deps up down status test lint docs validate bench bench-docs clean replay plan
 
 help: ## list the targets
 	@echo "Phrame GitOps - make targets:"
@@ -48,6 +48,9 @@ lint: deps ## ruff check, ruff format --check, mypy, lint-imports (layers, SDKs 
 	$(VENV)/mypy
 	$(VENV)/lint-imports --no-cache
 
+docs: deps ## build the documentation site (mkdocs, strict) into out/site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/mkdocs build --strict -d out/site
+
 validate: deps ## validate a config repo (REPO=path, default the sample repo)
 	$(VENV)/phrame validate $(REPO)
 
@@ -62,8 +65,8 @@ bench: deps ## run benchmarks/*.py; out/bench.json and the table out/bench.md (b
 	done
 	$(VENV)/python benchmarks/report.py
 
-bench-readme: deps ## copy out/bench.md (make bench) and the out/faults.json table into README.md's markers
-	$(VENV)/python benchmarks/report.py --readme README.md
+bench-docs: deps ## copy out/bench.md (make bench) into docs/performance.md, out/faults.json's table into docs/faults.md
+	$(VENV)/python benchmarks/report.py --docs docs
 
 replay: deps ## post a recorded webhook to a running config-sync (EVENT=fixtures/webhooks/push.json URL=... TOKEN_FILE=...)
 	$(VENV)/phrame replay $(or $(EVENT),fixtures/webhooks/push.json) --new-key $(if $(URL),--url $(URL)) \

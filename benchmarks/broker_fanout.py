@@ -1,4 +1,4 @@
-"""mosquitto's CPU per message on this machine, for the README's fleet arithmetic (issue 13).
+"""mosquitto's CPU per message on this machine, for the fleet arithmetic of docs/performance.md.
 
 One real mosquitto (plain, 127.0.0.1, as tests.support.mosquitto starts it) and our MQTT
 client: ``BENCH_NODES`` heartbeat-sized retained QoS 1 messages (the measured 380 bytes of
@@ -10,7 +10,7 @@ retained snapshot (a mirror restarting). Run twice: plain MQTT, then MQTT over T
 /proc, our clients' (paho and phrame.mqtt, callbacks that only count) from this process.
 Prints one JSON object; reports, never gates.
 Baseline (same run): the plain-MQTT run for the TLS run's broker CPU. Target: none; these
-are inputs to the README's fleet arithmetic, not a budget.
+are inputs to the fleet arithmetic of docs/performance.md, not a budget.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ prints one JSON object).
 Measures snapshot writes against the naive one write per message, and the time from the
 last update (its PUBACK at the publisher, and its arrival at the mirror) to the snapshot
 that holds it. Target: under 2× the debounce window (250 ms). A real mosquitto that
-queues the whole burst per client (see README "Mirror"). Exit 0 when it ran, 2 without
+queues the whole burst per client (see docs/services/mirror.md). Exit 0 when it ran, 2 without
 mosquitto.
 Baseline (same run): the naive one snapshot write per update (none for the latency: its
 target is set by the debounce window). Targets: at most burst / debounce + 2 writes; last

@@ -1,4 +1,4 @@
-"""Measured MQTT payload sizes, for the README's fleet arithmetic (issue 13, "What breaks first").
+"""Measured MQTT payload sizes, for the fleet arithmetic of docs/performance.md ("What breaks first").
 
 Desired plane: ``phrame render --format topics`` of the sample repo, each payload encoded as
 config-sync publishes it (``canonical_json``). Actual plane: the node agent's own code
@@ -9,7 +9,7 @@ handler (parse, JSON, schema check), config-sync's node watch and the mirror's J
 Prints one JSON object; the container carries a benchmark label and is removed at the end.
 Exit 2 when no Docker daemon answers.
 Baseline (same run): a bare ``json.loads`` of the same heartbeat, beside placement's
-handler. Target: none; the sizes and costs are inputs to the README's fleet arithmetic.
+handler. Target: none; the sizes and costs are inputs to the fleet arithmetic of docs/performance.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Generator of valid phrame-config repositories (DESIGN §2) of any size, for the benchmark
+"""Generator of valid phrame-config repositories (docs/config/format.md) of any size, for the benchmark
 and the property tests. Deterministic for a seed; writes only under the root it is given.
 
 Valid by construction: names match stems, host ports are unique per node, ``depends_on``

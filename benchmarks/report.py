@@ -1,12 +1,12 @@
 """The benchmark report: out/bench/*.json → out/bench.json and the Markdown table out/bench.md.
 
-``make bench`` runs it after the benchmarks; ``make bench-readme`` (``--readme README.md``)
-copies out/bench.md verbatim between the README's ``<!-- bench:begin -->`` and
-``<!-- bench:end -->`` markers, and the fault table between ``<!-- faults:begin -->`` and
-``<!-- faults:end -->`` ("What it survives"), each when its source exists. Each run gains
+``make bench`` runs it after the benchmarks; ``make bench-docs`` (``--docs docs``) copies
+out/bench.md verbatim between the ``<!-- bench:begin -->`` and ``<!-- bench:end -->`` markers
+of docs/performance.md, and the fault table between ``<!-- faults:begin -->`` and
+``<!-- faults:end -->`` of docs/faults.md, each when its source exists. Each run gains
 ``figures`` from its module's FIGURES (benchmarks/figures.py). When out/faults.json exists
 (the fault suite's [{fault, bound_s, recovery_s, containers_lost}]), a second table lists
-it. It never runs a benchmark and never edits the README outside the markers.
+it. It never runs a benchmark and never edits a page outside the markers.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from figures import declared, evaluate, is_number
 
 HERE = Path(__file__).resolve().parent
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
-FAULTS_BEGIN, FAULTS_END = "<!-- faults:begin -->", "<!-- faults:end -->"  # in "What it survives"
+FAULTS_BEGIN, FAULTS_END = "<!-- faults:begin -->", "<!-- faults:end -->"
+PERFORMANCE_PAGE, FAULTS_PAGE = "performance.md", "faults.md"  # in the docs folder
 SIGNS = {"<=": "≤", "<": "<", ">=": "≥", ">": ">", "==": "="}
 MARKS = {True: "✔", False: "✘", None: "—"}
 
@@ -146,30 +147,35 @@ def render(runs: dict[str, dict[str, Any]], faults_path: Path | None = None) -> 
 
 
 def replace_block(
-    readme: str, block: str, where: str = "README.md", markers: tuple[str, str] = (BEGIN, END)
+    page: str, block: str, where: str = PERFORMANCE_PAGE, markers: tuple[str, str] = (BEGIN, END)
 ) -> str:
-    """readme with the text between ``markers`` replaced by block (markers kept)."""
+    """page with the text between ``markers`` replaced by block (markers kept)."""
     begin, end_mark = markers
-    start, end = readme.find(begin), readme.find(end_mark)
+    start, end = page.find(begin), page.find(end_mark)
     if start < 0 or end < start:
         raise ValueError(f"{where}: no {begin} … {end_mark} block to replace")
-    return readme[: start + len(begin)] + "\n" + block.rstrip("\n") + "\n" + readme[end:]
+    return page[: start + len(begin)] + "\n" + block.rstrip("\n") + "\n" + page[end:]
 
 
-def update_readme(readme: Path, md: Path, faults: Path) -> list[str]:
-    """Copy ``md`` into the bench block and the table of ``faults`` into the faults block, each
-    when its source exists; what was replaced (ValueError when neither exists)."""
-    text, done = readme.read_text(), []
+def update_docs(docs: Path, md: Path, faults: Path) -> list[str]:
+    """Copy ``md`` into performance.md's bench block and the table of ``faults`` into
+    faults.md's block, each when its source exists; what was replaced (ValueError when
+    neither exists or a block is missing, and then no page is written)."""
+    pages: dict[Path, str] = {}
+    done = []
     if md.exists():
-        text = replace_block(text, md.read_text(), str(readme))
-        done.append(f"bench block from {md}")
+        page = docs / PERFORMANCE_PAGE
+        pages[page] = replace_block(page.read_text(), md.read_text(), str(page))
+        done.append(f"bench block of {page} from {md}")
     if faults.exists():
+        page = docs / FAULTS_PAGE
         table = "\n".join(faults_table(json.loads(faults.read_text()), str(faults)))
-        text = replace_block(text, table, str(readme), (FAULTS_BEGIN, FAULTS_END))
-        done.append(f"faults block from {faults}")
+        pages[page] = replace_block(page.read_text(), table, str(page), (FAULTS_BEGIN, FAULTS_END))
+        done.append(f"faults block of {page} from {faults}")
     if not done:
         raise ValueError(f"neither {md} nor {faults} is there; run `make bench` or the fault suite first")
-    readme.write_text(text)
+    for page, text in pages.items():
+        page.write_text(text)
     return done
 
 
@@ -180,13 +186,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--md", type=Path, default=Path("out/bench.md"))
     ap.add_argument("--faults", type=Path, default=Path("out/faults.json"))
     ap.add_argument(
-        "--readme", type=Path, help="copy --md and the --faults table into this file's blocks, then stop"
+        "--docs",
+        type=Path,
+        help=f"copy --md into DOCS/{PERFORMANCE_PAGE}, the --faults table into DOCS/{FAULTS_PAGE}; then stop",
     )
     args = ap.parse_args(argv)
     try:
-        if args.readme:
-            done = update_readme(args.readme, args.md, args.faults)
-            print(f"{args.readme}: replaced the {' and the '.join(done)}")
+        if args.docs:
+            done = update_docs(args.docs, args.md, args.faults)
+            print(f"replaced the {' and the '.join(done)}")
             return 0
         runs = collect(args.bench_dir)
         args.json.write_text(json.dumps(runs, indent=2, sort_keys=True) + "\n")

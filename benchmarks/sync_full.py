@@ -2,9 +2,9 @@
 real mosquitto, compared in the same run with a plain paho loop publishing the same payloads;
 then the incremental sync after changing one service (run by ``make bench``; one JSON object).
 
-Targets (issue 13): the whole first sync (fetch, load, validate, render, diff, publish, every
-PUBACK) at most 10x the paho baseline; publishing alone at most 2x it (issue 5); an
-incremental sync publishes at most 4 messages (issue 5 said 3, before DESIGN §3's declared
+Targets: the whole first sync (fetch, load, validate, render, diff, publish, every
+PUBACK) at most 10x the paho baseline; publishing alone at most 2x it; an
+incremental sync publishes at most 4 messages (3 before the topic layout gained the declared
 service topic: the item, its manifest, the declared service and ``sync`` are the floor) in at
 most 10% of the full-sync time.
 Reports, never gates: exit 0 when it ran, 2 without mosquitto. Uses paho directly ONLY for the baseline.
@@ -31,7 +31,7 @@ NODES, SERVICES, SEED = 20, 1000, 2026
 REPETITIONS, INCREMENTAL_RUNS = 5, 3
 NODELAY = os.environ.get("BENCH_BROKER_NODELAY", "1") == "1"
 TARGET_FULL_RATIO, TARGET_RATIO = 10.0, 2.0
-# 4: the item, its manifest, the declared service and `sync` (DESIGN §3) are the floor
+# 4: the item, its manifest, the declared service and `sync` (the topic layout) are the floor
 TARGET_INCREMENTAL_MESSAGES, TARGET_INCREMENTAL_SHARE = 4, 0.10
 
 

@@ -2,7 +2,7 @@
 ordinary repositories of the same size, measured in the same run (``make bench``; prints one
 JSON object).
 
-Hostile cases (issue 10, item 15): one service file of 1 MB holding a 250,000-item list;
+Hostile cases: one service file of 1 MB holding a 250,000-item list;
 100,000 aliases of one anchor; a 3,001-service ``depends_on`` chain (validate, then render);
 a 12 KB file whose aliases render to a 1.1 MB container. Baselines: 1 MB of ordinary service
 files, and 3,001 ordinary services (validate, then render). Each measurement runs in a fresh

@@ -70,7 +70,7 @@ def baseline(repo: str) -> dict[str, Any]:
 
 
 def ruamel_load(repo: str) -> dict[str, Any]:
-    """What the README's earlier figures compared with: ruamel's round-trip loader."""
+    """What the earlier figures of docs/performance.md compared with: ruamel's round-trip loader."""
     from ruamel.yaml import YAML
 
     yaml = YAML()

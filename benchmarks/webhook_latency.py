@@ -3,7 +3,7 @@
 
 config-sync runs as its own process (``python -m config_sync``, uvicorn on 127.0.0.1)
 against a real mosquitto and a bare git repo of the sample config; the load comes from
-20 keep-alive asyncio connections here. Target (issue 5): p99 answer under 50 ms, and
+20 keep-alive asyncio connections here. Target: p99 answer under 50 ms, and
 the burst coalesces into a bounded number of syncs. Reports, never gates: exit 0 when
 it ran, 2 without mosquitto.
 Baseline: none measured (the target is an absolute latency budget).

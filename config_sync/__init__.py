@@ -1,4 +1,4 @@
-"""config-sync: from a commit of the phrame-config repo to the retained desired plane (DESIGN §1, §3, §5, §7).
+"""config-sync: from a commit of the phrame-config repo to the retained desired plane.
 
 GitLab webhooks and a poll trigger passes that fetch the head of each tracked ref,
 validate, render, diff against what is published and publish the difference, then

@@ -1,4 +1,4 @@
-"""Telling the git host what config-sync found and did (DESIGN §7): statuses and review notes.
+"""Telling the git host what config-sync found and did (docs/operations/gitlab.md): statuses and review notes.
 
 The sync and review passes call a :class:`CommitReporter`. ``GitLabReporter`` is the only
 module importing python-gitlab: commit statuses under one stable name each (a repeated

@@ -1,4 +1,4 @@
-"""The settings of config-sync, read once from ``PHRAME_*`` variables (DESIGN §6).
+"""The settings of config-sync, read once from ``PHRAME_*`` variables (docs/operations/settings.md).
 
 ``__main__`` and ``phrame config-sync`` call :meth:`SyncSettings.from_env`; tests build the
 dataclass directly. Secrets given as ``*_FILE`` are read here and never appear in ``repr``;

@@ -2,7 +2,7 @@
 
 ``ConfigSync.public_status``/``status`` call these; they only read the service's state.
 The public view must never name the repository, paths, git command lines, errors or merge
-requests (issue 10, item 12): per environment ok or failing and a short commit, and ready.
+requests: per environment ok or failing and a short commit, and ready.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``local`` git host (DESIGN §7): a bare repository with a post-receive hook.
+"""The ``local`` git host: a bare repository with a post-receive hook.
 
 The supervisor calls :func:`prepare` before starting anything: on first start it creates
 ``config.git`` with one commit of the quickstart sample on ``main``; on every start it

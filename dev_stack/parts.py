@@ -37,7 +37,7 @@ SCRUBBED_PREFIXES = (
     "PHRAME_MIRROR_DIR",
     "PHRAME_API_TOKEN",
     "PHRAME_API_WRITE_PREFIXES",
-    # one port for every child would collide: metrics in the dev stack stay off (README "Metrics")
+    # one port for every child would collide: metrics in the dev stack stay off (docs/operations/metrics.md)
     "PHRAME_METRICS_LISTEN",
 )
 # defaults for a stack on one machine, unless the caller set them

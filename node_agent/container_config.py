@@ -120,7 +120,7 @@ class CreateParams:
     nano_cpus: int | None
     memory: int | None
     healthcheck: dict[str, Any] | None
-    # the compose fields (issue 12); None / empty: Docker's or the image's own
+    # the compose fields (stop_signal ... logging); None / empty: Docker's or the image's own
     stop_signal: str | None = None
     stop_timeout: int | None = None  # whole seconds (Docker's StopTimeout)
     user: str | None = None

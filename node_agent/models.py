@@ -13,7 +13,7 @@ from typing import Any
 
 Spec = Mapping[str, Any]
 
-# Docker labels (DESIGN §4).
+# Docker labels (docs/architecture/contracts.md).
 MANAGED = "io.phrame.managed"
 NODE = "io.phrame.node"
 ENVIRONMENT = "io.phrame.environment"

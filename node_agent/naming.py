@@ -1,6 +1,6 @@
 """Docker names of managed containers, and the advice when a name is held by another node.
 
-Pure; the planner calls it. DESIGN §4 names a container ``<env>.<service>.<replica>``; with
+Pure; the planner calls it. A container is named ``<env>.<service>.<replica>``; with
 ``PHRAME_SHARED_DAEMON=true`` (several nodes' agents on one daemon: the dev stack, tests)
 it is ``<env>.<service>.<replica>.<node>``, so a replica moved off a dead node can start on
 its new node while the dead node's container still exists. Item ids on the MQTT planes

@@ -1,4 +1,4 @@
-"""The placement reconciler (DESIGN §1, §2, §7): chooses nodes for label-placed services and
+"""The placement reconciler (docs/services/placement.md): chooses nodes for label-placed services and
 commits ``environments/<env>/node.json`` to a branch, never to a tag.
 
 ``decide`` is the pure decision; ``git_repo`` and ``gitlab_api`` are the adapters;

@@ -64,7 +64,7 @@ class Liveness:
         retained one dated more than a timeout before its arrival is ignored: the node is not
         alive, but how long it has been silent is only its clock's word (a live node whose
         clock is behind looks the same), so it counts as never heard, offline a timeout after
-        we started listening (issue 14 case 7: no replica moves on a node's clock's word),
+        we started listening (fault case 7: no replica moves on a node's clock's word),
         and it is :meth:`unconfirmed` until a live one comes or 1.5 ``interval_s`` + 1 s pass."""
         if is_retained and received_at - ts > self.timeout_s:
             with self._lock:

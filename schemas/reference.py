@@ -2,9 +2,10 @@
 
 Walks each config file's schema (following ``$ref`` into ``common.schema.json``) and emits,
 per file kind, its place in the layout and one row per field: dotted path, type, required
-or default, what is allowed, and the schema's ``description``. The README's block between
-BEGIN and END is this output; a unit test regenerates it. Pure: it reads only the bundled
-schemas (the ``--write`` entry point below is the one place that touches a file).
+or default, what is allowed, and the schema's ``description``. The block between BEGIN and
+END of docs/config/reference.md is this output: the docs site's build hook fills it in and a
+unit test compares the committed copy. Pure: it reads only the bundled schemas (the
+``--write`` entry point below is the one place that touches a file).
 """
 
 from __future__ import annotations
@@ -224,7 +225,7 @@ def markdown() -> str:
     out = []
     for kind in FILES:
         doc = schema(kind.schema)
-        out += [f"#### {kind.heading}: `{kind.path}`", "", str(doc.get("description", "")), ""]
+        out += [f"## {kind.heading}: `{kind.path}`", "", str(doc.get("description", "")), ""]
         out += ["| field | type | required / default | allowed | meaning |", "|---|---|---|---|---|"]
         for r in rows(kind.schema):
             cells = [f"`{r.path}`", r.type, r.required, r.allowed, r.meaning]
@@ -243,7 +244,7 @@ def splice(text: str, block: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m schemas.reference", description=__doc__)
-    parser.add_argument("--write", metavar="README", help="replace the marked block in this file")
+    parser.add_argument("--write", metavar="PAGE", help="replace the marked block in this file")
     args = parser.parse_args(argv)
     if not args.write:
         sys.stdout.write(markdown())

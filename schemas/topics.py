@@ -1,4 +1,4 @@
-"""The MQTT topic layout (DESIGN §3), built and parsed in this one place.
+"""The MQTT topic layout (docs/architecture/topics.md), built and parsed in this one place.
 
 Every service builds topics with :class:`Topics` and parses incoming ones with
 :meth:`Topics.parse`; nobody formats a topic string by hand. A topic that does not fit

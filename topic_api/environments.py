@@ -2,7 +2,7 @@
 
 Built by :mod:`topic_api.app` from the desired plane's index: last sync (commit, valid or
 the errors with file:line), placement state and the deploy records config-sync keeps
-retained (ISSUE12 §1), and the staged rollouts (issue 15). Pure; a malformed payload
+retained, and the staged rollouts. Pure; a malformed payload
 shows as null fields, never an error.
 """
 
@@ -37,7 +37,7 @@ def _commit(sync: Mapping[str, Any]) -> str | None:
 
 
 def environment_view(name: str, env: EnvTopics, *, with_services: bool = False) -> dict[str, Any]:
-    """The Env of ISSUE12 §4 (plus ``services`` for the one-environment view)."""
+    """The Env of docs/api.md (plus ``services`` for the one-environment view)."""
     sync = _obj(env.sync)
     ok = sync.get("ok")
     errors = sync.get("errors")

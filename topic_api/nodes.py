@@ -93,7 +93,7 @@ def node_summary(
     items: list[dict[str, Any]] | None = None,
     recent_exit_s: float = DEFAULT_WINDOW_S,
 ) -> dict[str, Any]:
-    """The NodeSummary of ISSUE12 §4 (``items``: :func:`items_of`, computed when not given)."""
+    """The NodeSummary of docs/api.md (``items``: :func:`items_of`, computed when not given)."""
     status = actual.status if actual else None
     verdict = judge_node(
         status if isinstance(status, Mapping) else None,

@@ -28,7 +28,7 @@ HISTORY_S = 600.0  # heartbeats kept per node for the dashboard's charts
 class ApiSettings:
     mirror_dir: Path
     token: str | None = field(default=None, repr=False)
-    read_token_required: bool = False  # reads need the token too (see README "Topic API")
+    read_token_required: bool = False  # reads need the token too (see docs/api.md)
     listen: str = DEFAULT_LISTEN
     topic_prefix: str = "phrame"
     write_prefixes: tuple[str, ...] = ()  # empty: ``<prefix>/kv/`` only

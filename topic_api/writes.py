@@ -40,7 +40,7 @@ def is_under(topic: str, prefixes: tuple[str, ...]) -> bool:
 
 
 def schema_for(topic: str, prefix: str) -> str | None:
-    """The schema of a topic of the layout (DESIGN §3), None for any other topic."""
+    """The schema of a topic of the layout (docs/architecture/topics.md), None for any other topic."""
     try:
         return Topics(prefix).parse(topic).schema_name
     except (ValueError, KeyError):

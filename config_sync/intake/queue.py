@@ -2,7 +2,7 @@
 
 The app only calls :meth:`Worker.trigger` and returns. A worker runs one job at a time;
 any number of triggers for a key while a job runs leaves exactly one more run of that
-key, which re-reads the current head (level-triggered, DESIGN §5); ``debounce_s`` holds
+key, which re-reads the current head (level-triggered, docs/architecture/contracts.md); ``debounce_s`` holds
 a new trigger that long so a burst coalesces even before the first run; ``max_pending``
 bounds the distinct keys waiting (a new key beyond it is refused, a pending one still
 takes its latest job). A job failing with one of the ``transient`` errors is run again

@@ -1,4 +1,4 @@
-"""Reading GitLab webhook deliveries and deciding what each one asks for (DESIGN §5, §7).
+"""Reading GitLab webhook deliveries and deciding what each one asks for (docs/services/config-sync.md).
 
 Pure: the app hands in headers and the raw body; this module checks the token, derives
 the delivery key and routes the event to a sync of a tracked ref (a branch's Push Hook,

@@ -66,7 +66,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="retained-message store; '' turns persistence off")  # fmt: skip
     parser.add_argument("--require-certificate", action="store_true",
                         help="clients must present a certificate signed by ca.crt")  # fmt: skip
-    bridged = parser.add_argument_group("bridged brokers (README: Bridged brokers)")
+    bridged = parser.add_argument_group("bridged brokers (docs/operations/broker.md)")
     bridged.add_argument("--role", choices=("hub", "site"), default="hub",
                          help="hub: the broker of the services (default); site: a broker of "
                               "one site's agents, bridged to the hub")  # fmt: skip

@@ -1,4 +1,4 @@
-"""``phrame config-sync``: run the config-sync service (settings from ``PHRAME_*``, DESIGN §6).
+"""``phrame config-sync``: run the config-sync service (settings from ``PHRAME_*``).
 
 Same as ``python -m config_sync``; ``--listen`` overrides ``PHRAME_LISTEN``. It refuses to
 start without a webhook secret (unless explicitly insecure) and serves through

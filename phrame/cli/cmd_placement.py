@@ -1,4 +1,4 @@
-"""``phrame placement [--once]``: the placement reconciler (DESIGN §1, issue 6).
+"""``phrame placement [--once]``: the placement reconciler.
 
 Without ``--once`` it runs the loop until SIGTERM/SIGINT: liveness from the actual plane,
 a pass every ``PHRAME_PLACEMENT_INTERVAL_S``, ``node.json`` committed when the decision

@@ -1,4 +1,4 @@
-"""Docker Compose import and export (ISSUE12 §3): pure functions, no broker, no Docker.
+"""Docker Compose import and export (docs/services/compose.md): pure functions, no broker, no Docker.
 
 ``export_node`` turns one node's desired-plane payloads into a docker-compose.yml;
 ``import_compose`` turns a compose file into phrame-config files. Called by the

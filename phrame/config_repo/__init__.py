@@ -1,4 +1,4 @@
-"""Reading, validating and rendering a phrame-config repository (DESIGN §2).
+"""Reading, validating and rendering a phrame-config repository (docs/config/format.md).
 
 Used by the ``phrame`` command, config-sync and placement. Pure library: it raises or
 returns problems, it never publishes, logs or touches Docker.

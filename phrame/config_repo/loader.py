@@ -1,4 +1,4 @@
-"""Sorting a source's files into the repository layout of DESIGN §2.
+"""Sorting a source's files into the repository layout (docs/config/format.md).
 
 Every file under a known folder must be one the layout names; anything else is reported
 (``unknown-file``, which includes a symlink or device where a file belongs: never followed),

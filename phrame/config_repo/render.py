@@ -1,4 +1,4 @@
-"""Rendering a valid repository into each node's desired state (DESIGN §3).
+"""Rendering a valid repository into each node's desired state (docs/architecture/topics.md).
 
 Pure: (repo, commit) → per-node items and manifests, and the declared services. The
 ``digest`` covers the spec alone; ``commit`` and ``generation`` come from

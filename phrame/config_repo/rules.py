@@ -1,4 +1,4 @@
-"""Semantic rules that span files (DESIGN §2), run after the schemas.
+"""Semantic rules that span files (docs/cli.md, phrame validate), run after the schemas.
 
 Each rule reads only the parts of a document that passed the schema (``is_sound``), so it
 can trust their shape while a typo elsewhere in the same file is reported beside it; names

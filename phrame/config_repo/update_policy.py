@@ -23,7 +23,7 @@ DEFAULT_HEALTHY_DEADLINE_S = 300.0
 
 @dataclass(frozen=True)
 class UpdatePolicy:
-    """How a change reaches a service's replicas (README: Staged rollouts)."""
+    """How a change reaches a service's replicas (docs/config/format.md: Staged rollouts)."""
 
     max_parallel: int | None = None  # None: every replica in one wave
     canary: int = 0

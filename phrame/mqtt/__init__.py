@@ -1,4 +1,4 @@
-"""The shared MQTT client of every Phrame service (DESIGN §1): one paho client behind a small API.
+"""The shared MQTT client of every Phrame service: one paho client behind a small API.
 
 ``MqttSettings.from_env(plane)`` reads the ``PHRAME_*`` settings; ``MqttClient`` connects
 over ``mqtt://``, ``mqtts://``, ``ws://`` or ``wss://`` with a password or OAuth2 tokens,

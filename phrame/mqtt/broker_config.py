@@ -3,7 +3,7 @@
 ``phrame broker-config`` (which reads the inventory) and the tests call
 :func:`write_broker_config`. Each node agent ``node-<node>`` may read only its own desired
 and command topics and write only its own actual topics; service accounts get one plane
-each as DESIGN §3 says. Pure text
+each as the topic layout (docs/architecture/topics.md) says. Pure text
 generation apart from writing the two files; no secrets here.
 """
 

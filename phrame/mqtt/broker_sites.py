@@ -102,7 +102,7 @@ def hub_address(url: str) -> tuple[str, bool]:
 
 
 def bridge_block(bridge: BridgeOptions, nodes: list[str], options: BrokerOptions) -> list[str]:
-    """The mosquitto ``connection`` block of a site broker (see the README, Bridged brokers)."""
+    """The mosquitto ``connection`` block of a site broker (docs/operations/broker.md, Bridged brokers)."""
     if "\n" in bridge.password or not bridge.password:
         raise SettingsError("the hub password file must hold one non-empty line")
     address, tls = hub_address(bridge.hub_url)

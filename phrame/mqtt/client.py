@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 class MqttClient:
-    """One broker connection. See ``docs``/README for the settings it reads."""
+    """One broker connection. See docs/operations/settings.md for the settings it reads."""
 
     def __init__(
         self,

@@ -2,7 +2,7 @@
 
 ``phrame validate``'s library entry point (``load_directory`` + ``validate``) returns
 problems or valid and never raises; each problem names a file, a line and column from 1,
-a rule the README documents, and encodes as UTF-8 JSON (config-sync publishes it). What
+a rule docs/cli.md documents, and encodes as UTF-8 JSON (config-sync publishes it). What
 validates renders to canonical JSON. Placement's reading of the same repository (what its
 reconciler calls before deciding) raises nothing but ``PlacementError``.
 """
@@ -24,12 +24,12 @@ from placement.errors import PlacementError
 from placement.reconcile import unreadable_inputs
 from schemas import canonical_json
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CLI_PAGE = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 
 def documented_rules() -> frozenset[str]:
-    """The rule names of the README's table under ``phrame validate`` (the contract)."""
-    text = README.read_text("utf-8")
+    """The rule names of the docs' table under ``phrame validate`` (the contract)."""
+    text = CLI_PAGE.read_text("utf-8")
     table = text.split("| rule | what it refuses |", 1)[1].split("\n\n", 1)[0]
     rows = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
     return frozenset(name for row in rows for name in re.findall(r"`([a-z-]+)`", row))

@@ -1,4 +1,4 @@
-"""The fuzz suite: hostile input against every reader of outside data (issue 10).
+"""The fuzz suite: hostile input against every reader of outside data.
 
 One file per entry point, all under the budget of :mod:`tests.fuzz.profile`
 (``FUZZ_EXAMPLES``, ``FUZZ_DEADLINE_MS``): config files through validation and placement's

@@ -1,4 +1,4 @@
-"""The one budget every fuzz test runs under (issue 10, "keep it closed").
+"""The one budget every fuzz test runs under ("keep it closed").
 
 Each hypothesis test in ``tests/fuzz`` takes its settings from :func:`fuzz`, so one
 environment variable scales the whole suite: ``FUZZ_EXAMPLES`` (examples per test, a

@@ -1,4 +1,4 @@
-"""Fuzzing what a commit can write into a config file (issue 10, "keep it closed"): any key,
+"""Fuzzing what a commit can write into a config file ("keep it closed"): any key,
 any scalar the YAML resolver or a tag turns into something, any character as an escape, and
 the same in ``node.json``, inside an otherwise sound service. Validation must never raise,
 every problem must print and encode (config-sync publishes them), whatever validates must

@@ -241,7 +241,7 @@ def test_credentials_are_not_sent_to_another_registry(env: Env, registry):
 
 
 def test_two_nodes_on_one_daemon_share_a_network_name(env: Env):
-    """DESIGN §8 runs several agents on one daemon: `<env>.<net>` is one network for all."""
+    """Tests run several agents on one daemon: `<env>.<net>` is one network for all."""
     net = env.network("shared")
     node_b = env.node + "-b"
     web = env.container("web", networks=[net["name"]])

@@ -1,4 +1,4 @@
-"""Docker events through the agent loop: a killed container is back at once (issue 9 item 2).
+"""Docker events through the agent loop: a killed container is back at once.
 
 Two ``phrame node-agent`` processes share the one daemon with a 30 s resync, so only the
 ``die`` event can bring the container back in time; the other node's container is never

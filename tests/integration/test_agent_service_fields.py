@@ -1,4 +1,4 @@
-"""The compose fields of a container service on the real Docker daemon (issue 12): the
+"""The compose fields of a container service on the real Docker daemon: the
 agent creates the container with them, and a stop honours ``stop_signal`` and
 ``stop_grace_period`` instead of the agent's 10 s default (``PHRAME_STOP_TIMEOUT_S``)."""
 

@@ -1,6 +1,6 @@
 """Several nodes' agents on one Docker daemon (the dev stack, these tests), real dockerd.
 
-Issue 9's first-run defects: racing network creation, a network another node still uses,
+First-run defects: racing network creation, a network another node still uses,
 a replica moved off a dead node. Each test runs two nodes (``env.node`` and ``<node>-b``)
 through a :class:`RecordingPort` and asserts that neither ever acted on the other's objects.
 """
@@ -63,8 +63,8 @@ def first_pass(
 
 
 def test_racing_first_passes_converge_on_one_network(env: AgentEnv):
-    """Two nodes' first passes at the same instant, each creating ``<env>.<net>`` (issue 9
-    item 1): one network remains and both containers run on it, within three more passes
+    """Two nodes' first passes at the same instant, each creating ``<env>.<net>`` (the first run's
+    race): one network remains and both containers run on it, within three more passes
     (the follow-up passes the loop runs), never forever."""
     for round_ in range(3):
         ra, rb, pa, pb = two_nodes(env)
@@ -135,7 +135,7 @@ def test_a_dead_nodes_duplicate_is_reported_and_never_removed(env: AgentEnv):
 
 
 def test_a_network_another_node_uses_is_left_and_the_node_converges(env: AgentEnv):
-    """Issue 9 item 3: node a created the network, node b's container runs on it, node a's
+    """Node a created the network, node b's container runs on it, node a's
     new manifest drops it. Node a leaves it (converged, no retries), and removes it once free."""
     ra, rb, pa, pb = two_nodes(env)
     net = env.network("shared")
@@ -160,7 +160,7 @@ def test_a_network_another_node_uses_is_left_and_the_node_converges(env: AgentEn
 
 
 def test_a_replica_moved_off_a_dead_node_starts_on_its_new_node(env: AgentEnv):
-    """Issue 9 item 4: with PHRAME_SHARED_DAEMON each node's container has its own name, so
+    """With PHRAME_SHARED_DAEMON each node's container has its own name, so
     the replica placement moved to node b starts while dead node a's container still exists."""
     ra, rb, pa, pb = two_nodes(env, shared_daemon=True)
     web = env.container("web", 1)

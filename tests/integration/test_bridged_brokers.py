@@ -1,4 +1,4 @@
-"""A hub broker and a site broker bridged as ``phrame broker-config`` generates them (issue 13).
+"""A hub broker and a site broker bridged as ``phrame broker-config`` generates them.
 
 Two real mosquitto processes with TLS and password auth; ``phrame config-sync`` and
 ``phrame placement`` on the hub against a real bare repo; a real ``phrame node-agent`` on

@@ -1,4 +1,4 @@
-"""The generated broker configuration enforced by a real mosquitto (DESIGN §8, issue 3).
+"""The generated broker configuration enforced by a real mosquitto (docs/operations/broker.md).
 
 mosquitto runs exactly the ``mosquitto.conf`` and ACL that ``phrame broker-config``
 writes for the sample inventory, with test certificates and a password file: TLS and
@@ -229,7 +229,7 @@ def test_config_sync_reads_node_statuses_for_its_deploy_status(broker: SecureBro
         assert "phrame/actual/nodes/edge-01/containers/studio-a.mixer.0" not in inbox.topics
 
 
-# -- client ids are tied to user names (issue 10 item 6)
+# -- client ids are tied to user names
 
 
 def agent_for(broker: SecureBroker, node: str, tmp_path: Path) -> Agent:

@@ -5,7 +5,7 @@
 config exactly as ``phrame broker-config`` writes it (TLS listeners, throw-away
 certificates), a local bare repository, ``--profile agent``. A push plus a GitLab-shaped webhook must end with the agent's
 container running the busybox service with the commit's labels and the node's status on
-the broker saying converged at that commit. README "Production: the compose stack" lists
+the broker saying converged at that commit. docs/operations/compose-stack.md lists
 what this proves and what it does not.
 """
 
@@ -202,7 +202,7 @@ def check_topic_api(stack: ComposeStack, commit: str) -> None:
 def test_the_agent_systemd_unit_verifies(tmp_path: Path) -> None:
     """``systemd-analyze verify`` accepts the unit; only ExecStart points at a stand-in binary.
 
-    Static only: no systemd runs as PID 1 here, so the unit is never started (README).
+    Static only: no systemd runs as PID 1 here, so the unit is never started (docs/operations/compose-stack.md).
     """
     analyze = require_binary("systemd-analyze", "systemd")
     stand_in = tmp_path / "phrame"

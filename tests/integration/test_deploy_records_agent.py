@@ -1,4 +1,4 @@
-"""The whole loop for the ``deploys`` topic (issue 12): a git push, config-sync, a real
+"""The whole loop for the ``deploys`` topic: a git push, config-sync, a real
 ``phrame node-agent`` on the real daemon. The record converges when the agent applied the
 commit; the update of a container that ignores SIGTERM takes its ``stop_grace_period``
 (1 s), not the agent's 10 s; a commit the agent cannot apply fails, naming the node."""

@@ -1,4 +1,4 @@
-"""Every service's metrics after real activity (issue 14): a git push synced by config-sync
+"""Every service's metrics after real activity: a git push synced by config-sync
 (served by uvicorn), applied by a real ``phrame node-agent`` on the real daemon, placement
 and a mirror and the topic API as processes, one mosquitto. Each ``/metrics`` is scraped over HTTP and the
 counters are seen to move; every metric the Grafana dashboard and the alert rules name is

@@ -48,7 +48,7 @@ def snapshot_has(path: Path, topics: dict) -> bool:
 @pytest.fixture
 def deep_broker() -> Iterator[Mosquitto]:
     """mosquitto queueing a whole burst per client: its default (1,000 queued, 20 in flight)
-    drops what the mirror's connection has not drained yet (README "Mirror")."""
+    drops what the mirror's connection has not drained yet (docs/services/mirror.md)."""
     broker = Mosquitto([BURST_QUEUE]).start()
     yield broker
     proc = broker.proc

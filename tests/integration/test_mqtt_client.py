@@ -275,7 +275,7 @@ def test_blocking_calls_from_a_callback_are_refused(broker: Mosquitto, clients: 
 def test_a_broker_shutdown_is_logged_as_one_clear_sentence(
     broker: Mosquitto, clients: list, protocol: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Issue 9 item 7d: a clean mosquitto shutdown read "Unspecified error" (paho's name for
+    """A clean mosquitto shutdown read "Unspecified error" (paho's name for
     a connection closed without a DISCONNECT packet)."""
     c = connect(clients, settings(broker.url, protocol=protocol), "bystander")
     with caplog.at_level(logging.INFO, logger="phrame.mqtt"):

@@ -431,7 +431,7 @@ def test_a_service_file_turned_into_a_symlink_decides_nothing(tmp_path: Path, re
 def test_an_invalid_head_is_logged_once_and_its_recovery_once(
     tmp_path: Path, remote: ConfigRemote, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Issue 9 item 7b: a pass every 10 s must not repeat the same complaint every 10 s."""
+    """A pass every 10 s must not repeat the same complaint every 10 s."""
     clock = Clock()
     rec = make(tmp_path, remote, clock)
     rec.run_pass()

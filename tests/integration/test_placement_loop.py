@@ -171,7 +171,7 @@ def test_offline_status_from_a_will_counts_and_invalid_payloads_are_ignored(harn
 
 
 def test_the_state_is_republished_only_when_it_changes(harness: Harness) -> None:
-    """Issue 9 item 7c: a pass that decides the same (a node offline and its move pending,
+    """A pass that decides the same (a node offline and its move pending,
     or nothing at all) publishes nothing, although its figures in seconds moved on."""
     h = harness
     topic = TOPICS.env_placement("studio-a")

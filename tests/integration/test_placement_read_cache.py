@@ -1,4 +1,4 @@
-"""A placement pass parses only the files that changed since the last pass (issue 13).
+"""A placement pass parses only the files that changed since the last pass.
 
 Placement re-reads the tracked head every ``PHRAME_PLACEMENT_INTERVAL_S`` (10 s). At 1,000
 nodes, parsing every file of the commit twice a pass (the default ref, then the tracked

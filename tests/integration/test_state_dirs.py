@@ -1,4 +1,4 @@
-"""State folders are private (issue 10 item 18): each service's folder under
+"""State folders are private: each service's folder under
 ``PHRAME_STATE_DIR`` is 0700 and what it writes there 0600, git's clone files included.
 
 Each service runs for real as a subprocess (config-sync and placement against a real bare

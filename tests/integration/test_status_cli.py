@@ -62,7 +62,7 @@ def test_status_reads_the_fleet_and_sets_the_exit_code(mosquitto: Mosquitto) -> 
 
 
 def test_status_shows_the_environment_commit_and_which_nodes_applied_it(mosquitto: Mosquitto) -> None:
-    """Issue 9 item 8, over a real broker: manifests (desired plane) against statuses."""
+    """Over a real broker: manifests (desired plane) against statuses."""
     old, new = "a" * 40, "b" * 40
     digest = "sha256:" + "0" * 64
 
@@ -98,7 +98,7 @@ def test_status_shows_the_environment_commit_and_which_nodes_applied_it(mosquitt
 
 
 def test_a_node_online_by_its_status_but_with_a_stale_heartbeat_shows_offline(mosquitto: Mosquitto) -> None:
-    """Issue 11: one node-health rule. The retained status says online, the retained
+    """One node-health rule. The retained status says online, the retained
     heartbeat is older than PHRAME_NODE_TIMEOUT_S: ``phrame status`` says offline and why."""
     client = MqttClient(MqttSettings(url=mosquitto.url), "test-status-writer")
     client.start(timeout=5)
@@ -127,7 +127,7 @@ def test_a_node_online_by_its_status_but_with_a_stale_heartbeat_shows_offline(mo
 def test_a_node_whose_clock_is_10_minutes_off_is_online_and_a_silent_one_goes_offline(
     mosquitto: Mosquitto,
 ) -> None:
-    """Issue 14 case 7: liveness on the reader's clock. Two nodes beat live every 0.5 s with
+    """Fault case 7: liveness on the reader's clock. Two nodes beat live every 0.5 s with
     ``ts`` 600 s behind and 600 s ahead of this host: both online, their offsets said. A third
     node went silent with a heartbeat dated 600 s ahead: offline once silent for longer than
     the timeout on this host's clock, never online by its own."""

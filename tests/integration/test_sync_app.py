@@ -222,7 +222,7 @@ def test_manual_sync_status_and_metrics(running: Running) -> None:
 
 
 def test_the_ready_gauge_is_read_at_scrape_time_not_set_by_is_ready(running: Running) -> None:
-    """Issue 11: ``is_ready()`` is a query with no side effect; the gauge asks it when the
+    """``is_ready()`` is a query with no side effect; the gauge asks it when the
     registry is rendered, whoever scrapes (nothing called ``is_ready`` here yet)."""
     assert b"phrame_config_sync_ready 1.0" in running.service.metrics.render()
 

@@ -122,7 +122,7 @@ def test_generations_stay_above_what_agents_applied_after_broker_and_service_res
 
 
 def test_a_commit_that_changes_no_node_is_deployed_at_once(tmp_path: Path, mosquitto: Mosquitto) -> None:
-    """Issue 9 item 8: a commit that changes nothing (no manifest published) got no
+    """A commit that changes nothing (no manifest published) got no
     phrame/deploy at all; it is a success at once, or, while the commit it builds on is
     still converging, it takes that deployment over."""
     remote = ConfigRemote(tmp_path)
@@ -162,7 +162,7 @@ def test_a_commit_that_changes_no_node_is_deployed_at_once(tmp_path: Path, mosqu
 def test_a_running_deploy_names_the_nodes_offline_by_their_heartbeat(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:
-    """Issue 11, over a real broker: every node's retained heartbeat is 90 s old before
+    """Over a real broker: every node's retained heartbeat is 90 s old before
     config-sync starts (PHRAME_NODE_TIMEOUT_S 20): the running deploy names each offline;
     a node that beats again is only waited for; the deploy timeout still decides."""
     remote = ConfigRemote(tmp_path)

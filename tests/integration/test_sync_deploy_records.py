@@ -1,4 +1,4 @@
-"""The ``deploys`` topic on a real broker with a real git remote (issue 12): a record per
+"""The ``deploys`` topic on a real broker with a real git remote: a record per
 published commit with author and message read from git, converged / failed / superseded
 as the agents' retained statuses say, at most 20, kept across a config-sync restart."""
 

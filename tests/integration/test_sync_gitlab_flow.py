@@ -112,7 +112,7 @@ def test_push_reports_validate_and_deploy_statuses(gitlab_running: tuple[Running
 def test_a_commit_that_changes_nothing_gets_deploy_success(
     gitlab_running: tuple[Running, CannedGitLab], mosquitto: Mosquitto
 ) -> None:
-    """Issue 9 item 8: no manifest published for any node, so nothing to wait for."""
+    """No manifest published for any node, so nothing to wait for."""
     running, gitlab = gitlab_running
     first = running.remote.work.head.commit.hexsha
     generations = running.service.syncer.last["main"].generations

@@ -275,7 +275,7 @@ def test_a_publish_refused_half_way_sends_no_manifest_and_the_next_pass_complete
 def test_an_idle_poll_logs_nothing_at_info_and_a_change_does(
     remote: ConfigRemote, service: ConfigSync, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Issue 9 item 7a: a poll that publishes nothing must not print a line every minute."""
+    """A poll that publishes nothing must not print a line every minute."""
     with caplog.at_level(logging.DEBUG):
         assert service.syncer.sync_ref("main").messages == []
     said = [r for r in caplog.records if r.name.startswith("config_sync") and r.levelno >= logging.INFO]
@@ -301,7 +301,7 @@ def test_an_idle_poll_logs_nothing_at_info_and_a_change_does(
 def test_hostile_commit_publishes_only_its_errors_and_the_next_one_deploys(
     remote: ConfigRemote, service: ConfigSync, mosquitto: Mosquitto, files: dict[str, str], rule: str
 ) -> None:
-    """Issue 10, items 4 and 5: such a commit used to raise out of the pass at every poll
+    """Such a commit used to raise out of the pass at every poll
     (no status, nothing published, the ref stuck on the old commit)."""
     egress = remote.work_path / "environments/studio-a/services/egress.yaml"
     node_json = remote.work_path / "environments/studio-a/node.json"

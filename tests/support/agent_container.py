@@ -50,7 +50,7 @@ def read_only_paths() -> list[tuple[str, str]]:
 
 
 def managed_labels(node: str, env: str, service: str, replica: int, test_label: str) -> dict[str, str]:
-    """The labels the agent puts on a container it manages (DESIGN §4), plus the test label."""
+    """The labels the agent puts on a container it manages (docs/architecture/contracts.md), and the test's."""
     return {
         "io.phrame.managed": "true",
         "io.phrame.node": node,

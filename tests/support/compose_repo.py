@@ -16,7 +16,7 @@ STUDIO = ROOT / "fixtures" / "phrame-config"
 
 
 def studio_topics() -> dict[str, Any]:
-    """The rendered topics of the studio fixture (README's examples)."""
+    """The rendered topics of the studio fixture (the examples of docs/config/format.md)."""
     repo, read = load_directory(STUDIO)
     assert not validate(repo, read)
     return render(repo).topics()

@@ -4,7 +4,7 @@
 shared daemon must never be (other sessions use it). It must never touch what the shared
 daemon owns: not its socket, data or exec root, containerd, ``docker0`` or iptables rules.
 Hence its own bridge interface (created here, addressed in a /24 no route uses) instead of
-``--bridge none``, with which dockerd deletes ``docker0`` at start (DESIGN §8 saw that break
+``--bridge none``, with which dockerd deletes ``docker0`` at start (seen to break
 the first daemon), and ``--iptables=false`` (dockerd would rewrite the shared DOCKER chains).
 It stops only its own pid; :meth:`PrivateDockerd.close` removes everything it made.
 """

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.mqtt
 T = Topics()
 NODES = ["ui-1", "ui-2"]
 XSS = '<img src=x onerror="window.__xss=1">'
-# the deploy records of ISSUE12 §1 (config-sync writes them; here the test does)
+# the deploy records (config-sync writes them; here the test does)
 DEPLOYS = {
     "environment": "demo",
     "deploys": [

@@ -1,6 +1,6 @@
 """The benchmark report (benchmarks/report.py, benchmarks/figures.py): benchmark JSON and FIGURES
 declarations → out/bench.json figures and the Markdown table; met and unmet targets, missing
-baselines, failed runs, the fault suite's file present or absent, the README block. No
+baselines, failed runs, the fault suite's file present or absent, the docs pages' blocks. No
 benchmark is run here (the slow ones take minutes); their declarations are read as text."""
 
 from __future__ import annotations
@@ -139,19 +139,21 @@ def test_faults_table_when_the_file_exists(tmp_path: Path) -> None:
         render(runs, faults)
 
 
-def test_readme_block_replaced_and_nothing_else(tmp_path: Path) -> None:
-    readme = f"# T\n\n## Performance\n\nprose above\n{BEGIN}\nold table\n{END}\nnotes below\n"
-    out = replace_block(readme, "| new | table |\n")
-    assert out == f"# T\n\n## Performance\n\nprose above\n{BEGIN}\n| new | table |\n{END}\nnotes below\n"
+def test_page_block_replaced_and_nothing_else(tmp_path: Path) -> None:
+    page = f"# Performance\n\nprose above\n{BEGIN}\nold table\n{END}\nnotes below\n"
+    out = replace_block(page, "| new | table |\n")
+    assert out == f"# Performance\n\nprose above\n{BEGIN}\n| new | table |\n{END}\nnotes below\n"
     assert replace_block(out, "| new | table |\n") == out  # idempotent
-    with pytest.raises(ValueError, match=r"README\.md: no <!-- bench:begin -->"):
+    with pytest.raises(ValueError, match=r"performance\.md: no <!-- bench:begin -->"):
         replace_block("# no block\n", "x")
 
 
-def test_cli_writes_json_md_and_readme(tmp_path: Path) -> None:
+def test_cli_writes_json_md_and_the_performance_page(tmp_path: Path) -> None:
     modules, runs_dir = write_run(tmp_path, {"toy_s": 1.0, "bare_s": 1.0, "target_ratio": 2.0})
-    out_json, out_md, readme = tmp_path / "bench.json", tmp_path / "bench.md", tmp_path / "README.md"
-    readme.write_text(f"a\n{BEGIN}\n{END}\nb\n")
+    out_json, out_md, docs = tmp_path / "bench.json", tmp_path / "bench.md", tmp_path / "docs"
+    docs.mkdir()
+    page = docs / "performance.md"
+    page.write_text(f"a\n{BEGIN}\n{END}\nb\n")
     import report
 
     report.HERE = modules  # the toy module stands where benchmarks/ would
@@ -162,38 +164,50 @@ def test_cli_writes_json_md_and_readme(tmp_path: Path) -> None:
         report.HERE = BENCHMARKS
     assert json.loads(out_json.read_text())["toy"]["figures"][0]["met"] is True
     none = str(tmp_path / "none.json")
-    assert main(["--md", str(out_md), "--faults", none, "--readme", str(readme)]) == 0
-    assert out_md.read_text() in readme.read_text() and readme.read_text().endswith(f"{END}\nb\n")
+    assert main(["--md", str(out_md), "--faults", none, "--docs", str(docs)]) == 0
+    assert out_md.read_text() in page.read_text() and page.read_text().endswith(f"{END}\nb\n")
+    assert not (docs / "faults.md").exists()  # no fault records: that page is not touched
 
 
-def test_readme_faults_block_from_the_fault_records_alone(tmp_path: Path) -> None:
-    """The fault suite run alone (no ``make bench``) still updates "What it survives", in case order."""
-    readme, faults = tmp_path / "README.md", tmp_path / "faults.json"
-    readme.write_text(f"a\n{BEGIN}\nbench\n{END}\nb\n{FAULTS_BEGIN}\nold\n{FAULTS_END}\nc\n")
+def test_faults_page_block_from_the_fault_records_alone(tmp_path: Path) -> None:
+    """The fault suite run alone (no ``make bench``) still updates the faults page, in case order."""
+    docs, faults = tmp_path / "docs", tmp_path / "faults.json"
+    docs.mkdir()
+    performance, page = docs / "performance.md", docs / "faults.md"
+    performance.write_text(f"a\n{BEGIN}\nbench\n{END}\nb\n")
+    page.write_text(f"a\n{FAULTS_BEGIN}\nold\n{FAULTS_END}\nc\n")
     faults.write_text(json.dumps([
         {"fault": "10 host reboot", "bound_s": 60, "recovery_s": 4.5, "containers_lost": 0},
         {"fault": "2 dockerd restarted", "bound_s": 30, "recovery_s": 3.0, "containers_lost": 0},
     ]))  # fmt: skip
-    argv = ["--md", str(tmp_path / "no-bench.md"), "--faults", str(faults), "--readme", str(readme)]
+    argv = ["--md", str(tmp_path / "no-bench.md"), "--faults", str(faults), "--docs", str(docs)]
     assert main(argv) == 0
-    text = readme.read_text()
-    assert f"{BEGIN}\nbench\n{END}" in text  # no bench run: its block untouched
-    block = text.split(FAULTS_BEGIN, 1)[1].split(FAULTS_END, 1)[0]
+    assert performance.read_text() == f"a\n{BEGIN}\nbench\n{END}\nb\n"  # no bench run: untouched
+    block = page.read_text().split(FAULTS_BEGIN, 1)[1].split(FAULTS_END, 1)[0]
     assert "old" not in block and block.index("2 dockerd") < block.index("10 host reboot")
-    readme.write_text("no markers\n")
+    page.write_text("no markers\n")
     assert main(argv) == 1  # says where the block is missing, writes nothing
-    assert readme.read_text() == "no markers\n"
+    assert page.read_text() == "no markers\n"
     assert (
-        main(["--md", str(tmp_path / "x.md"), "--faults", str(tmp_path / "y.json"), "--readme", str(readme)])
-        == 1
+        main(["--md", str(tmp_path / "x.md"), "--faults", str(tmp_path / "y.json"), "--docs", str(docs)]) == 1
     )
 
 
-def test_readme_survives_section_holds_the_one_faults_block() -> None:
-    readme = (BENCHMARKS.parent / "README.md").read_text()
-    assert readme.count(FAULTS_BEGIN) == 1 and readme.count(FAULTS_END) == 1
-    section = readme.split("\n## What it survives\n", 1)[1].split("\n## ", 1)[0]
-    assert FAULTS_BEGIN in section and FAULTS_END in section
+def test_a_missing_block_writes_no_page(tmp_path: Path) -> None:
+    """Both sources there, the faults page without its block: neither page is written."""
+    docs, md, faults = tmp_path / "docs", tmp_path / "bench.md", tmp_path / "faults.json"
+    docs.mkdir()
+    (docs / "performance.md").write_text(f"{BEGIN}\nold\n{END}\n")
+    (docs / "faults.md").write_text("no markers\n")
+    md.write_text("| new |\n")
+    faults.write_text(json.dumps([{"fault": "1 x", "bound_s": 1, "recovery_s": 0.5, "containers_lost": 0}]))
+    assert main(["--md", str(md), "--faults", str(faults), "--docs", str(docs)]) == 1
+    assert (docs / "performance.md").read_text() == f"{BEGIN}\nold\n{END}\n"
+
+
+def test_faults_page_holds_the_one_faults_block() -> None:
+    page = (BENCHMARKS.parent / "docs" / "faults.md").read_text()
+    assert page.count(FAULTS_BEGIN) == 1 and page.count(FAULTS_END) == 1
 
 
 def benchmark_modules() -> list[Path]:
@@ -231,8 +245,7 @@ def test_every_benchmark_declares_figures_baseline_and_target(module: Path) -> N
                 )
 
 
-def test_readme_performance_section_holds_the_one_bench_block() -> None:
-    readme = (BENCHMARKS.parent / "README.md").read_text()
-    assert readme.count(BEGIN) == 1 and readme.count(END) == 1
-    section = readme.split("\n## Performance\n", 1)[1].split("\n## ", 1)[0]
-    assert section.index(BEGIN) < section.index(END)
+def test_performance_page_holds_the_one_bench_block() -> None:
+    page = (BENCHMARKS.parent / "docs" / "performance.md").read_text()
+    assert page.count(BEGIN) == 1 and page.count(END) == 1
+    assert page.index(BEGIN) < page.index(END)

@@ -1,4 +1,4 @@
-"""The service fields of ISSUE12 §2 (stop signal and grace, user, working dir, host name,
+"""The container service fields (stop signal and grace, user, working dir, host name,
 extra hosts, ulimits, logging) carried both ways between compose and phrame."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The deployment history, purely (issue 12): a new record supersedes the pending ones,
+"""The deployment history, purely: a new record supersedes the pending ones,
 at most 20 are kept, a pending record converges when its nodes applied their generation
 and fails at its deadline naming the node; payloads fit the ``deploys`` schema."""
 

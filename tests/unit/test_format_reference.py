@@ -1,6 +1,6 @@
-"""The README's config repo format reference cannot drift from the JSON Schemas: its field
+"""The docs' config repo field reference cannot drift from the JSON Schemas: its field
 tables are regenerated and compared, every schema property must carry a description, and
-every example file in the section must validate as part of one repository."""
+every example file of the format page must validate as part of one repository."""
 
 from __future__ import annotations
 
@@ -16,16 +16,17 @@ from phrame.config_repo import load_directory, validate
 from schemas import reference
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+FORMAT_PAGE = DOCS / "config" / "format.md"
+REFERENCE_PAGE = DOCS / "config" / "reference.md"
 CONFIG_SCHEMAS = ("common", *(kind.schema for kind in reference.FILES))
-REGENERATE = "run `./.venv/bin/python -m schemas.reference --write README.md` and commit the result"
+REGENERATE = (
+    "run `./.venv/bin/python -m schemas.reference --write docs/config/reference.md` and commit the result"
+)
 
 
 def _section() -> str:
-    text = README.read_text("utf-8")
-    start = text.index("\n## The config repo format\n")
-    end = text.index("\n## ", start + 1)
-    return text[start:end]
+    return FORMAT_PAGE.read_text("utf-8")
 
 
 def _properties(node: Any, where: str) -> Iterator[tuple[str, Any]]:
@@ -48,15 +49,14 @@ def test_every_config_property_has_a_description() -> None:
     assert not missing, "add a one-line 'description' to: " + ", ".join(missing)
 
 
-def test_readme_tables_match_the_schemas() -> None:
-    text = README.read_text("utf-8")
+def test_reference_page_tables_match_the_schemas() -> None:
+    text = REFERENCE_PAGE.read_text("utf-8")
     assert reference.BEGIN in text and reference.END in text, (
-        f"README.md has no reference block: {REGENERATE}"
+        f"docs/config/reference.md has no reference block: {REGENERATE}"
     )
     assert reference.splice(text, reference.markdown()) == text, (
-        f"README.md's field tables are stale: {REGENERATE}"
+        f"docs/config/reference.md's field tables are stale: {REGENERATE}"
     )
-    assert reference.BEGIN in _section(), "the reference block belongs in '## The config repo format'"
 
 
 def test_every_property_has_a_row() -> None:
@@ -94,11 +94,11 @@ _EXAMPLE = re.compile(r"^```yaml\n# file: (\S+)\n(.*?)^```$", re.S | re.M)
 _JSON_EXAMPLE = re.compile(r"^```json\n(\{\n  \"schema\": \"phrame\.placement/v1\".*?)^```$", re.S | re.M)
 
 
-def test_readme_examples_validate(tmp_path: Path) -> None:
+def test_format_page_examples_validate(tmp_path: Path) -> None:
     section = _section()
     files = {path: body for path, body in _EXAMPLE.findall(section)}
     placement = _JSON_EXAMPLE.findall(section)
-    assert len(placement) == 1, "one node.json example in the section"
+    assert len(placement) == 1, "one node.json example on the page"
     env = json.loads(placement[0])["environment"]
     files[f"environments/{env}/node.json"] = placement[0]
     kinds = {p.split("/")[0] if p.startswith("nodes/") else p.split("/")[-2] for p in files}
@@ -137,13 +137,14 @@ def test_pattern_errors_quote_the_description(tmp_path: Path) -> None:
     )
 
 
-def test_fixture_readmes_point_at_readme_sections() -> None:
-    """They once pointed at a DESIGN.md that is not in the project."""
-    headings = set(re.findall(r"^#+ (.+)$", README.read_text("utf-8"), re.M))
+def test_fixture_readmes_point_at_pages_of_the_docs() -> None:
+    """They once pointed at a DESIGN.md that is not in the project; now at the docs' pages."""
     for doc in sorted((ROOT / "fixtures").rglob("README.md")):
         text = doc.read_text("utf-8")
         assert "DESIGN.md" not in text, (
             f"{doc.relative_to(ROOT)} names DESIGN.md, which is not in the project"
         )
-        for section in re.findall(r'section "([^"]+)"', text):
-            assert section in headings, f"{doc.relative_to(ROOT)}: README.md has no section {section!r}"
+        for page, section in re.findall(r'(docs/[\w/.-]+\.md), section "([^"]+)"', text):
+            headings = set(re.findall(r"^#+ (.+)$", (ROOT / page).read_text("utf-8"), re.M))
+            assert section in headings, f"{doc.relative_to(ROOT)}: {page} has no section {section!r}"
+        assert 'README, section "' not in text, f"{doc.relative_to(ROOT)}: name a page of docs/ instead"

@@ -96,7 +96,7 @@ def test_sample_example_in_compose_is_current() -> None:
 
 
 def test_every_listener_ties_the_client_id_to_the_user_name() -> None:
-    """Issue 10 item 6: a node's password must not take over another account's client id."""
+    """A node's password must not take over another account's client id."""
     conf = mosquitto_conf(BrokerOptions(plain_port=1883))
     listeners = conf.split("\nlistener ")[1:]
     assert len(listeners) == 3

@@ -28,7 +28,7 @@ def test_live_heartbeat_counts_from_arrival_so_node_clock_skew_does_not_matter()
 
 
 def test_a_retained_heartbeat_dated_past_the_timeout_is_not_alive_but_not_long_offline() -> None:
-    """Issue 14 case 7: a stale-looking retained copy is a dead node's or a live node's whose
+    """Fault case 7: a stale-looking retained copy is a dead node's or a live node's whose
     clock is behind: not alive (nothing new goes there), offline only a timeout after we
     started listening, as a node never heard, so a (re)started placement never moves the
     replicas of a node 10 minutes behind on its clock's word."""

@@ -1,5 +1,5 @@
-"""``env: {X: {file: NAME}}`` names a file of the node's ``PHRAME_SECRETS_DIR`` (issue 10,
-item 7): validate cannot know each node's folder, so the contract is a relative name with no
+"""``env: {X: {file: NAME}}`` names a file of the node's ``PHRAME_SECRETS_DIR``:
+validate cannot know each node's folder, so the contract is a relative name with no
 ``..``; an absolute path is a ``schema`` problem at the value that says what to write."""
 
 from __future__ import annotations

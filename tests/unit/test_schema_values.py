@@ -1,4 +1,4 @@
-"""Values the schema used to accept but that cannot work (issue 10, item 16): subnets that
+"""Values the schema used to accept but that cannot work: subnets that
 are no network, durations of 10^23 hours, tracked refs git would refuse or read as an option,
 images that look like a command-line flag, health check retries past any integer Docker
 takes. Each is a ``schema`` problem at the value; what works still validates."""

@@ -1,4 +1,4 @@
-"""The compose fields of a container service (issue 12): stop_signal, stop_grace_period,
+"""The compose fields of a container service: stop_signal, stop_grace_period,
 user, working_dir, hostname, extra_hosts, ulimits, logging. Bad values are ``schema``
 problems at the value (file:line:col); render writes them only when set, so a repository
 that sets none renders byte for byte as before they existed (no redeploy on upgrade)."""

@@ -1,4 +1,4 @@
-"""``phrame status``'s liveness rule on the reader's clock (issue 14 case 7): pure, no broker."""
+"""``phrame status``'s liveness rule on the reader's clock (fault case 7): pure, no broker."""
 
 from __future__ import annotations
 

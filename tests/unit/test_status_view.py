@@ -89,7 +89,7 @@ def two_nodes_one_commit() -> dict[str, bytes]:
 
 
 def test_the_environment_shows_its_commit_and_each_node_whether_it_applied_it() -> None:
-    """Issue 9 item 8: a node whose items a commit did not touch keeps an older manifest
+    """A node whose items a commit did not touch keeps an older manifest
     commit but is up to date; one converged on an older generation has not applied it."""
     s = summarize(two_nodes_one_commit(), NOW, T)
     rows = {n.node: n for n in s.nodes}
@@ -114,7 +114,7 @@ def test_the_environment_shows_its_commit_and_each_node_whether_it_applied_it() 
 
 
 def test_a_stale_heartbeat_makes_a_node_offline_whatever_its_status_says() -> None:
-    """Issue 11: the shared rule. Status online, heartbeat older than the timeout: offline."""
+    """The shared rule. Status online, heartbeat older than the timeout: offline."""
     topics = healthy()
     topics[T.heartbeat("edge-01")] = beat(NOW - 45)
     s = summarize(topics, NOW, T, timeout_s=20)

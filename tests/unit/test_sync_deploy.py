@@ -229,7 +229,7 @@ class Recording(LocalReporter):
 
 
 def test_a_deploy_waiting_on_an_offline_node_says_so_and_still_times_out() -> None:
-    """Issue 11: the shared node-health rule. edge-02's heartbeat stops: the running
+    """The shared node-health rule. edge-02's heartbeat stops: the running
     description names it offline (reported once per change, not every tick); it is back
     when it beats again; the deploy timeout still decides the failure."""
     reporter, clock = Recording(), Clock()

@@ -108,7 +108,7 @@ def test_token_check() -> None:
     assert is_token_valid("s3cret", "s3cret")
     assert not is_token_valid("s3cret", "s3cret ")
     assert not is_token_valid("s3cret", None)
-    assert not is_token_valid(None, None)  # no secret never means "no token needed" (issue 10, item 11)
+    assert not is_token_valid(None, None)  # no secret never means "no token needed"
     assert not is_token_valid("", "")
 
 

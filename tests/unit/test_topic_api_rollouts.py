@@ -1,4 +1,4 @@
-"""The topic API's environment view carries each service's staged rollout (issue 15)."""
+"""The topic API's environment view carries each service's staged rollout."""
 
 from __future__ import annotations
 

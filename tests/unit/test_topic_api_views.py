@@ -159,7 +159,7 @@ def test_environment_view() -> None:
 
 
 def test_history_of_a_node_whose_clock_is_ten_minutes_off_is_kept_by_receipt_time() -> None:
-    """Issue 14 case 7: the chart of a node 10 minutes behind (or ahead) is neither empty nor
+    """Fault case 7: the chart of a node 10 minutes behind (or ahead) is neither empty nor
     kept forever: entries age by when this API received them, on its own clock."""
     for skew in (-700.0, 700.0):
         state = ApiState("phrame", history_s=600.0)

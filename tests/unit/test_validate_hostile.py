@@ -34,7 +34,7 @@ def placement(**assignments: object) -> str:
     return json.dumps(doc)
 
 
-# -- integers past Python's int/str conversion limit (issue 10, item 4) ---------------------
+# -- integers past Python's int/str conversion limit ---------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Large legal-looking files (issue 10, item 15): a list or map of a million bytes, a flood of
+"""Large legal-looking files: a list or map of a million bytes, a flood of
 aliases, a long ``depends_on`` chain, and a rendering no agent would accept. Each completes
 and reports (or renders) correctly; how fast is measured by ``benchmarks/validate_hostile.py``,
 not here (``problems_of`` only guards against a hang)."""

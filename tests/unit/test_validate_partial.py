@@ -1,5 +1,5 @@
 """A file with a schema error still has its well-formed parts checked by the semantic
-rules (issue 9, item 6): every problem in one run, no crash and no cascade from the
+rules: every problem in one run, no crash and no cascade from the
 malformed parts. ``fixtures/mixed-problems/expected.txt`` holds the exact output."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The response shapes of the OpenAPI document (``components.schemas``), as data.
 
 Used by :mod:`topic_api.openapi.document` only. They describe what :mod:`topic_api.nodes`,
-:mod:`topic_api.drift` and :mod:`topic_api.environments` return (ISSUE12 §4); a test
+:mod:`topic_api.drift` and :mod:`topic_api.environments` return (docs/api.md); a test
 validates live answers against them (schemathesis), so they must stay exact.
 """
 

@@ -12,7 +12,7 @@ from ruamel.yaml.comments import CommentedMap
 from phrame.compose.interpolation import escape
 from phrame.compose.yaml_writing import quoted
 
-# Fields of ISSUE12 §2 that compose spells the same way and takes in the same shape.
+# Container fields that compose spells the same way and takes in the same shape.
 PASSTHROUGH = ("stop_signal", "user", "working_dir", "hostname", "extra_hosts", "ulimits", "logging")
 _UNITS = (("g", 2**30), ("m", 2**20), ("k", 2**10))
 # Keys written first, in this order; every other key of a mapping follows sorted. The same

@@ -1,6 +1,6 @@
 """Text in a compose service: variables resolved without any environment (see
 ``interpolation``), ``environment`` and ``labels`` (map or ``KEY=value`` list), and the
-ISSUE12 §2 fields that keep their compose names. Base of ``import_service.ServiceImport``."""
+container fields that keep their compose names. Base of ``import_service.ServiceImport``."""
 
 from __future__ import annotations
 
