@@ -93,12 +93,14 @@ def create_app(
     @operation("liveness and what is loaded", Json("health", models.Health), access="public")
     async def healthz(_: Request) -> Response:
         return ApiJSON(
-            {
-                "status": "ok",
-                "snapshots": {p: p in state.loaded for p in ("desired", "actual")},
-                "broker": broker is not None and broker.client.is_connected,
-                "streams": len(hub.streams),
-            }
+            models.Health(
+                status="ok",
+                snapshots=models.Snapshots(
+                    desired="desired" in state.loaded, actual="actual" in state.loaded
+                ),
+                broker=broker is not None and broker.client.is_connected,
+                streams=len(hub.streams),
+            )
         )
 
     @operation("Prometheus metrics", Body("metrics", {"text/plain": TEXT}), access="public")

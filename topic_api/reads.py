@@ -21,7 +21,8 @@ from topic_api.topic_filter import FilterError, select
 from topic_api.writes import is_under
 
 
-def _summary(ctx: ApiContext, name: str, now: float, *, with_items: bool) -> dict[str, Any]:
+def _summary(ctx: ApiContext, name: str, now: float) -> tuple[models.NodeSummary, list[dict[str, Any]]]:
+    """The node's summary and its items (the summary counts their drift)."""
     state = ctx.state
     desired = state.planes["desired"].index.nodes.get(name)
     actual = state.planes["actual"].index.nodes.get(name)
@@ -34,9 +35,7 @@ def _summary(ctx: ApiContext, name: str, now: float, *, with_items: bool) -> dic
     view = node_summary(
         name, desired, actual, receipts, now=now, timeout_s=ctx.settings.node_timeout_s, items=items
     )
-    if with_items:
-        view["items"] = items
-    return view
+    return view, items
 
 
 def routes(ctx: ApiContext) -> dict[str, Any]:
@@ -45,7 +44,7 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
         if (refused := ctx.refuse_read(request)) is not None:
             return refused
         now = time.time()
-        views = [_summary(ctx, n, now, with_items=False) for n in ctx.state.node_names()]
+        views = [_summary(ctx, n, now)[0] for n in ctx.state.node_names()]
         return ApiJSON({"generated_at": ctx.state.generated_at(), "nodes": views})
 
     @operation(
@@ -57,7 +56,8 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
         name = request.path_params["node"]
         if name not in ctx.state.node_names():
             return error(404, f"node {name!r} is in neither the desired nor the actual snapshot")
-        return ApiJSON(_summary(ctx, name, time.time(), with_items=True))
+        view, items = _summary(ctx, name, time.time())
+        return ApiJSON({**view, "items": items})
 
     @operation("every environment: sync, placement, deploys", Json("environments", models.Environments))
     async def environments(request: Request) -> Response:
@@ -95,7 +95,7 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
             chosen = select(text, every)
         except FilterError as e:
             return error(400, f"query parameter filter: {e}")
-        return ApiJSON({"filter": text, "count": len(chosen), "topics": {t: every[t] for t in chosen}})
+        return ApiJSON(models.Topics(filter=text, count=len(chosen), topics={t: every[t] for t in chosen}))
 
     @operation("one retained value", Json("value", models.KvValue), errors=(404,))
     async def kv_get(request: Request) -> Response:
@@ -105,11 +105,11 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
         for plane in ("desired", "actual"):
             topics = ctx.state.planes[plane].topics
             if topic in topics:
-                return ApiJSON({"topic": topic, "payload": topics[topic], "source": f"mirror:{plane}"})
+                return ApiJSON(models.KvValue(topic=topic, payload=topics[topic], source=f"mirror:{plane}"))
         if ctx.broker is not None and is_under(topic, ctx.settings.allowed_prefixes):
             raw = ctx.broker.value(topic)
             if raw is not None:
-                return ApiJSON({"topic": topic, "payload": ctx.payload_of(raw), "source": "broker"})
+                return ApiJSON(models.KvValue(topic=topic, payload=ctx.payload_of(raw), source="broker"))
         return error(404, f"no retained value at {topic!r} (mirrored planes and writable prefixes)")
 
     return {

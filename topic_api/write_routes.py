@@ -75,7 +75,7 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
         except WriteRefused as e:
             return _refused(ctx, e)
         failed = await _publish(ctx, topic, payload, retain=True)
-        return failed or ApiJSON({"topic": topic, "retained": True, "bytes": len(payload)})
+        return failed or ApiJSON(models.KvWritten(topic=topic, retained=True, bytes=len(payload)))
 
     @operation("clear a retained value", Json("cleared", models.KvDeleted), access="write", errors=(400, 403))
     async def kv_del(request: Request) -> Response:
@@ -87,7 +87,7 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
         except WriteRefused as e:
             return _refused(ctx, e)
         failed = await _publish(ctx, topic, None, retain=True)
-        return failed or ApiJSON({"topic": topic, "deleted": True})
+        return failed or ApiJSON(models.KvDeleted(topic=topic, deleted=True))
 
     @operation(
         "ask the node's agent to restart a container (not retained)",
@@ -109,6 +109,6 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
         except WriteRefused as e:
             return _refused(ctx, e)
         failed = await _publish(ctx, topic, payload, retain=False)
-        return failed or ApiJSON({"topic": topic}, status_code=202)
+        return failed or ApiJSON(models.Restarted(topic=topic), status_code=202)
 
     return {"kv_put": kv_put, "kv_delete": kv_del, "restart": restart}
