@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from config_sync.deploys.history import DeployHistory
@@ -42,7 +43,14 @@ def make_reporter(settings: SyncSettings) -> CommitReporter:
 
 
 class ConfigSync:
-    def __init__(self, settings: SyncSettings, *, reporter: CommitReporter | None = None) -> None:
+    def __init__(
+        self,
+        settings: SyncSettings,
+        *,
+        reporter: CommitReporter | None = None,
+        before_manifests: Callable[[], None] | None = None,
+    ) -> None:
+        """``before_manifests``: the publisher's hook between a commit's items and its manifests."""
         self.settings = settings
         self.topics = Topics(settings.topic_prefix)
         suffix = uuid.uuid4().hex[:8]
@@ -66,7 +74,12 @@ class ConfigSync:
         deploy_s, node_s = settings.deploy_timeout_s, settings.node_timeout_s
         self.deployer = DeployWatcher(self.reporter, self.topics, timeout_s=deploy_s, node_timeout_s=node_s)
         # changed manifests go out above what agents applied (subscribed before any publication)
-        self.publisher = DesiredPublisher(self.mqtt, self.topics, applied=self.deployer.applied_generations)
+        self.publisher = DesiredPublisher(
+            self.mqtt,
+            self.topics,
+            applied=self.deployer.applied_generations,
+            before_manifests=before_manifests,
+        )
         self.history = DeployHistory(self.mqtt, self.topics, self.git.commit_info, timeout_s=deploy_s)
         self.deployer.history = self.history
         self.history.on_finished = self.metrics.deploy_finished

@@ -43,7 +43,8 @@ def running_pid(settings: DevSettings) -> int | None:
         return None
     with contextlib.suppress(psutil.Error):
         if "dev" in proc.cmdline():  # a reused pid of another phrame command is not a stack
-            return proc.pid
+            pid: int = proc.pid
+            return pid
     return None
 
 

@@ -20,7 +20,7 @@ from node_agent.desired import DesiredStore
 from node_agent.errors import AgentError, DockerError
 from node_agent.handover import wanted
 from node_agent.metrics import AgentMetrics
-from node_agent.models import NODE, ObservedProcess, Op
+from node_agent.models import NODE, Clock, ObservedProcess, Op
 from node_agent.ports import AgentRuntime
 from node_agent.processes import ProcessSupervisor
 from node_agent.reconcile import NodeReconciler, PassResult
@@ -46,6 +46,7 @@ class Agent:
         desired_mqtt: MqttSettings,
         actual_mqtt: MqttSettings,
         own_container_id: str | None = None,
+        wall_clock: Clock = time.time,
     ) -> None:
         self.settings = settings
         self.node = settings.node
@@ -97,6 +98,7 @@ class Agent:
             self.node,
             inspect=docker.inspect_container,
             state_dir=settings.state_dir,
+            wall_clock=wall_clock,
         )
 
     def _will(self) -> Will:

@@ -9,9 +9,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 Spec = Mapping[str, Any]
+
+
+class Clock(Protocol):
+    """A wall clock: seconds since the epoch (``time.time`` in production; a test hands in
+    another, e.g. one ten minutes behind). Never used for timers or backoffs."""
+
+    def __call__(self) -> float: ...
+
 
 # Docker labels (docs/architecture/contracts.md).
 MANAGED = "io.phrame.managed"

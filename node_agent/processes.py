@@ -25,10 +25,9 @@ import psutil
 
 from node_agent.container_config import resolve_env
 from node_agent.errors import ProcessError, RecordError, SpecError
-from node_agent.models import ObservedProcess, Spec
+from node_agent.models import Clock, ObservedProcess, Spec
 from node_agent.process_records import ProcessRecords
 from node_agent.secret_files import DEFAULT_SECRETS_DIR
-from node_agent.test_clock import wall_time
 from phrame.settings.state import inherited_umask, private_dir
 
 log = logging.getLogger(__name__)
@@ -66,11 +65,13 @@ class ProcessSupervisor:
         stop_timeout: float = 10.0,
         stable_after_s: float = STABLE_AFTER_S,
         secrets_dir: Path = DEFAULT_SECRETS_DIR,
+        wall_clock: Clock = time.time,
     ) -> None:
         self.root = state_dir / "processes"
         self.records = ProcessRecords(self.root)
         self.secrets_dir = secrets_dir
-        self.clock = clock
+        self.clock = clock  # monotonic: backoffs and how long a process is up
+        self.wall_clock = wall_clock  # start times in the records, read by the next agent
         self.stable_after_s = stable_after_s
         self.base_backoff = base_backoff
         self.max_backoff = max_backoff
@@ -96,7 +97,7 @@ class ProcessSupervisor:
             if _alive(meta.get("pid"), meta.get("create_time")):
                 e.pid, e.create_time = meta["pid"], meta["create_time"]
                 e.started_at = meta.get("started_at")
-                up_for = wall_time() - float(e.started_at or wall_time())
+                up_for = self.wall_clock() - float(e.started_at or self.wall_clock())
                 e.up_since = self.clock() - max(0.0, up_for)
                 # the previous agent watched it: up long enough counts as its two checks, so a
                 # restarted agent does not take a finished handover for a fresh one
@@ -143,7 +144,7 @@ class ProcessSupervisor:
             raise ProcessError(f"{item_id}: {e.error}") from err
         e.pid = e.popen.pid
         e.create_time = psutil.Process(e.pid).create_time()
-        e.started_at, e.up_checks, e.error, e.exit_code = wall_time(), 0, None, None
+        e.started_at, e.up_checks, e.error, e.exit_code = self.wall_clock(), 0, None, None
         e.up_since = self.clock()
         try:
             self.records.save(item_id, self._meta(e))

@@ -8,15 +8,15 @@ republished, and an item that vanished is cleared with an empty retained message
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 from node_agent.errors import DockerError
 from node_agent.host_stats import host_stats
-from node_agent.models import NODE, ActualState, DesiredState, ObservedContainer, ObservedProcess
+from node_agent.models import NODE, ActualState, Clock, DesiredState, ObservedContainer, ObservedProcess
 from node_agent.restarts import RestartLog
-from node_agent.test_clock import wall_time
 from schemas import Topics, canonical_json, check_payload
 from schemas.container_exits import docker_time
 
@@ -86,8 +86,10 @@ class ActualReporter:
         *,
         inspect: Inspect,
         state_dir: Path = Path("/"),
+        wall_clock: Clock = time.time,
     ) -> None:
         self.publisher = publisher
+        self.wall_clock = wall_clock  # the heartbeat's ts
         self.topics = topics
         self.node = node
         self.inspect = inspect
@@ -217,7 +219,7 @@ class ActualReporter:
 
     def heartbeat(self, interval_s: float, counts: Mapping[str, int]) -> None:
         doc = {
-            "ts": wall_time(),
+            "ts": self.wall_clock(),
             "seq": self.seq,
             "interval_s": interval_s,
             "host": host_stats(self.state_dir),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 
 from jsonschema import FormatChecker
@@ -23,9 +24,16 @@ _REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 _MAX_PREFIX = {4: 30, 6: 126}
 
 CHECKER = FormatChecker(formats=())
+Check = Callable[[object], bool]
 
 
-@CHECKER.checks("ip-network", raises=ValueError)
+def _checks(name: str, raises: type[Exception]) -> Callable[[Check], Check]:
+    """``CHECKER.checks`` with its type said (jsonschema leaves the decorator untyped)."""
+    register: Callable[[Check], Check] = CHECKER.checks(name, raises=raises)
+    return register
+
+
+@_checks("ip-network", raises=ValueError)
 def ip_network(value: object) -> bool:
     if not isinstance(value, str):
         return True
@@ -44,7 +52,7 @@ def ip_network(value: object) -> bool:
     return True
 
 
-@CHECKER.checks("go-duration", raises=ValueError)
+@_checks("go-duration", raises=ValueError)
 def duration(value: object) -> bool:
     if not isinstance(value, str):
         return True
@@ -73,7 +81,7 @@ _SIGNALS = (
 )
 
 
-@CHECKER.checks("signal", raises=ValueError)
+@_checks("signal", raises=ValueError)
 def signal_name(value: object) -> bool:
     if not isinstance(value, str) or not _SIGNAL_SHAPE.fullmatch(value):
         return True  # a number, or a shape the pattern speaks about
@@ -84,7 +92,7 @@ def signal_name(value: object) -> bool:
     return True
 
 
-@CHECKER.checks("ip-address", raises=ValueError)
+@_checks("ip-address", raises=ValueError)
 def ip_address(value: object) -> bool:
     if not isinstance(value, str) or value == "host-gateway":
         return True
@@ -99,7 +107,7 @@ def _limit(value: int) -> float:
     return float("inf") if value == -1 else value
 
 
-@CHECKER.checks("ulimit", raises=ValueError)
+@_checks("ulimit", raises=ValueError)
 def ulimit(value: object) -> bool:
     if not isinstance(value, dict):
         return True
@@ -176,7 +184,7 @@ def _secret_problem(value: str) -> str | None:
     return None
 
 
-@CHECKER.checks("secret-name", raises=ValueError)
+@_checks("secret-name", raises=ValueError)
 def secret_name(value: object) -> bool:
     if not isinstance(value, str):
         return True
@@ -186,7 +194,7 @@ def secret_name(value: object) -> bool:
     return True
 
 
-@CHECKER.checks("git-ref", raises=ValueError)
+@_checks("git-ref", raises=ValueError)
 def git_ref(value: object) -> bool:
     if not isinstance(value, str) or not value:
         return True  # minLength says so

@@ -107,7 +107,8 @@ def _type(node: dict[str, Any], doc: str) -> str:
         return "list of " + _of(_type(*_resolve(node.get("items", {}), doc)))
     if kind == "object" and "properties" not in node and isinstance(node.get("additionalProperties"), dict):
         return "map of " + _of(_type(*_resolve(node["additionalProperties"], doc)))
-    return _TYPE_WORDS.get(kind, kind)
+    words: str = _TYPE_WORDS.get(kind, kind)
+    return words
 
 
 def _code(value: Any) -> str:

@@ -19,13 +19,14 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Mount, Route
 
-from topic_api import compose_routes, docs, reads, write_routes
+from topic_api import compose_routes, docs, models, reads, write_routes
 from topic_api.broker import Broker
 from topic_api.context import ApiContext
 from topic_api.events import EventHub, event_stream
 from topic_api.imports.targets import import_target
 from topic_api.metrics import CONTENT_TYPE, ApiMetrics
 from topic_api.openapi.document import document
+from topic_api.openapi.operations import TEXT, Body, Json, operation
 from topic_api.responses import ApiJSON, error
 from topic_api.settings import ApiSettings
 from topic_api.state import ApiState
@@ -51,10 +52,14 @@ def create_app(
     watcher = SnapshotWatcher(settings.mirror_dir, state, hub, poll_s=settings.poll_s, metrics=metrics)
     if should_stop is not None:
         watcher.should_stop = should_stop
-    spec = document()
     read, write = reads.routes(ctx), write_routes.routes(ctx)
     compose = compose_routes.routes(ctx, import_target(settings.imports))
 
+    @operation(
+        "server-sent events: hello, then one change per snapshot change",
+        Body("event stream", {"text/event-stream": TEXT}),
+        errors=(503,),
+    )
     async def events(request: Request) -> Response:
         if (refused := ctx.refuse_read(request)) is not None:
             return refused
@@ -77,19 +82,28 @@ def create_app(
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         return StreamingResponse(body, media_type="text/event-stream", headers=headers)
 
+    @operation(
+        "this document",
+        Body("OpenAPI 3.0", {"application/json": {"schema": {"type": "object"}}}),
+        access="public",
+    )
     async def openapi(_: Request) -> Response:
         return ApiJSON(spec)
 
+    @operation("liveness and what is loaded", Json("health", models.Health), access="public")
     async def healthz(_: Request) -> Response:
         return ApiJSON(
-            {
-                "status": "ok",
-                "snapshots": {p: p in state.loaded for p in ("desired", "actual")},
-                "broker": broker is not None and broker.client.is_connected,
-                "streams": len(hub.streams),
-            }
+            models.Health(
+                status="ok",
+                snapshots=models.Snapshots(
+                    desired="desired" in state.loaded, actual="actual" in state.loaded
+                ),
+                broker=broker is not None and broker.client.is_connected,
+                streams=len(hub.streams),
+            )
         )
 
+    @operation("Prometheus metrics", Body("metrics", {"text/plain": TEXT}), access="public")
     async def metrics_route(_: Request) -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
@@ -130,6 +144,7 @@ def create_app(
         Route("/", docs.index),
         Mount("/static", app=docs.dashboard_files(), name="static"),
     ]
+    spec = document(routes)  # from the routes and their handlers' @operation
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: _not_found, 405: _not_allowed})
     app.state.ctx = ctx
     app.state.watcher = watcher

@@ -18,10 +18,13 @@ from starlette.responses import Response
 
 from phrame.compose import ComposeError, export_node, import_compose
 from phrame.settings.http_body import BodyTimeout, BodyTooLarge, ClientGone, read_body
+from topic_api import models
 from topic_api.context import ApiContext
+from topic_api.import_models import ComposeImport, ImportInvalid
 from topic_api.imports.check import problems_alone
 from topic_api.imports.proposal import Draft, ImportRefused, Proposal
 from topic_api.imports.targets import ImportTarget
+from topic_api.openapi.operations import TEXT, Body, Json, Query, operation
 from topic_api.responses import ApiJSON, error
 
 _TRUE, _FALSE = ("1", "true", "yes"), ("", "0", "false", "no")
@@ -46,6 +49,15 @@ def routes(ctx: ApiContext, target: ImportTarget | None) -> dict[str, Any]:
     """``target`` proposes imports (``LocalImports``, ``GitLabImports``); None: files only."""
     settings = ctx.settings
 
+    @operation(
+        "the node's desired state as a docker-compose.yml (from the desired snapshot)",
+        Body(
+            "docker-compose.yml text (a YAML mapping with services:)",
+            {"application/yaml": {"schema": {"type": "object", "required": ["services"]}}},
+        ),
+        errors=(404,),
+        query=(Query("download", "1 or true: answer with Content-Disposition: attachment"),),
+    )
     async def export(request: Request) -> Response:
         if (refused := ctx.refuse_read(request)) is not None:
             return refused
@@ -59,6 +71,27 @@ def routes(ctx: ApiContext, target: ImportTarget | None) -> dict[str, Any]:
             headers["Content-Disposition"] = f'attachment; filename="{node}-docker-compose.yml"'
         return Response(text, media_type="application/yaml", headers=headers)
 
+    @operation(
+        "a compose file in, phrame-config files out, proposed on a new branch for review",
+        Json("branch written (with GitLab, the merge request opened too)", ComposeImport),
+        access="write",
+        status=201,
+        errors=(400, 408, 409, 413),
+        answers={
+            200: Json("files only: a dry run, or no repository configured", ComposeImport),
+            422: Json("the files do not validate (problems with file:line)", ImportInvalid),
+            503: Json("the config repository or GitLab is unavailable", models.Error),
+        },
+        query=(
+            Query("env", "the environment to import into (environments/NAME/)", required=True),
+            Query("node", "pin every service to this node (else placement chooses)"),
+            Query("dry_run", "true: validate and return the files, write nothing"),
+        ),
+        body=Body(
+            "the docker-compose.yml (UTF-8, at most PHRAME_API_MAX_BODY_BYTES)",
+            {"application/yaml": TEXT, "text/plain": TEXT},
+        ),
+    )
     async def import_(request: Request) -> Response:
         if (refused := ctx.refuse_write(request)) is not None:
             return refused

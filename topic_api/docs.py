@@ -11,6 +11,7 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
 from swagger_ui_bundle import swagger_ui_path
 
+from topic_api.openapi.operations import HTML_PAGE, operation
 from topic_api.responses import error
 
 STATIC = Path(__file__).parent / "static"
@@ -43,10 +44,12 @@ def dashboard_files() -> StaticFiles:
     return StaticFiles(directory=str(STATIC), check_dir=False)
 
 
+@operation("Swagger UI", HTML_PAGE, access="public")
 async def docs_page(_: Request) -> Response:
     return HTMLResponse(PAGE)
 
 
+@operation("the dashboard", HTML_PAGE, access="public", errors=(404,))
 async def index(_: Request) -> Response:
     page = STATIC / "index.html"
     if not page.is_file():

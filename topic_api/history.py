@@ -15,14 +15,18 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-FIELDS = ("cpu_percent", "mem_used", "mem_total", "disk_used", "disk_total")
+from topic_api.models import HistoryEntry
+
+
+def _number(value: Any) -> float | None:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 class HeartbeatHistory:
     def __init__(self, keep_s: float = 600.0, max_entries: int = 1200) -> None:
         self.keep_s = keep_s
         self.max_entries = max_entries
-        self._nodes: dict[str, deque[dict[str, Any]]] = {}
+        self._nodes: dict[str, deque[HistoryEntry]] = {}
 
     def record(self, node: str, heartbeat: Any, now: float) -> None:
         """Add ``heartbeat`` (a heartbeat payload) unless malformed or already recorded."""
@@ -32,17 +36,22 @@ class HeartbeatHistory:
         if not isinstance(ts, int | float) or isinstance(ts, bool):
             return
         host = heartbeat["host"]
-        entry: dict[str, Any] = {"ts": float(ts), "at": now}
-        for name in FIELDS:
-            value = host.get(name)
-            entry[name] = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        entry = HistoryEntry(
+            ts=float(ts),
+            at=now,
+            cpu_percent=_number(host.get("cpu_percent")),
+            mem_used=_number(host.get("mem_used")),
+            mem_total=_number(host.get("mem_total")),
+            disk_used=_number(host.get("disk_used")),
+            disk_total=_number(host.get("disk_total")),
+        )
         entries = self._nodes.setdefault(node, deque(maxlen=self.max_entries))
         if entries and entries[-1]["ts"] == entry["ts"]:
             return  # the same heartbeat seen again (a node's clock may step back: kept)
         entries.append(entry)
         self._prune(entries, now)
 
-    def of(self, node: str, now: float) -> list[dict[str, Any]]:
+    def of(self, node: str, now: float) -> list[HistoryEntry]:
         entries = self._nodes.get(node)
         if not entries:
             return []
@@ -54,6 +63,6 @@ class HeartbeatHistory:
         for node in set(self._nodes) - nodes:
             del self._nodes[node]
 
-    def _prune(self, entries: deque[dict[str, Any]], now: float) -> None:
+    def _prune(self, entries: deque[HistoryEntry], now: float) -> None:
         while entries and entries[0]["at"] < now - self.keep_s:
             entries.popleft()

@@ -8,17 +8,16 @@ node topics, receipt times and ``now`` in, JSON-ready dicts out. Health is
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.container_exits import DEFAULT_WINDOW_S
 from schemas.node_health import judge_node
-from schemas.topics import ITEM_KINDS
 from topic_api.drift import node_items
+from topic_api.models import Commits, Generations, HistoryEntry, Host, ItemCounts, NodeSummary
 from topic_api.planes import NodeTopics
-
-HOST_FIELDS = ("cpu_percent", "load1", "mem_total", "mem_used", "disk_total", "disk_used")
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,7 @@ class Receipts:
 
     heard_at: float | None = None
     status_at: float | None = None
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: list[HistoryEntry] = field(default_factory=list)
 
 
 def _obj(value: Any) -> Mapping[str, Any]:
@@ -51,11 +50,22 @@ def _error_text(e: Any) -> str:
     return json.dumps(e, sort_keys=True)
 
 
-def _host(heartbeat: Any) -> dict[str, Any] | None:
-    host = _obj(heartbeat).get("host")
-    if not isinstance(host, Mapping):
+def _num(value: Any) -> float | None:
+    return value if isinstance(value, int | float) else None
+
+
+def _host(heartbeat: Any) -> Host | None:
+    h = _obj(heartbeat).get("host")
+    if not isinstance(h, Mapping):
         return None
-    return {k: host.get(k) if isinstance(host.get(k), int | float) else None for k in HOST_FIELDS}
+    return Host(
+        cpu_percent=_num(h.get("cpu_percent")),
+        load1=_num(h.get("load1")),
+        mem_total=_num(h.get("mem_total")),
+        mem_used=_num(h.get("mem_used")),
+        disk_total=_num(h.get("disk_total")),
+        disk_used=_num(h.get("disk_used")),
+    )
 
 
 def is_pending(desired: NodeTopics | None, actual: NodeTopics | None) -> bool:
@@ -92,7 +102,7 @@ def node_summary(
     timeout_s: float,
     items: list[dict[str, Any]] | None = None,
     recent_exit_s: float = DEFAULT_WINDOW_S,
-) -> dict[str, Any]:
+) -> NodeSummary:
     """The NodeSummary of docs/api.md (``items``: :func:`items_of`, computed when not given)."""
     status = actual.status if actual else None
     verdict = judge_node(
@@ -107,9 +117,10 @@ def node_summary(
         items = items_of(desired, actual, now=now, recent_exit_s=recent_exit_s)
     converged = st.get("converged")
     errors = st.get("errors")
-    counts = {kind: 0 for kind in ITEM_KINDS}
-    for kind, _ in actual.items if actual else ():
-        counts[kind] += 1
+    kinds = Counter(kind for kind, _ in (actual.items if actual else ()))
+    counts = ItemCounts(
+        containers=kinds["containers"], networks=kinds["networks"], processes=kinds["processes"]
+    )
     return {
         "node": name,
         "state": verdict.state,
@@ -118,8 +129,10 @@ def node_summary(
         "heartbeat_age_s": verdict.heartbeat_age_s,
         "host": _host(actual.heartbeat if actual else None),
         "converged": converged if isinstance(converged, bool) else None,
-        "generation": {"desired": _int(manifest.get("generation")), "applied": _int(st.get("generation"))},
-        "commit": {"desired": _str(manifest.get("commit")), "applied": _str(st.get("commit"))},
+        "generation": Generations(
+            desired=_int(manifest.get("generation")), applied=_int(st.get("generation"))
+        ),
+        "commit": Commits(desired=_str(manifest.get("commit")), applied=_str(st.get("commit"))),
         "drift": sum(1 for i in items if i["status"] != "in-sync"),
         "recent_exits": sum(1 for i in items if i.get("recent_exit")),
         "errors": [_error_text(e) for e in errors] if isinstance(errors, list) else [],

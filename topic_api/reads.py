@@ -10,16 +10,19 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from topic_api import models
 from topic_api.context import ApiContext
 from topic_api.environments import environment_view
 from topic_api.nodes import Receipts, items_of, node_summary
+from topic_api.openapi.operations import Json, Query, operation
 from topic_api.planes import EnvTopics
 from topic_api.responses import ApiJSON, error
 from topic_api.topic_filter import FilterError, select
 from topic_api.writes import is_under
 
 
-def _summary(ctx: ApiContext, name: str, now: float, *, with_items: bool) -> dict[str, Any]:
+def _summary(ctx: ApiContext, name: str, now: float) -> tuple[models.NodeSummary, list[dict[str, Any]]]:
+    """The node's summary and its items (the summary counts their drift)."""
     state = ctx.state
     desired = state.planes["desired"].index.nodes.get(name)
     actual = state.planes["actual"].index.nodes.get(name)
@@ -32,33 +35,42 @@ def _summary(ctx: ApiContext, name: str, now: float, *, with_items: bool) -> dic
     view = node_summary(
         name, desired, actual, receipts, now=now, timeout_s=ctx.settings.node_timeout_s, items=items
     )
-    if with_items:
-        view["items"] = items
-    return view
+    return view, items
 
 
 def routes(ctx: ApiContext) -> dict[str, Any]:
+    @operation("every node: health, host stats, drift", Json("nodes", models.Nodes))
     async def nodes(request: Request) -> Response:
         if (refused := ctx.refuse_read(request)) is not None:
             return refused
         now = time.time()
-        views = [_summary(ctx, n, now, with_items=False) for n in ctx.state.node_names()]
+        views = [_summary(ctx, n, now)[0] for n in ctx.state.node_names()]
         return ApiJSON({"generated_at": ctx.state.generated_at(), "nodes": views})
 
+    @operation(
+        "one node with desired against actual per item", Json("node", models.NodeDetail), errors=(404,)
+    )
     async def node(request: Request) -> Response:
         if (refused := ctx.refuse_read(request)) is not None:
             return refused
         name = request.path_params["node"]
         if name not in ctx.state.node_names():
             return error(404, f"node {name!r} is in neither the desired nor the actual snapshot")
-        return ApiJSON(_summary(ctx, name, time.time(), with_items=True))
+        view, items = _summary(ctx, name, time.time())
+        return ApiJSON({**view, "items": items})
 
+    @operation("every environment: sync, placement, deploys", Json("environments", models.Environments))
     async def environments(request: Request) -> Response:
         if (refused := ctx.refuse_read(request)) is not None:
             return refused
         envs = ctx.state.planes["desired"].index.environments
         return ApiJSON({"environments": [environment_view(n, envs[n]) for n in sorted(envs)]})
 
+    @operation(
+        "one environment with its declared services",
+        Json("environment", models.EnvironmentDetail),
+        errors=(404,),
+    )
     async def environment(request: Request) -> Response:
         if (refused := ctx.refuse_read(request)) is not None:
             return refused
@@ -68,6 +80,12 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
             return error(404, f"environment {name!r} is not in the desired snapshot")
         return ApiJSON(environment_view(name, env, with_services=True))
 
+    @operation(
+        "retained topics of both planes matching an MQTT filter",
+        Json("topics", models.Topics),
+        errors=(400,),
+        query=(Query("filter", "MQTT topic filter (+ one level, # the rest); default #", default="#"),),
+    )
     async def topics(request: Request) -> Response:
         if (refused := ctx.refuse_read(request)) is not None:
             return refused
@@ -77,8 +95,9 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
             chosen = select(text, every)
         except FilterError as e:
             return error(400, f"query parameter filter: {e}")
-        return ApiJSON({"filter": text, "count": len(chosen), "topics": {t: every[t] for t in chosen}})
+        return ApiJSON(models.Topics(filter=text, count=len(chosen), topics={t: every[t] for t in chosen}))
 
+    @operation("one retained value", Json("value", models.KvValue), errors=(404,))
     async def kv_get(request: Request) -> Response:
         if (refused := ctx.refuse_read(request)) is not None:
             return refused
@@ -86,11 +105,11 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
         for plane in ("desired", "actual"):
             topics = ctx.state.planes[plane].topics
             if topic in topics:
-                return ApiJSON({"topic": topic, "payload": topics[topic], "source": f"mirror:{plane}"})
+                return ApiJSON(models.KvValue(topic=topic, payload=topics[topic], source=f"mirror:{plane}"))
         if ctx.broker is not None and is_under(topic, ctx.settings.allowed_prefixes):
             raw = ctx.broker.value(topic)
             if raw is not None:
-                return ApiJSON({"topic": topic, "payload": ctx.payload_of(raw), "source": "broker"})
+                return ApiJSON(models.KvValue(topic=topic, payload=ctx.payload_of(raw), source="broker"))
         return error(404, f"no retained value at {topic!r} (mirrored planes and writable prefixes)")
 
     return {

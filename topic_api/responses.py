@@ -7,6 +7,8 @@ import json
 
 from starlette.responses import JSONResponse
 
+from topic_api.models import Error
+
 
 class ApiJSON(JSONResponse):
     def render(self, content: object) -> bytes:
@@ -14,4 +16,4 @@ class ApiJSON(JSONResponse):
 
 
 def error(status: int, message: str, *, headers: dict[str, str] | None = None) -> ApiJSON:
-    return ApiJSON({"error": message}, status_code=status, headers=headers)
+    return ApiJSON(Error(error=message), status_code=status, headers=headers)

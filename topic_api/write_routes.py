@@ -16,9 +16,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from phrame.settings.http_body import BodyTimeout, BodyTooLarge, ClientGone, read_body
+from topic_api import models
 from topic_api.broker import BrokerUnavailable
 from topic_api.context import ApiContext
 from topic_api.errors import WriteRefused
+from topic_api.openapi.operations import Body, Json, operation
 from topic_api.responses import ApiJSON, error
 from topic_api.writes import kv_delete, kv_payload, restart_command
 
@@ -46,6 +48,16 @@ def _refused(ctx: ApiContext, e: WriteRefused) -> Response:
 def routes(ctx: ApiContext) -> dict[str, Any]:
     settings = ctx.settings
 
+    @operation(
+        "retain a JSON value",
+        Json("published", models.KvWritten),
+        access="write",
+        errors=(400, 403, 408, 413, 422),
+        body=Body(
+            "the JSON value to retain (validated against the topic's schema, if any)",
+            {"application/json": {"schema": {}}},
+        ),
+    )
     async def kv_put(request: Request) -> Response:
         if (refused := ctx.refuse_write(request)) is not None:
             return refused
@@ -63,8 +75,9 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
         except WriteRefused as e:
             return _refused(ctx, e)
         failed = await _publish(ctx, topic, payload, retain=True)
-        return failed or ApiJSON({"topic": topic, "retained": True, "bytes": len(payload)})
+        return failed or ApiJSON(models.KvWritten(topic=topic, retained=True, bytes=len(payload)))
 
+    @operation("clear a retained value", Json("cleared", models.KvDeleted), access="write", errors=(400, 403))
     async def kv_del(request: Request) -> Response:
         if (refused := ctx.refuse_write(request)) is not None:
             return refused
@@ -74,8 +87,15 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
         except WriteRefused as e:
             return _refused(ctx, e)
         failed = await _publish(ctx, topic, None, retain=True)
-        return failed or ApiJSON({"topic": topic, "deleted": True})
+        return failed or ApiJSON(models.KvDeleted(topic=topic, deleted=True))
 
+    @operation(
+        "ask the node's agent to restart a container (not retained)",
+        Json("command published", models.Restarted),
+        access="write",
+        status=202,
+        errors=(400, 404),
+    )
     async def restart(request: Request) -> Response:
         if (refused := ctx.refuse_write(request)) is not None:
             return refused
@@ -89,6 +109,6 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
         except WriteRefused as e:
             return _refused(ctx, e)
         failed = await _publish(ctx, topic, payload, retain=False)
-        return failed or ApiJSON({"topic": topic}, status_code=202)
+        return failed or ApiJSON(models.Restarted(topic=topic), status_code=202)
 
     return {"kv_put": kv_put, "kv_delete": kv_del, "restart": restart}

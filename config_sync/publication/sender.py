@@ -20,7 +20,6 @@ from typing import Any, Protocol
 
 from config_sync.errors import PublishError
 from config_sync.models import Claim
-from config_sync.publication import fault_point
 from config_sync.publication.order import json_object, publication_order
 from config_sync.publication.plane import decode
 from config_sync.rollouts.gate import Gated
@@ -81,8 +80,12 @@ class DesiredPublisher:
         timeout: float = 30.0,
         clock: Callable[[], float] = time.time,
         applied: Callable[[], Mapping[str, int]] | None = None,
+        before_manifests: Callable[[], None] | None = None,
     ) -> None:
         self.broker = broker
+        # called once a commit's items are acknowledged, before its manifests go out: the
+        # point where a crash leaves a partial view (the fault suite stops config-sync there)
+        self.before_manifests = before_manifests
         # node -> the highest generation its agent reported applied: a changed manifest goes
         # out above it too, though broker and process both lost it (restarted together)
         self.applied = applied
@@ -188,8 +191,8 @@ class DesiredPublisher:
             sending = time.monotonic()
             items, manifests = order.steps()  # two acknowledged steps: manifests only after their items
             self._send(items, commit, published)
-            if items and order.manifests:
-                fault_point.between_items_and_manifests()  # test-only; nothing unless the suite asks
+            if items and order.manifests and self.before_manifests is not None:
+                self.before_manifests()
             self._send(manifests, commit, published)
             self._note_generations(order.manifests)
             changed = order.changed_nodes(self.topics)

@@ -10,13 +10,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", help="host:port to serve on (default PHRAME_LISTEN or 127.0.0.1:8080)")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, *, before_manifests: Callable[[], None] | None = None) -> int:
+    """The command; ``before_manifests`` is the publisher's hook between a commit's items
+    and its manifests (none but in a test's stand-in config-sync)."""
     from config_sync.app import create_app
     from config_sync.errors import SyncError
     from config_sync.service import ConfigSync
@@ -32,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         if args.listen:
             settings = dataclasses.replace(settings, listen=args.listen)
         settings.require_webhook_auth()
-        app = create_app(ConfigSync(settings))
+        app = create_app(ConfigSync(settings, before_manifests=before_manifests))
     except SyncError as e:
         print(f"phrame config-sync: {e}", file=sys.stderr)
         return 2

@@ -22,6 +22,7 @@ from node_agent.desired import DesiredStore
 from node_agent.docker_port import DockerPort
 from node_agent.errors import AgentError
 from node_agent.loop import Agent
+from node_agent.models import Clock
 from node_agent.processes import ProcessSupervisor
 from node_agent.reconcile import NodeReconciler, PassResult
 from node_agent.settings import AgentSettings
@@ -44,7 +45,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="with --once: print JSON")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, *, wall_clock: Clock = time.time) -> int:
+    """The command; ``wall_clock`` (heartbeat times, process start times) is ``time.time``
+    but for a test's stand-in agent whose clock is off."""
     setup_logging()
     use_private_umask()  # process logs and records: 0600/0700; supervised processes keep theirs
     try:
@@ -57,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if args.desired or args.dry_run:
         print("phrame node-agent: --desired and --dry-run need --once", file=sys.stderr)
         return 2
-    agent = _build_agent(settings)
+    agent = _build_agent(settings, wall_clock)
     try:
         start_listener(agent.metrics.registry, settings.metrics_listen)
     except OSError as e:  # the port is taken or the address is not ours: a configuration error
@@ -90,18 +93,22 @@ def _docker(settings: AgentSettings) -> DockerPort:
     )
 
 
-def _build_agent(settings: AgentSettings) -> Agent:
+def _build_agent(settings: AgentSettings, wall_clock: Clock) -> Agent:
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     docker = _docker(settings)
     return Agent(
         settings,
         docker=docker,
         supervisor=ProcessSupervisor(
-            settings.state_dir, stop_timeout=settings.stop_timeout_s, secrets_dir=settings.secrets_dir
+            settings.state_dir,
+            stop_timeout=settings.stop_timeout_s,
+            secrets_dir=settings.secrets_dir,
+            wall_clock=wall_clock,
         ),
         desired_mqtt=MqttSettings.from_env(plane="desired"),
         actual_mqtt=MqttSettings.from_env(plane="actual"),
         own_container_id=docker.find_own_container(),
+        wall_clock=wall_clock,
     )
 
 

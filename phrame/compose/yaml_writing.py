@@ -37,7 +37,8 @@ def needs_quotes(text: str) -> bool:
 
 
 def quoted(text: str) -> DoubleQuotedScalarString:
-    return DoubleQuotedScalarString(text)
+    value: DoubleQuotedScalarString = DoubleQuotedScalarString(text)
+    return value
 
 
 def to_yaml_tree(value: Any) -> Any:

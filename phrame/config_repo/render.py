@@ -186,7 +186,8 @@ def render(repo: ConfigRepo, *, commit: str | None = None) -> Rendered:
         raise ConfigError(f"cannot render an invalid repository: {repo.problems[0].format()}")
     sha = commit or repo.commit or WORKTREE
     if repo.rendered is not None and repo.rendered[0] == sha:
-        return repo.rendered[1]  # validate rendered it (payload sizes): the same repository
+        done: Rendered = repo.rendered[1]  # validate rendered it (payload sizes): the same repository
+        return done
     return render_checked(repo, sha)
 
 

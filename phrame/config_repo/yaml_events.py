@@ -11,9 +11,11 @@ expands an alias (an alias is the same Python object again) and stops short of e
 the ruamel reader enforces (depth, values, alias growth), raising :class:`Fallback` so the
 caller reads that file with ruamel, which words the refusal as before. Anything this
 reader does not construct itself (merge keys, non-text tags, duplicate or complex keys,
-several documents, ``%YAML`` directives) falls back the same way. Never raises otherwise,
-except libyaml's own ``yaml.YAMLError`` for a file it cannot read, and ``TooManyValues``
-(ruamel's, with the same place) for a file without aliases holding more than it may.
+several documents, ``%YAML`` directives) falls back the same way, and so does a file
+libyaml cannot read (its ``yaml.YAMLError``: ruamel words the syntax error). Each
+``Fallback`` names its reason. It raises nothing else on purpose but ``TooManyValues``
+(ruamel's, with the same place) for a file without aliases holding more than it may:
+any other exception is a bug here and reaches the caller.
 
 Marks: a scalar's are ``(line, column)``; a list's ``(line, column, [item marks])``; a
 mapping's ``(line, column, {key as read: (key line, key column, value marks)})``; 0-based.
@@ -91,6 +93,9 @@ def compose(text: str, *, max_values: int | None, max_depth: int, growth: int, s
         # without an anchor there is no alias: sizes and heights need no counting
         track = "&" in text
         return _compose(parser.get_event, max_values, max_depth, growth, slack, track, track and "*" in text)
+    except yaml.YAMLError as e:  # a syntax error: ruamel's reading words it, with its place
+        problem = getattr(e, "problem", None) or type(e).__name__
+        raise Fallback(f"libyaml: {problem}") from e
     finally:
         parser.dispose()
 
@@ -151,8 +156,10 @@ def _compose(
             mark = event.start_mark
             if written > budget:
                 _too_many(aliases, mark)
-            if len(stack) >= depth_limit or event.tag not in (_MAP_TAGS if is_map else _SEQ_TAGS):
-                raise Fallback("collection")  # ``!!map [..]`` is ruamel's to refuse
+            if len(stack) >= depth_limit:
+                raise Fallback("depth")
+            if event.tag not in (_MAP_TAGS if is_map else _SEQ_TAGS):
+                raise Fallback(f"collection tag {event.tag}")  # ``!!map [..]`` is ruamel's to refuse
             frame = _Frame(*(({}, {}) if is_map else ([], [])), mark.line, mark.column, event.anchor)
             stack.append(frame)
             continue

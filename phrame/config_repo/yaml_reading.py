@@ -2,8 +2,9 @@
 
 Called by ``loader`` (every file of a config repo) and ``phrame.compose.reading``. Two readers,
 one contract: libyaml's C parser composed by ``yaml_events`` reads every file it can, with
-YAML 1.2 core scalars (``yaml_scalars``); ruamel.yaml (``yaml_ruamel``) reads the rest and
-words every refusal, so rule names, messages and positions are what they always were.
+YAML 1.2 core scalars (``yaml_scalars``); ruamel.yaml (``yaml_ruamel``) reads the files the
+fast reader declines with a named reason (logged at debug) and words every refusal, so rule
+names, messages and positions are what they always were. Nothing else falls back.
 Hazards are refused with a Problem, never a traceback: non-UTF-8 bytes, tab indentation,
 syntax errors, duplicate keys, nesting deeper than MAX_DEPTH, alias/anchor expansion
 bombs (refused before anything is expanded), more than MAX_VALUES values, and what
@@ -14,6 +15,7 @@ control characters). Never expands an alias while reading.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from ruamel.yaml.composer import MaxDepthExceededError
@@ -35,8 +37,10 @@ from phrame.config_repo.yaml_ruamel import (
     too_deep,
     too_many,
 )
+from phrame.config_repo.yaml_scalars import Fallback
 
 __all__ = ["MAX_DEPTH", "MAX_VALUES", "decode", "parse_json", "parse_yaml", "plain"]
+log = logging.getLogger(__name__)
 
 
 def decode(file: str, raw: bytes) -> tuple[str | None, list[Problem]]:
@@ -63,17 +67,18 @@ def _tab_problems(file: str, text: str) -> list[Problem]:
     return problems
 
 
-def _fast(text: str, max_values: int | None) -> Composed | None:
-    """libyaml's reading, or None where ruamel must read the file (see ``yaml_events``)."""
+def _fast(file: str, text: str, max_values: int | None) -> Composed | None:
+    """libyaml's reading, or None where the fast reader names a reason not to take the file
+    (``yaml_events``): ruamel reads it. Any other exception is a bug of the fast reader and
+    propagates: hidden behind ruamel's reading it would never be seen."""
     try:
         # half the slack: a file near ruamel's alias limit is refused by ruamel, in its words
         slack = ALIAS_SLACK_NODES // 2
         return compose(
             text, max_values=max_values, max_depth=MAX_DEPTH, growth=ALIAS_GROWTH_LIMIT, slack=slack
         )
-    except TooManyValues:
-        raise
-    except Exception:  # Fallback, libyaml's errors, anything odd: ruamel decides
+    except Fallback as e:
+        log.debug("%s: read with ruamel.yaml, the fast reader does not take it (%s)", file, e.reason)
         return None
 
 
@@ -87,7 +92,7 @@ def parse_yaml(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     # libyaml takes a tab where YAML allows one (``a:<tab>b``); ruamel refused some of
     # those: a file with a tab anywhere is read by ruamel, so it is refused as before
     try:
-        composed = _fast(text, MAX_VALUES) if "\t" not in text else None
+        composed = _fast(file, text, MAX_VALUES) if "\t" not in text else None
     except TooManyValues as e:  # refused here, so a hostile file is not read twice
         return None, [too_many(file, e.line, e.column)]
     if composed is None:
@@ -117,7 +122,7 @@ def parse_json(file: str, raw: bytes) -> tuple[Document | None, list[Problem]]:
     except RecursionError:
         is_too_deep = True
     is_too_deep = is_too_deep or _deeper_than(data, MAX_DEPTH)
-    composed = None if is_too_deep else _fast(text.replace("\t", " "), None)
+    composed = None if is_too_deep else _fast(file, text.replace("\t", " "), None)
     tree: Any = None
     if composed is not None:
         tree = composed.marks

@@ -42,7 +42,12 @@ YAML11_BOOLEANS = frozenset(
 
 
 class Fallback(Exception):
-    """This file needs ruamel's reading (a form the fast reader does not construct)."""
+    """This file needs ruamel's reading (a form the fast reader does not construct); the
+    argument names why (``"alias"``, ``"<<"``, a tag, ``"libyaml: ..."``)."""
+
+    @property
+    def reason(self) -> str:
+        return str(self.args[0]) if self.args else "unnamed"
 
 
 def plain_scalar(value: str) -> Any:

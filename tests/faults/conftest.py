@@ -26,11 +26,9 @@ def client() -> Iterator[docker.DockerClient]:
 def faults(client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultStack]:
     require_binary("mosquitto", "mosquitto")
     root = tmp_path_factory.mktemp("faults")
-    # test-only (config_sync/publication/fault_point.py): config-sync pauses while this file exists
-    pause = {"PHRAME_TEST_PAUSE_BEFORE_MANIFESTS": str(root / "pause-before-manifests")}
     disks = StateDisks(root / "state")  # case 8 fills them; mounted before the stack writes
     try:
-        stack = DevStackProcess(root, env=STACK_ENV | pause)
+        stack = DevStackProcess(root, env=STACK_ENV)
     except BaseException:
         disks.unmount()
         raise

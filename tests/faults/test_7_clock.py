@@ -1,9 +1,9 @@
 """Fault 7: a node whose clock is 10 minutes behind: no flapping.
 
 The first node's agent is held down and replaced by a stand-in (tests/faults/stand_in.py:
-the same command and settings) with its wall clock 600 s behind (the test-only
-``PHRAME_TEST_CLOCK_OFFSET_S``, node_agent/test_clock.py; libfaketime 0.9.10 breaks
-Python's ``time.sleep``), so every heartbeat it sends is dated ten minutes ago. For
+the same settings) whose wall clock is 600 s behind (``phrame node-agent`` built with a
+shifted clock by tests/support/hooked_services.py; libfaketime 0.9.10 breaks Python's
+``time.sleep``), so every heartbeat it sends is dated ten minutes ago. For
 ``SKEWED_S`` (over two of the stack's 20 s node timeouts) the test samples, one round after
 another, the topic API's ``/api/nodes``, ``phrame status --json`` and placement's state
 topic: the node stays online in every one (placement lists no replica of it as pending, holds
@@ -20,6 +20,7 @@ import pytest
 
 from tests.faults.harness import NODE_TIMEOUT_S, FaultStack
 from tests.faults.stand_in import StandIn
+from tests.support.hooked_services import command
 
 pytestmark = [pytest.mark.docker, pytest.mark.mqtt, pytest.mark.slow]
 BOUND_S = 60.0
@@ -40,7 +41,8 @@ def test_a_node_whose_clock_is_ten_minutes_behind_stays_online_everywhere(faults
     skewed = StandIn(
         s,
         f"agent-{node}",
-        {"PHRAME_TEST_CLOCK_OFFSET_S": str(SKEW_S), "PHRAME_HEARTBEAT_S": str(HEARTBEAT_S)},
+        {"PHRAME_HEARTBEAT_S": str(HEARTBEAT_S)},
+        argv=command("node-agent", "--clock-offset-s", str(SKEW_S)),
     )
     samples: dict[str, int] = {"/api/nodes": 0, "phrame status": 0, "placement": 0}
     try:

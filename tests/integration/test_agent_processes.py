@@ -99,10 +99,12 @@ def test_a_new_agent_re_adopts_running_processes(tmp_path: Path, supervisors):
         "ProcessSupervisor(Path(sys.argv[1])).start(json.loads(sys.argv[2]))"
     )
     subprocess.run([sys.executable, "-c", code, str(tmp_path), json.dumps(job)], check=True)
-    pid = json.loads((tmp_path / "processes" / "e.job.0" / "meta.json").read_text())["pid"]
+    meta = json.loads((tmp_path / "processes" / "e.job.0" / "meta.json").read_text())
+    pid = meta["pid"]
     assert psutil.pid_exists(pid)
-    # up for longer than the new agent's stable_after_s (0.2 s) before it first looks
-    wait_for(lambda: time.time() - psutil.Process(pid).create_time() > 0.3, "the job up for 0.3 s", 5)
+    # up for longer than the new agent's stable_after_s (0.2 s) before it first looks, counted
+    # as the agent counts, from the recorded start (on a busy host well after the fork)
+    wait_for(lambda: time.time() - meta["started_at"] > 0.3, "the job up for 0.3 s", 5)
     new = ProcessSupervisor(tmp_path, stable_after_s=0.2)  # the agent restarted
     supervisors.append(new)
     seen = new.check()["e.job.0"]
@@ -114,6 +116,20 @@ def test_a_new_agent_re_adopts_running_processes(tmp_path: Path, supervisors):
     assert pid is not None
     wait_dead(pid)
     assert "e.job.0" not in ProcessSupervisor(tmp_path).check()
+
+
+def test_start_times_come_from_the_wall_clock_handed_in(tmp_path: Path, supervisors):
+    """A node whose clock is ten minutes behind records (and reports) start times ten minutes
+    ago; a new agent on the same clock still sees the process just started, not up for 600 s."""
+    behind = lambda: time.time() - 600  # noqa: E731
+    sup = ProcessSupervisor(tmp_path, wall_clock=behind, stable_after_s=60)
+    supervisors.append(sup)
+    sup.start(spec.process("e", "job", ["sleep", "600"]))
+    seen = sup.check()["e.job.0"]
+    assert seen.started_at is not None and abs(seen.started_at - (time.time() - 600)) < 5
+    again = ProcessSupervisor(tmp_path, wall_clock=behind, stable_after_s=60)
+    assert not again.check()["e.job.0"].is_stable  # up for seconds, not 600 s
+    sup.stop("e.job.0")
 
 
 @pytest.fixture

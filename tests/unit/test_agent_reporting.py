@@ -77,6 +77,13 @@ def test_status_only_on_change_and_heartbeat_always():
     check_payload("actual-heartbeat", beats[0])
 
 
+def test_the_heartbeat_is_dated_by_the_wall_clock_handed_in():
+    pub = RecordingPublisher()
+    r = ActualReporter(pub, T, "a", inspect=lambda _c: {}, wall_clock=lambda: 1_000_000.5)
+    r.heartbeat(5.0, {})
+    assert pub.sent[-1][1]["ts"] == 1_000_000.5
+
+
 def test_a_container_gone_before_its_inspect_is_reported_without_details():
     pub = RecordingPublisher()
 

@@ -1,166 +1,136 @@
-"""The OpenAPI 3.0 document of the topic API (``/openapi.json``), written as data.
+"""The OpenAPI 3.0 document of the topic API (``/openapi.json``), generated from the routes.
 
-Served by :mod:`topic_api.app`, rendered by Swagger UI at ``/docs`` and checked against the
-running API by schemathesis (tests/integration/test_topic_api_schema.py): every route,
-parameter and answer shape is here. Change a route and this file together.
+:func:`document` is called once by :func:`topic_api.app.create_app` with the app's routes:
+each path and its parameters come from the Starlette route, everything else from the
+handler's ``@operation`` (:mod:`topic_api.openapi.operations`) and the TypedDicts it names
+(:mod:`topic_api.models`, made schemas by :mod:`topic_api.openapi.json_schema`). Swagger UI
+renders it at ``/docs``; schemathesis checks the running API against it. A routed handler
+without an ``@operation`` is an error here, so no route goes undocumented; mounts are not
+documented (static files).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
-from topic_api.openapi.compose import compose_paths
-from topic_api.openapi.parts import (
-    NODE,
-    READ_401,
-    READ_SECURITY,
-    TOPIC,
-    answer,
-    errors,
-    path_param,
-    read,
-    write,
+from starlette.routing import BaseRoute, Route
+
+from topic_api import import_models, models
+from topic_api.openapi.json_schema import SchemaBook
+from topic_api.openapi.operations import ERRORS, PATH_PARAMS, Body, Json, Operation, operation_of
+
+#: published under #/components/schemas, in this order; EnvError is open (more fields allowed)
+COMPONENTS: tuple[type, ...] = (
+    models.Error,
+    models.PlaneStamps,
+    models.HistoryEntry,
+    models.NodeSummary,
+    models.Item,
+    models.NodeDetail,
+    models.Nodes,
+    models.EnvError,
+    models.Environment,
+    models.EnvironmentDetail,
+    models.Environments,
+    models.Topics,
+    models.KvValue,
+    models.KvWritten,
+    models.KvDeleted,
+    models.Restarted,
+    import_models.Problem,
+    import_models.ComposeImport,
+    import_models.ImportInvalid,
+    models.Health,
 )
-from topic_api.openapi.shapes import SCHEMAS
+OPEN = (models.EnvError,)
+WRITE_SECURITY: list[dict[str, list[str]]] = [{"bearer": []}]
+# a read token is asked for only when PHRAME_API_READ_TOKEN_REQUIRED: anonymous reads too
+READ_SECURITY: list[dict[str, list[str]]] = [{}, {"bearer": []}, {"access_token": []}]
+SECURITY_SCHEMES = {
+    "bearer": {"type": "http", "scheme": "bearer", "description": "PHRAME_API_TOKEN"},
+    "access_token": {"type": "apiKey", "in": "query", "name": "access_token", "description": "reads only"},
+}
 
 
-def paths() -> dict[str, Any]:
-    kv_body = {
-        "required": True,
-        "description": "the JSON value to retain (validated against the topic's schema, if any)",
-        "content": {"application/json": {"schema": {}}},
-    }
-    return {
-        "/api/nodes": {"get": read("every node: health, host stats, drift", answer("nodes", "Nodes"))},
-        "/api/nodes/{node}": {
-            "get": read(
-                "one node with desired against actual per item",
-                answer("node", "NodeDetail"),
-                404,
-                params=[NODE],
-            )
-        },
-        "/api/nodes/{node}/containers/{id}/restart": {
-            "post": write(
-                "ask the node's agent to restart a container (not retained)",
-                "202",
-                answer("command published", "Restarted"),
-                400,
-                404,
-                params=[NODE, path_param("id", "item id <env>.<service>.<replica>", "demo.web.0")],
-            )
-        },
-        **compose_paths(),
-        "/api/environments": {
-            "get": read("every environment: sync, placement, deploys", answer("environments", "Environments"))
-        },
-        "/api/environments/{env}": {
-            "get": read(
-                "one environment with its declared services",
-                answer("environment", "EnvironmentDetail"),
-                404,
-                params=[path_param("env", "environment name", "demo")],
-            )
-        },
-        "/api/topics": {
-            "get": read(
-                "retained topics of both planes matching an MQTT filter",
-                answer("topics", "Topics"),
-                400,
-                params=[
-                    {
-                        "name": "filter",
-                        "in": "query",
-                        "required": False,
-                        "description": "MQTT topic filter (+ one level, # the rest); default #",
-                        "schema": {"type": "string", "default": "#"},
-                    }
-                ],
-            )
-        },
-        "/api/kv/{topic}": {
-            "get": read("one retained value", answer("value", "KvValue"), 404, params=[TOPIC]),
-            "put": {
-                **write(
-                    "retain a JSON value",
-                    "200",
-                    answer("published", "KvWritten"),
-                    400,
-                    403,
-                    408,
-                    413,
-                    422,
-                    params=[TOPIC],
-                ),
-                "requestBody": kv_body,
-            },
-            "delete": write(
-                "clear a retained value", "200", answer("cleared", "KvDeleted"), 400, 403, params=[TOPIC]
-            ),
-        },
-        "/api/events": {
-            "get": {
-                "summary": "server-sent events: hello, then one change per snapshot change",
-                "security": READ_SECURITY,
-                "responses": {
-                    "200": {
-                        "description": "event stream",
-                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
-                    },
-                    **READ_401,
-                    **errors(503),
-                },
-            }
-        },
-        "/healthz": {
-            "get": {
-                "summary": "liveness and what is loaded",
-                "responses": {"200": answer("health", "Health")},
-            }
-        },
-        "/metrics": {
-            "get": {
-                "summary": "Prometheus metrics",
-                "responses": {
-                    "200": {
-                        "description": "metrics",
-                        "content": {"text/plain": {"schema": {"type": "string"}}},
-                    }
-                },
-            }
-        },
-        "/openapi.json": {
-            "get": {
-                "summary": "this document",
-                "responses": {
-                    "200": {
-                        "description": "OpenAPI 3.0",
-                        "content": {"application/json": {"schema": {"type": "object"}}},
-                    }
-                },
-            }
-        },
-        "/docs": {
-            "get": {
-                "summary": "Swagger UI",
-                "responses": {
-                    "200": {"description": "page", "content": {"text/html": {"schema": {"type": "string"}}}}
-                },
-            }
-        },
-        "/": {
-            "get": {
-                "summary": "the dashboard",
-                "responses": {
-                    "200": {"description": "page", "content": {"text/html": {"schema": {"type": "string"}}}},
-                    **errors(404),
-                },
-            }
-        },
-    }
+def _book() -> SchemaBook:
+    book = SchemaBook()
+    book.publish(COMPONENTS, open_to_more=OPEN)
+    return book
 
 
-def document() -> dict[str, Any]:
+def _answer(book: SchemaBook, answer: Json | Body) -> dict[str, Any]:
+    if isinstance(answer, Json):
+        return {
+            "description": answer.description,
+            "content": {"application/json": {"schema": book.ref(answer.model)}},
+        }
+    return {"description": answer.description, "content": answer.content}
+
+
+def _parameters(route: Route, op: Operation) -> list[dict[str, Any]]:
+    params = []
+    for name in route.param_convertors:
+        if name not in PATH_PARAMS:
+            raise ValueError(f"route {route.path}: path parameter {name!r} has no description in PATH_PARAMS")
+        description, example = PATH_PARAMS[name]
+        schema = {"type": "string"}
+        params.append(
+            {"name": name, "in": "path", "required": True, "description": description, "schema": schema}
+            | {"example": example}
+        )
+    for q in op.query:
+        query_schema: dict[str, Any] = {"type": "string"} | ({"default": q.default} if q.default else {})
+        params.append(
+            {"name": q.name, "in": "query", "required": q.required, "description": q.description}
+            | {"schema": query_schema}
+        )
+    return params
+
+
+def _operation(book: SchemaBook, route: Route, op: Operation) -> dict[str, Any]:
+    codes = op.errors
+    if op.access == "read":
+        codes = (401, *codes)
+    elif op.access == "write":
+        codes = (401, 503, *codes)
+    responses = {str(op.status): _answer(book, op.ok)}
+    responses |= {str(c): _answer(book, Json(ERRORS[c], models.Error)) for c in codes}
+    responses |= {str(c): _answer(book, a) for c, a in op.answers.items()}
+    out: dict[str, Any] = {"summary": op.summary}
+    if params := _parameters(route, op):
+        out["parameters"] = params
+    if op.access != "public":
+        out["security"] = READ_SECURITY if op.access == "read" else WRITE_SECURITY
+    if op.body is not None:
+        out["requestBody"] = {"required": op.body_required, "description": op.body.description}
+        out["requestBody"]["content"] = op.body.content
+    out["responses"] = responses
+    return out
+
+
+def _openapi_path(path: str) -> str:
+    """``/api/kv/{topic:path}`` -> ``/api/kv/{topic}``."""
+    return re.sub(r"\{(\w+):\w+\}", r"{\1}", path)
+
+
+def paths(routes: Sequence[BaseRoute], book: SchemaBook) -> dict[str, Any]:
+    out: dict[str, dict[str, Any]] = {}
+    for route in routes:
+        if not isinstance(route, Route):
+            continue  # a mount: static files
+        op = operation_of(route.endpoint)
+        if op is None:
+            raise ValueError(f"route {route.path} ({route.name}) has no @operation: document it")
+        item = out.setdefault(_openapi_path(route.path), {})
+        for method in sorted((route.methods or {"GET"}) - {"HEAD"}):
+            item[method.lower()] = _operation(book, route, op)
+    return out
+
+
+def document(routes: Sequence[BaseRoute]) -> dict[str, Any]:
+    book = _book()
     return {
         "openapi": "3.0.3",
         "info": {
@@ -168,17 +138,6 @@ def document() -> dict[str, Any]:
             "version": "1",
             "description": "Desired against actual state of a Phrame fleet (the mirrors' snapshots).",
         },
-        "paths": paths(),
-        "components": {
-            "schemas": SCHEMAS,
-            "securitySchemes": {
-                "bearer": {"type": "http", "scheme": "bearer", "description": "PHRAME_API_TOKEN"},
-                "access_token": {
-                    "type": "apiKey",
-                    "in": "query",
-                    "name": "access_token",
-                    "description": "reads only",
-                },
-            },
-        },
+        "paths": paths(routes, book),
+        "components": {"schemas": book.components, "securitySchemes": SECURITY_SCHEMES},
     }
