@@ -11,7 +11,7 @@ from typing import Any
 
 import responses
 
-from placement.gitlab_api import MergeRequests
+from phrame.gitlab import GitLabProject
 from tests.integration.test_placement_git import FIXTURE, Clock, ConfigRemote, beat, make
 
 GITLAB = "https://gitlab.example.test"
@@ -69,7 +69,7 @@ def test_a_new_placement_merge_request_closes_the_older_ones_of_its_environment(
     clock = Clock()
     with responses.RequestsMock(assert_all_requests_are_fired=False) as api:
         gitlab = OpenMergeRequests(api, *stale, *keep)
-        rec = make(tmp_path, remote, clock, merge_requests=MergeRequests(GITLAB, "t", "42"))
+        rec = make(tmp_path, remote, clock, merge_requests=GitLabProject(GITLAB, "t", "42").merge_requests)
         first = rec.run_pass()[0]
         assert first.error is None and first.branch == branch
         assert sorted(m["source_branch"] for m in gitlab.open.values()) == sorted([branch, *keep])
