@@ -7,12 +7,14 @@ trigger or poll, so no error ever ends a worker.
 
 from __future__ import annotations
 
+import phrame.settings
+
 
 class SyncError(Exception):
     """Root exception of config_sync."""
 
 
-class SettingsError(SyncError):
+class SettingsError(SyncError, phrame.settings.SettingsError):
     """A ``PHRAME_*`` setting is missing or malformed (permanent: fix the settings)."""
 
 

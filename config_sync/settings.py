@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from config_sync.errors import SettingsError
 from phrame.mqtt import MqttSettings
-from phrame.settings import EnvReader
+from phrame.settings import EnvReader, Listen, parse_host_port
 from phrame.settings.git_host import git_host_fields, git_host_problem
 from phrame.settings.http_serving import HttpLimits
 
@@ -82,11 +82,8 @@ class SyncSettings:
             )
 
     @property
-    def listen_address(self) -> tuple[str, int]:
-        host, sep, port = self.listen.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise SettingsError(f"PHRAME_LISTEN must be host:port, not {self.listen!r}")
-        return host, int(port)
+    def listen_address(self) -> Listen:
+        return parse_host_port(self.listen, name="PHRAME_LISTEN", example=DEFAULT_LISTEN, error=SettingsError)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SyncSettings:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import phrame.git
 import phrame.gitlab
+import phrame.settings
 
 
 class PlacementError(Exception):
     """Root of every error raised by ``placement``."""
 
 
-class SettingsError(PlacementError):
+class SettingsError(PlacementError, phrame.settings.SettingsError):
     """A ``PHRAME_*`` setting of the reconciler is missing or malformed."""
 
 
