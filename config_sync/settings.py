@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from config_sync.errors import SettingsError
 from phrame.mqtt import MqttSettings
 from phrame.settings import EnvReader, Listen, parse_host_port
-from phrame.settings.git_host import git_host_fields, git_host_problem
+from phrame.settings.git_host import REPO_URL, git_host_fields, git_host_problem
 from phrame.settings.http_serving import HttpLimits
 
 DEFAULT_STATE_DIR = "/var/lib/phrame"  # as every service; config-sync keeps its clone in config-sync/
@@ -88,9 +88,7 @@ class SyncSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SyncSettings:
         e = EnvReader(env, error=SettingsError)
-        repo_url = e.text("PHRAME_REPO_URL")
-        if not repo_url:
-            raise SettingsError("PHRAME_REPO_URL is required (a bare repository path or a clone URL)")
+        repo_url = e.required("PHRAME_REPO_URL", REPO_URL)
         return cls(
             repo_url=repo_url,
             state_dir=e.text("PHRAME_STATE_DIR", DEFAULT_STATE_DIR) or DEFAULT_STATE_DIR,

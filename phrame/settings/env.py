@@ -30,6 +30,13 @@ class EnvReader:
         value = self.env.get(name, "").strip()
         return value or default
 
+    def required(self, name: str, what: str) -> str:
+        """``name``'s value; unset or empty raises the error, saying ``what`` it should hold."""
+        value = self.text(name)
+        if value is None:
+            raise self.error(f"{name} is required ({what})")
+        return value
+
     def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
         value = self.text(name, default) or default
         if value not in choices:

@@ -30,15 +30,14 @@ def errors(*codes: int) -> dict[str, Any]:
     return {str(c): answer(why[c], "Error") for c in codes}
 
 
+def parameter(name: str, where: str, description: str, *, required: bool, **more: Any) -> dict[str, Any]:
+    """One string parameter (``where``: ``path`` or ``query``); ``more``: e.g. its ``example``."""
+    doc = {"name": name, "in": where, "required": required, "description": description}
+    return doc | {"schema": {"type": "string"}} | more
+
+
 def path_param(name: str, description: str, example: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "path",
-        "required": True,
-        "description": description,
-        "schema": {"type": "string"},
-        "example": example,
-    }
+    return parameter(name, "path", description, required=True, example=example)
 
 
 READ_401 = errors(401)  # only when PHRAME_API_READ_TOKEN_REQUIRED
@@ -67,10 +66,4 @@ def write(summary: str, ok_code: str, ok: dict[str, Any], *more: int, params: li
 
 
 def query(name: str, description: str, required: bool) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "query",
-        "required": required,
-        "description": description,
-        "schema": {"type": "string"},
-    }
+    return parameter(name, "query", description, required=required)
