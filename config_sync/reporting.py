@@ -1,4 +1,4 @@
-"""Telling the git host what config-sync found and did: commit statuses and review notes.
+"""Telling the git host what config-sync found and did (docs/operations/gitlab.md): statuses and review notes.
 
 The sync, deploy and rollout passes call a :class:`CommitReporter`. ``GitLabReporter`` goes
 through the shared adapter (``phrame.gitlab``) and skips repeats it already set;
