@@ -133,11 +133,11 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     from repo_gen import write_repo
 
-    from config_sync.gitlab_api import LocalReporter
     from config_sync.intake.clone import SyncRepo
     from config_sync.intake.syncing import Syncer
     from config_sync.models import Claim
     from config_sync.publication.sender import DesiredPublisher
+    from config_sync.reporting import LocalReporter
     from phrame.mqtt import MqttClient, MqttSettings
     from schemas import Topics
     from tests.support.mosquitto import Mosquitto

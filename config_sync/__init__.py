@@ -8,7 +8,7 @@ failed validation and never makes a webhook response wait on git or MQTT.
 
 from __future__ import annotations
 
-from config_sync.errors import GitError, GitLabError, PublishError, SettingsError, SyncError
+from config_sync.errors import PublishError, SettingsError, SyncError
 from config_sync.settings import SyncSettings
 
-__all__ = ["GitError", "GitLabError", "PublishError", "SettingsError", "SyncError", "SyncSettings"]
+__all__ = ["PublishError", "SettingsError", "SyncError", "SyncSettings"]

@@ -16,8 +16,6 @@ from typing import Any
 
 from config_sync.deploys.history import DeployHistory
 from config_sync.deploys.watcher import DeployWatcher
-from config_sync.errors import GitError
-from config_sync.gitlab_api import CommitReporter, GitLabReporter, LocalReporter
 from config_sync.intake.clone import SyncRepo
 from config_sync.intake.queue import WorkQueue
 from config_sync.intake.syncing import Syncer
@@ -25,9 +23,11 @@ from config_sync.intake.webhooks import Route
 from config_sync.metrics import Metrics
 from config_sync.models import Backoff
 from config_sync.publication.sender import DesiredPublisher, PublishError, SyncOutcome
+from config_sync.reporting import CommitReporter, GitLabReporter, LocalReporter
 from config_sync.rollouts.controller import RolloutController
 from config_sync.settings import SyncSettings
 from config_sync.status_views import full_view, public_view
+from phrame.git import GitError
 from phrame.mqtt import MqttClient, MqttError
 from schemas import Topics
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from config_sync.errors import SettingsError
 from phrame.mqtt import MqttSettings
-from phrame.settings import EnvReader
-from phrame.settings.git_host import git_host_fields, git_host_problem
+from phrame.settings import EnvReader, Listen, parse_host_port
+from phrame.settings.git_host import REPO_URL, git_host_fields, git_host_problem
 from phrame.settings.http_serving import HttpLimits
 
 DEFAULT_STATE_DIR = "/var/lib/phrame"  # as every service; config-sync keeps its clone in config-sync/
@@ -82,18 +82,13 @@ class SyncSettings:
             )
 
     @property
-    def listen_address(self) -> tuple[str, int]:
-        host, sep, port = self.listen.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise SettingsError(f"PHRAME_LISTEN must be host:port, not {self.listen!r}")
-        return host, int(port)
+    def listen_address(self) -> Listen:
+        return parse_host_port(self.listen, name="PHRAME_LISTEN", example=DEFAULT_LISTEN, error=SettingsError)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SyncSettings:
         e = EnvReader(env, error=SettingsError)
-        repo_url = e.text("PHRAME_REPO_URL")
-        if not repo_url:
-            raise SettingsError("PHRAME_REPO_URL is required (a bare repository path or a clone URL)")
+        repo_url = e.required("PHRAME_REPO_URL", REPO_URL)
         return cls(
             repo_url=repo_url,
             state_dir=e.text("PHRAME_STATE_DIR", DEFAULT_STATE_DIR) or DEFAULT_STATE_DIR,

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dev_stack.errors import DevError
+from phrame.settings import Listen, parse_host_port
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 DEFAULT_STATE_DIR = ".phrame-dev"
@@ -52,11 +53,8 @@ class DevSettings:
 
     # -- addresses
     @property
-    def listen_address(self) -> tuple[str, int]:
-        host, sep, port = self.listen.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise DevError(f"--listen must be host:port, not {self.listen!r}")
-        return host, int(port)
+    def listen_address(self) -> Listen:
+        return parse_host_port(self.listen, name="--listen", example=DEFAULT_LISTEN, error=DevError)
 
     @property
     def broker_url(self) -> str:

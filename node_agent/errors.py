@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import re
 
+import phrame.settings
+
 
 class AgentError(Exception):
     """Root of every error the node agent raises on purpose."""
 
 
-class SettingsError(AgentError):
+class SettingsError(AgentError, phrame.settings.SettingsError):
     """A ``PHRAME_*`` setting is missing or malformed."""
 
 

@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from phrame.gitlab import GitLabProject
 from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings
 from placement.git_repo import PlacementRepo
-from placement.gitlab_api import MergeRequests
 from placement.listening import Listening
 from placement.liveness import Liveness
 from placement.lock import ProcessLock
@@ -293,7 +293,8 @@ def build_loop(settings: PlacementSettings, *, clock: Callable[[], float] = time
     liveness = Liveness(timeout_s=settings.node_timeout_s, started_at=clock())
     merge_requests = None
     if settings.git_host == "gitlab" and settings.gitlab_url and settings.gitlab_project:
-        merge_requests = MergeRequests(settings.gitlab_url, settings.gitlab_token, settings.gitlab_project)
+        project = GitLabProject(settings.gitlab_url, settings.gitlab_token, settings.gitlab_project)
+        merge_requests = project.merge_requests
     reconciler = PlacementReconciler(
         PlacementRepo(
             settings.repo_url,

@@ -17,17 +17,11 @@ from typing import Any, Protocol
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random
 
 from phrame.config_repo import ConfigError, ConfigRepo, Problem, ReadCache, validate
+from phrame.git import GitError, PushRejected, TagTargetError
 from phrame.placement_rules import inventory
 from phrame.placement_rules.decide import decide
 from phrame.placement_rules.models import Decision
-from placement.errors import (
-    GitError,
-    InvalidInputs,
-    NotOnTrackedRef,
-    PlacementError,
-    PushRejected,
-    TagTargetError,
-)
+from placement.errors import EXPECTED, InvalidInputs, NotOnTrackedRef, PlacementError
 from placement.git_repo import PlacementRepo
 from placement.liveness import Liveness, gc_candidates
 from placement.problem_log import ProblemLog
@@ -36,6 +30,7 @@ log = logging.getLogger(__name__)
 
 PUSH_ATTEMPTS = 5
 PASS = ""  # the ProblemLog key of the pass as a whole (environment names are never empty)
+FAILURES: tuple[type[Exception], ...] = (*EXPECTED, ConfigError)  # ours, or a commit we cannot read
 
 
 class MergeRequestPort(Protocol):
@@ -97,7 +92,7 @@ class PlacementReconciler:
         try:
             self.git.fetch()
             repo = self._load(self.git.head(self.default_ref))
-        except (PlacementError, ConfigError) as e:  # git, or a commit phrame.config_repo cannot read
+        except FAILURES as e:  # git, or a commit phrame.config_repo cannot read
             self.problems.problem(PASS, f"placement pass skipped: {e}", level=logging.WARNING)
             return []
         # anything else is a bug: placement.loop logs it with its traceback and carries on
@@ -124,9 +119,9 @@ class PlacementReconciler:
                         raise
                     self.problems.clear(name, f"environment {name}: placement works again")
                     return result
-        except (PlacementError, ConfigError) as e:
+        except FAILURES as e:
             # an unreadable commit is the config's problem (config-sync reports it too), not ours
-            ours = isinstance(e, PlacementError) and not isinstance(e, InvalidInputs | NotOnTrackedRef)
+            ours = isinstance(e, EXPECTED) and not isinstance(e, InvalidInputs | NotOnTrackedRef)
             level = logging.ERROR if ours else logging.WARNING
             self.problems.problem(name, f"placement of environment {name} failed: {e}", level=level)
             return EnvResult(name, error=str(e))
@@ -225,7 +220,7 @@ class PlacementReconciler:
         assert self.merge_requests is not None
         try:
             closed = self.merge_requests.close_superseded(branch)
-        except PlacementError as e:
+        except EXPECTED as e:
             log.warning("environment %s: %s", environment, e)
             return
         if closed:

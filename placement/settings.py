@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from phrame.settings import EnvReader
-from phrame.settings.git_host import git_host_fields, git_host_problem
+from phrame.settings.git_host import REPO_URL, git_host_fields, git_host_problem
 from phrame.settings.metrics_listen import Listen, read_listen
 from placement.errors import SettingsError
 
@@ -45,9 +45,7 @@ class PlacementSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PlacementSettings:
         r = EnvReader(env, error=SettingsError)
-        repo_url = r.text("PHRAME_REPO_URL")
-        if not repo_url:
-            raise SettingsError("PHRAME_REPO_URL is not set (path of the bare repo, or its clone URL)")
+        repo_url = r.required("PHRAME_REPO_URL", REPO_URL)
         settings = cls(
             repo_url=repo_url,
             **git_host_fields(r),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import phrame.settings
+
 
 class TopicApiError(Exception):
     """Root of the topic API's own errors."""
 
 
-class SettingsError(TopicApiError):
+class SettingsError(TopicApiError, phrame.settings.SettingsError):
     """A setting is missing or malformed; the message names the variable."""
 
 

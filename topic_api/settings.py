@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from phrame.mqtt import MqttSettings
-from phrame.settings import EnvReader
+from phrame.settings import EnvReader, Listen, parse_host_port
 from phrame.settings.http_serving import HttpLimits
 from phrame.settings.mirror_dir import snapshot_dir
 from schemas.container_exits import DEFAULT_WINDOW_S
@@ -58,11 +58,8 @@ class ApiSettings:
         return self.write_prefixes or (f"{self.topic_prefix}/kv/",)
 
     @property
-    def listen_address(self) -> tuple[str, int]:
-        host, sep, port = self.listen.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise SettingsError(f"PHRAME_LISTEN must be host:port, not {self.listen!r}")
-        return host, int(port)
+    def listen_address(self) -> Listen:
+        return parse_host_port(self.listen, name="PHRAME_LISTEN", example=DEFAULT_LISTEN, error=SettingsError)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ApiSettings:

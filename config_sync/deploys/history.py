@@ -19,8 +19,8 @@ from typing import Any
 
 from config_sync.deploys import records
 from config_sync.deploys.records import DeployRecord
-from config_sync.errors import GitError
 from config_sync.publication.sender import Sender, SyncOutcome
+from phrame.git import GitError
 from phrame.mqtt import MqttError
 from schemas import PayloadError, Topics, canonical_json, check_payload, load_json
 

@@ -23,8 +23,8 @@ from typing import Any
 from config_sync.deploys.history import DeployHistory
 from config_sync.deploys.node_watch import NodeWatch
 from config_sync.deploys.verdict import failure, verdict, waiting_for, waiting_text
-from config_sync.errors import GitLabError
-from config_sync.gitlab_api import CommitReporter
+from config_sync.reporting import CommitReporter
+from phrame.gitlab import GitLabError
 from phrame.mqtt import Message
 from schemas import Topics, load_json
 

@@ -4,7 +4,7 @@ The sync and review passes call :meth:`SyncRepo.fetch` then :meth:`SyncRepo.head
 trees at a sha, never checking anything out; this cache never pushes. The ref policy
 (branches, ``refs/tags/<tag>`` with forced fetch), credentials, redaction, timeout and
 following a changed URL are all ``phrame.git``'s; this wrapper only places the cache,
-raises config-sync's errors (``SyncError``s) and counts fetches for ``/ready``.
+raises ``phrame.git``'s errors and counts fetches for ``/ready``.
 """
 
 from __future__ import annotations
@@ -12,17 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import phrame.git
-from config_sync.errors import GitError
 from phrame.git.cache import GitCache
-from phrame.git.errors import ErrorKinds
-
-
-class RefMissing(GitError, phrame.git.RefMissing):
-    """The tracked branch or tag is not on the remote (deleted, or not created yet)."""
-
-
-ERRORS = ErrorKinds(git=GitError, ref_missing=RefMissing)
 
 
 class SyncRepo(GitCache):
@@ -38,7 +28,7 @@ class SyncRepo(GitCache):
         timeout_s: float = 120.0,
     ) -> None:
         path = Path(state_dir) / "config-sync" / "config-repo.git"
-        super().__init__(url, path, token=token, ca_file=ca_file, timeout_s=timeout_s, errors=ERRORS)
+        super().__init__(url, path, token=token, ca_file=ca_file, timeout_s=timeout_s)
         self.fetched_at: float | None = None
         self.fetches = 0
 

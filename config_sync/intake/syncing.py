@@ -18,15 +18,16 @@ from typing import Any
 
 from config_sync.deploys.history import DeployHistory
 from config_sync.deploys.watcher import DeployWatcher
-from config_sync.errors import GitError, GitLabError
-from config_sync.gitlab_api import CommitReporter
-from config_sync.intake.clone import RefMissing, SyncRepo
+from config_sync.intake.clone import SyncRepo
 from config_sync.models import Claim, Reading
 from config_sync.publication.sender import DesiredPublisher, SyncOutcome
+from config_sync.reporting import CommitReporter
 from config_sync.review_note import item_changes, review_note, rollout_waves
 from config_sync.rollouts.controller import RolloutController
 from phrame.config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
 from phrame.config_repo.update_policy import policies
+from phrame.git import GitError, RefMissing
+from phrame.gitlab import GitLabError
 from phrame.placement_rules.preview import Placed, preview
 from schemas import Topics
 

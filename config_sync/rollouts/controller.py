@@ -17,12 +17,12 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from config_sync.errors import GitLabError
-from config_sync.gitlab_api import CommitReporter
 from config_sync.models import Reading
 from config_sync.publication.sender import Gate, SyncOutcome
+from config_sync.reporting import CommitReporter
 from config_sync.rollouts.actual_watch import ActualWatch
 from config_sync.rollouts.gate import Gated, Key, gate_rollouts
+from phrame.gitlab import GitLabError
 from schemas import Topics
 
 log = logging.getLogger(__name__)

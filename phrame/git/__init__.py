@@ -8,6 +8,6 @@ besides ``phrame.config_repo.sources`` (which reads trees).
 
 from __future__ import annotations
 
-from phrame.git.errors import ErrorKinds, GitError, PushRejected, RefMissing, TagTargetError
+from phrame.git.errors import GitError, PushRejected, RefMissing, TagTargetError
 
-__all__ = ["ErrorKinds", "GitError", "PushRejected", "RefMissing", "TagTargetError"]
+__all__ = ["GitError", "PushRejected", "RefMissing", "TagTargetError"]

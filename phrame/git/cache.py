@@ -25,7 +25,7 @@ from gitdb.exc import BadName, BadObject
 from phrame.config_repo import ConfigRepo, Problem, ReadCache, load
 from phrame.config_repo.sources import GitSource
 from phrame.git import refs
-from phrame.git.errors import ErrorKinds
+from phrame.git.errors import GitError, RefMissing
 from phrame.settings.git_remote import GitRemote, follow_origin, hint
 from phrame.settings.state import private_dir
 
@@ -44,13 +44,11 @@ class GitCache:
         token: str | None = None,
         ca_file: str | Path | None = None,
         timeout_s: float = 120.0,
-        errors: ErrorKinds | None = None,
     ) -> None:
         self.remote = GitRemote.parse(url, token=token, ca_file=ca_file)
         self.url = self.remote.url  # without credentials: safe to show
         self.path = Path(path)
         self.timeout_s = timeout_s
-        self.errors = errors or ErrorKinds()
         self._lock = threading.RLock()
 
     @contextmanager
@@ -67,7 +65,7 @@ class GitCache:
                 # effect, and the "+" refspecs with --prune then replace every old ref
                 old = follow_origin(self.path, self.remote)
             except (git.GitError, OSError) as e:
-                raise self.errors.git(f"cannot open the clone cache {self.path}: {self.why(e)}") from e
+                raise GitError(f"cannot open the clone cache {self.path}: {self.why(e)}") from e
             if old is not None:
                 log.info("repository URL changed from %s to %s", old, self.url)
             with self.reading() as repo:
@@ -80,7 +78,7 @@ class GitCache:
         try:
             repo = git.Repo(self.path)
         except (git.GitError, OSError) as e:
-            raise self.errors.git(f"cannot open the clone cache {self.path}: {self.why(e)}") from e
+            raise GitError(f"cannot open the clone cache {self.path}: {self.why(e)}") from e
         with repo:
             yield repo
 
@@ -100,11 +98,11 @@ class GitCache:
                 )
             except (git.GitError, OSError) as e:
                 if timed_out(e):
-                    raise self.errors.git(
+                    raise GitError(
                         f"fetching {self.url} {self.timeout_message()}, the next pass tries again"
                     ) from e
                 why = f"{self.why(e)}{hint(str(e), 'read_repository')}"
-                raise self.errors.git(f"cannot fetch {self.url} into {self.path}: {why}") from e
+                raise GitError(f"cannot fetch {self.url} into {self.path}: {why}") from e
 
     def resolve(self, name: str) -> str | None:
         """The commit a local ref of the cache points at (tags peeled), or None."""
@@ -114,7 +112,7 @@ class GitCache:
             except (BadName, BadObject, ValueError):  # gitdb's "no such ref"
                 return None
             except (git.GitError, OSError) as e:
-                raise self.errors.git(f"cannot read {name} in {self.path}: {self.why(e)}") from e
+                raise GitError(f"cannot read {name} in {self.path}: {self.why(e)}") from e
 
     def head(self, ref: str) -> str:
         """The commit ``ref`` (``main``, ``refs/heads/main``, ``refs/tags/v1``) points to as
@@ -123,7 +121,7 @@ class GitCache:
             sha = self.resolve(name)
             if sha is not None:
                 return sha
-        raise self.errors.ref_missing(f"{refs.describe(ref)} not found in {self.url}")
+        raise RefMissing(f"{refs.describe(ref)} not found in {self.url}")
 
     def branch_head(self, branch: str) -> str | None:
         """Sha of remote branch ``branch`` as last fetched, or None if it does not exist."""
@@ -147,7 +145,7 @@ class GitCache:
             except KeyError:
                 return None
             except (git.GitError, ValueError, BadName, BadObject) as e:
-                raise self.errors.git(f"cannot read {path} at {sha[:12]}: {self.why(e)}") from e
+                raise GitError(f"cannot read {path} at {sha[:12]}: {self.why(e)}") from e
         return data
 
     def commit_info(self, sha: str) -> tuple[str, str]:
@@ -160,7 +158,7 @@ class GitCache:
                 author = f"{commit.author.name} <{commit.author.email}>"
                 message = commit.message
             except (git.GitError, ValueError, BadName, BadObject) as e:
-                raise self.errors.git(f"cannot read commit {sha[:12]}: {self.why(e)}") from e
+                raise GitError(f"cannot read commit {sha[:12]}: {self.why(e)}") from e
         text = message.decode("utf-8", "replace") if isinstance(message, bytes) else message
         first = text.strip().splitlines()[0].strip() if text.strip() else ""
         return author[:COMMIT_TEXT_MAX], first[:COMMIT_TEXT_MAX]
@@ -171,9 +169,7 @@ class GitCache:
             try:
                 return merge_base_in(repo, a, b)
             except (git.GitError, OSError) as e:
-                raise self.errors.git(
-                    f"cannot find the merge base of {a[:12]} and {b[:12]}: {self.why(e)}"
-                ) from e
+                raise GitError(f"cannot find the merge base of {a[:12]} and {b[:12]}: {self.why(e)}") from e
 
     def is_ancestor(self, ancestor: str, sha: str) -> bool:
         with self.reading() as repo:

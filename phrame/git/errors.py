@@ -1,14 +1,11 @@
-"""The errors of the git adapter: one hierarchy shared by config-sync, placement and the CLI.
+"""The errors of the git adapter: the one hierarchy config-sync, placement, the topic API and
+the CLI all catch (no service defines its own ``GitError`` or ``RefMissing``).
 
 ``GitError`` is transient (the next pass retries); ``RefMissing``, ``PushRejected`` and
-``TagTargetError`` say more. A service that wants its own root (``SyncError``,
-``PlacementError``) defines subclasses of both and hands them in as :class:`ErrorKinds`,
-so the adapter raises them directly: one raise site, no conversion layer to forget.
+``TagTargetError`` say more. Every ``phrame.git`` call raises these and nothing of gitpython.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 
 class GitError(Exception):
@@ -25,13 +22,3 @@ class PushRejected(GitError):
 
 class TagTargetError(GitError):
     """A write would land on ``refs/tags/*`` (or outside ``refs/heads/*``); never done."""
-
-
-@dataclass(frozen=True)
-class ErrorKinds:
-    """The classes the adapter raises; each must subclass the phrame.git class of its name."""
-
-    git: type[GitError] = GitError
-    ref_missing: type[GitError] = RefMissing
-    push_rejected: type[GitError] = PushRejected
-    tag_target: type[GitError] = TagTargetError

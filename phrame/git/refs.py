@@ -8,7 +8,7 @@ tag of that name. Only ``refs/heads/*`` is ever written: never a tag, never anot
 
 from __future__ import annotations
 
-from phrame.git.errors import ErrorKinds
+from phrame.git.errors import GitError, TagTargetError
 
 HEADS = "refs/heads/"
 TAGS = "refs/tags/"
@@ -52,14 +52,13 @@ def remote_branch(branch: str) -> str:
     return REMOTE + branch.removeprefix(HEADS)
 
 
-def writable_ref(ref: str, errors: ErrorKinds | None = None) -> str:
+def writable_ref(ref: str) -> str:
     """``main`` → ``refs/heads/main``; a tag raises ``TagTargetError``, any other ref ``GitError``."""
-    kinds = errors or ErrorKinds()
     if is_tag_name(ref):
-        raise kinds.tag_target(
+        raise TagTargetError(
             f"refusing to write placement to {ref}: placement never writes to a tag; "
             "track a branch, or use placement: review (which pushes its own branch)"
         )
     if ref.startswith("refs/") and not ref.startswith(HEADS):
-        raise kinds.git(f"refusing to write placement to {ref}: only branches (refs/heads/*) are written")
+        raise GitError(f"refusing to write placement to {ref}: only branches (refs/heads/*) are written")
     return ref if ref.startswith(HEADS) else HEADS + ref

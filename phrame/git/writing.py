@@ -22,6 +22,7 @@ from gitdb import IStream
 
 from phrame.git import refs
 from phrame.git.cache import GitCache, timed_out
+from phrame.git.errors import GitError, PushRejected
 from phrame.settings.git_remote import hint
 
 log = logging.getLogger(__name__)
@@ -63,14 +64,14 @@ class GitWriter(GitCache):
                 tree = g.write_tree(env=env)
                 sha: str = g.commit_tree(tree, "-p", parent, "-m", message, env=env)
             except (git.GitError, ValueError) as e:
-                raise self.errors.git(f"cannot commit {what} on {parent[:12]}: {self.why(e)}") from e
+                raise GitError(f"cannot commit {what} on {parent[:12]}: {self.why(e)}") from e
         return sha.strip()
 
     def push(self, sha: str, branch: str) -> None:
         """Fast-forward ``branch`` on the remote to ``sha``; never forced.
 
         ``PushRejected`` when the branch moved since it was read, ``TagTargetError`` for a tag."""
-        target = refs.writable_ref(branch, self.errors)
+        target = refs.writable_ref(branch)
         with self.opened() as repo:
             try:
                 repo.git.push(
@@ -83,13 +84,11 @@ class GitWriter(GitCache):
             except git.GitCommandError as e:
                 text = f"{e.stdout or ''}\n{e.stderr or ''}"
                 if "[rejected]" in text or "non-fast-forward" in text or "fetch first" in text:
-                    raise self.errors.push_rejected(
-                        f"push of {sha[:12]} to {target} rejected: the branch moved"
-                    ) from e
+                    raise PushRejected(f"push of {sha[:12]} to {target} rejected: the branch moved") from e
                 if timed_out(e):
                     why = self.timeout_message()
                 else:
                     why = self.why(e)
                     why += hint(why, "write_repository")
-                raise self.errors.git(f"cannot push {sha[:12]} to {target} on {self.url}: {why}") from e
+                raise GitError(f"cannot push {sha[:12]} to {target} on {self.url}: {why}") from e
         log.info("pushed %s to %s", sha[:12], target)

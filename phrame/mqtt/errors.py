@@ -6,12 +6,14 @@ subclasses say which one. Nothing here imports paho.
 
 from __future__ import annotations
 
+import phrame.settings
+
 
 class MqttError(Exception):
     """Root of every error raised by ``phrame.mqtt``."""
 
 
-class SettingsError(MqttError):
+class SettingsError(MqttError, phrame.settings.SettingsError):
     """A ``PHRAME_*`` MQTT setting is missing, malformed or contradictory."""
 
 

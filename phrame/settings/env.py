@@ -1,10 +1,13 @@
-"""Typed reads of environment variables; a bad value raises the caller's error naming it."""
+"""The one reader of ``PHRAME_*`` settings: typed reads of environment variables; a bad value
+raises :class:`~phrame.settings.errors.SettingsError` (or the caller's subclass) naming it."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
 from pathlib import Path
+
+from phrame.settings.errors import SettingsError
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -13,17 +16,26 @@ _FALSE = ("0", "false", "no", "off")
 class EnvReader:
     """Reads settings from ``env`` (default ``os.environ``); an empty value counts as unset.
 
-    ``error`` is the exception class raised for a bad value, so each service keeps its own
-    ``SettingsError`` under its own root exception.
+    ``error`` is the exception class raised for a bad value: :class:`SettingsError`, or a
+    service's subclass of it under its own root exception.
     """
 
-    def __init__(self, env: Mapping[str, str] | None = None, *, error: type[Exception] = ValueError) -> None:
+    def __init__(
+        self, env: Mapping[str, str] | None = None, *, error: type[Exception] = SettingsError
+    ) -> None:
         self.env = os.environ if env is None else env
         self.error = error
 
     def text(self, name: str, default: str | None = None) -> str | None:
         value = self.env.get(name, "").strip()
         return value or default
+
+    def required(self, name: str, what: str) -> str:
+        """``name``'s value; unset or empty raises the error, saying ``what`` it should hold."""
+        value = self.text(name)
+        if value is None:
+            raise self.error(f"{name} is required ({what})")
+        return value
 
     def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
         value = self.text(name, default) or default

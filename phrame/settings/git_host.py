@@ -14,6 +14,7 @@ from typing import Any
 from phrame.settings.env import EnvReader
 
 GIT_HOSTS = ("local", "gitlab")
+REPO_URL = "a bare repository path or a clone URL"  # what PHRAME_REPO_URL holds
 
 
 def git_host_fields(e: EnvReader) -> dict[str, Any]:

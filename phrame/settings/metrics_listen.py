@@ -9,41 +9,30 @@ listener at all: nothing is bound. It must never bind a wildcard address on its 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
 
 from phrame.settings.env import EnvReader
+from phrame.settings.errors import SettingsError
+from phrame.settings.listen import Listen, parse_host_port
 
 log = logging.getLogger(__name__)
+
+__all__ = ["SETTING", "Listen", "parse_listen", "read_listen", "start_listener"]
 
 SETTING = "PHRAME_METRICS_LISTEN"
 
 
-@dataclass(frozen=True)
-class Listen:
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
-def parse_listen(value: str | None, *, error: type[Exception] = ValueError) -> Listen | None:
+def parse_listen(value: str | None, *, error: type[Exception] = SettingsError) -> Listen | None:
     """``host:port`` (``[::1]:9100`` for IPv6) or None when empty; a clear error otherwise."""
     if value is None or not value.strip():
         return None
-    text = value.strip()
-    host, sep, port_text = text.rpartition(":")
-    host = host.removeprefix("[").removesuffix("]")
-    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise error(f"{SETTING}={value!r}: expected host:port, e.g. 127.0.0.1:9310 (empty: no listener)")
-    return Listen(host, int(port_text))
+    return parse_host_port(value, name=SETTING, example="127.0.0.1:9310 (empty: no listener)", error=error)
 
 
-def read_listen(reader: EnvReader, *, error: type[Exception] = ValueError) -> Listen | None:
-    return parse_listen(reader.text(SETTING), error=error)
+def read_listen(reader: EnvReader, *, error: type[Exception] | None = None) -> Listen | None:
+    return parse_listen(reader.text(SETTING), error=error or reader.error)
 
 
 def start_listener(registry: CollectorRegistry, listen: Listen | None) -> Any:

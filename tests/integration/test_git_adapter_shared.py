@@ -76,11 +76,13 @@ def test_a_missing_ref_is_one_shared_error(tmp_path: Path, history: dict[str, st
     sync, place = users(tmp_path, history["url"])
     errors = []
     for user in (sync, place):
-        with pytest.raises(phrame.git.GitError) as caught:
+        with pytest.raises(phrame.git.RefMissing) as caught:  # config-sync keeps the last good state
             user.head("refs/tags/v9")
         errors.append(caught.value)
+        with pytest.raises(phrame.git.RefMissing):  # a deleted branch, as placement tracks one
+            user.head("gone")
     assert [str(e) for e in errors] == [f"tag 'v9' not found in {history['url']}"] * 2
-    assert isinstance(errors[0], phrame.git.RefMissing)  # config-sync keeps the last good state
+    assert [type(e) for e in errors] == [phrame.git.RefMissing] * 2  # one class, no service's own
 
 
 def test_one_merge_base_for_config_sync_placement_and_phrame_plan(

@@ -17,13 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from config_sync.errors import GitError as SyncGitError
-from config_sync.gitlab_api import LocalReporter
 from config_sync.intake.clone import SyncRepo
+from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from config_sync.settings import SyncSettings
-from placement.errors import GitError as PlacementGitError
-from placement.errors import PushRejected
+from phrame.git import GitError, PushRejected
 from placement.git_repo import PlacementRepo
 from placement.loop import build_loop
 from placement.settings import PlacementSettings
@@ -97,7 +95,7 @@ def test_config_sync_with_a_bad_token_fails_clearly_without_the_token(
     tmp_path: Path, server: GitHttpServer, pki: Pki, token: str | None
 ) -> None:
     repo = SyncRepo(server.url(REPO), tmp_path / "state", token=token, ca_file=pki.ca)
-    with pytest.raises(SyncGitError, match=r"refused the credentials.*PHRAME_GITLAB_TOKEN") as caught:
+    with pytest.raises(GitError, match=r"refused the credentials.*PHRAME_GITLAB_TOKEN") as caught:
         repo.fetch()
     message = str(caught.value)
     assert server.url(REPO) in message
@@ -112,14 +110,14 @@ def test_without_the_ca_tls_verification_fails_clearly(
     tmp_path: Path, server: GitHttpServer, pki: Pki
 ) -> None:
     sync = SyncRepo(server.url(REPO), tmp_path / "sync", token=TOKEN)
-    with pytest.raises(SyncGitError, match=r"certificate.*PHRAME_GIT_CA_FILE") as caught:
+    with pytest.raises(GitError, match=r"certificate.*PHRAME_GIT_CA_FILE") as caught:
         sync.fetch()
     assert TOKEN not in str(caught.value)
     placement = PlacementRepo(server.url(REPO), tmp_path / "placement.git", token=TOKEN)
-    with pytest.raises(PlacementGitError, match=r"certificate.*PHRAME_GIT_CA_FILE"):
+    with pytest.raises(GitError, match=r"certificate.*PHRAME_GIT_CA_FILE"):
         placement.fetch()
     other_ca = make_pki(("127.0.0.1",), directory=tmp_path / "other-pki").ca
-    with pytest.raises(SyncGitError, match="certificate"):
+    with pytest.raises(GitError, match="certificate"):
         SyncRepo(server.url(REPO), tmp_path / "other", token=TOKEN, ca_file=other_ca).fetch()
     assert server.seen() == []  # no request (so no token) ever reached the server
 
@@ -169,7 +167,7 @@ def test_placement_with_a_wrong_token_is_an_error_not_a_rejection(
     sha = good.commit_file(good.head("main"), NODE_JSON, b"{}\n", "placement")
     bad = PlacementRepo(server.url(REPO), cache, token=WRONG, ca_file=pki.ca)
     for attempt in (bad.fetch, lambda: bad.push(sha, "main")):
-        with pytest.raises(PlacementGitError, match="refused the credentials") as caught:
+        with pytest.raises(GitError, match="refused the credentials") as caught:
             attempt()
         assert not isinstance(caught.value, PushRejected)  # a retry would not help
         assert WRONG not in str(caught.value) and TOKEN not in str(caught.value)
@@ -229,7 +227,7 @@ def test_placement_push_to_a_protected_branch_is_an_error_not_a_rejection(
     repo.fetch()
     head = repo.head("main")
     sha = repo.commit_file(head, NODE_JSON, b"{}\n", "placement")
-    with pytest.raises(PlacementGitError, match="not allowed to push code to protected branches") as caught:
+    with pytest.raises(GitError, match="not allowed to push code to protected branches") as caught:
         repo.push(sha, "main")
     assert not isinstance(caught.value, PushRejected)
     assert bare_head(remote) == head

@@ -21,12 +21,12 @@ import git
 import httpx
 import pytest
 
-from config_sync.gitlab_api import LocalReporter
 from config_sync.intake.clone import SyncRepo
+from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from config_sync.settings import SyncSettings
+from phrame.git import GitError
 from phrame.mqtt import MqttSettings
-from placement.errors import GitError as PlacementGitError
 from placement.git_repo import PlacementRepo
 from placement.loop import build_loop
 from placement.settings import PlacementSettings
@@ -163,7 +163,7 @@ def test_placement_keeps_a_token_in_the_url_out_of_errors_logs_state_and_argv(
     wrong = PlacementRepo(with_token(server.url(REPO), WRONG), git.path, ca_file=pki.ca)
     errors = []
     for attempt in (wrong.fetch, lambda: wrong.push(sha, "main")):
-        with pytest.raises(PlacementGitError, match="refused the credentials") as caught:
+        with pytest.raises(GitError, match="refused the credentials") as caught:
             attempt()
         errors.append(f"{caught.value} <- {caught.value.__cause__}")
     texts = {"the errors": "\n".join(errors), "the logs": caplog.text}

@@ -18,7 +18,7 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from config_sync.gitlab_api import LocalReporter
+from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from tests.integration.test_deploy_records_agent import repo_files
 from tests.integration.test_sync_app import serving

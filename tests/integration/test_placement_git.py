@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from phrame.config_repo import load_git, validate
-from placement.errors import GitError, TagTargetError
+from phrame.git import GitError, TagTargetError
 from placement.git_repo import PlacementRepo, branch_ref
 from placement.liveness import Liveness
 from placement.reconcile import PlacementReconciler
@@ -368,7 +368,7 @@ def test_review_mode_on_a_tag_pushes_a_branch_from_the_tag(tmp_path: Path, remot
 def test_review_mode_opens_one_merge_request_never_two(tmp_path: Path, remote: ConfigRemote) -> None:
     import responses
 
-    from placement.gitlab_api import MergeRequests
+    from phrame.gitlab import GitLabProject
 
     env = (
         (FIXTURE / "environments/studio-a/environment.yaml")
@@ -391,7 +391,10 @@ def test_review_mode_opens_one_merge_request_never_two(tmp_path: Path, remote: C
         created = api.post(url, json=opened, status=201)
         api.get(url, json=[opened])
         rec = make(
-            tmp_path, remote, clock, merge_requests=MergeRequests("https://gitlab.example.test", "t", "42")
+            tmp_path,
+            remote,
+            clock,
+            merge_requests=GitLabProject("https://gitlab.example.test", "t", "42").merge_requests,
         )
         first = rec.run_pass()[0]
         clock.now += 5

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from placement.errors import GitError
+from phrame.git import GitError
 from placement.git_repo import PlacementRepo
 from tests.integration.test_placement_git import ConfigRemote
 from tests.support.sync_support import finishes_within, silent_git_server

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import responses
 
-from placement.gitlab_api import MergeRequests
+from phrame.gitlab import GitLabProject
 from tests.integration.test_placement_git import FIXTURE, Clock, ConfigRemote, make
 
 GITLAB = "https://gitlab.example.test"
@@ -56,7 +56,7 @@ def test_one_environment_failing_unexpectedly_leaves_the_others_placed(tmp_path:
     with responses.RequestsMock(assert_all_requests_are_fired=False) as api:
         api.add_callback(responses.GET, MRS, listing)
         api.add_callback(responses.POST, MRS, create)
-        rec = make(tmp_path, remote, Clock(), merge_requests=MergeRequests(GITLAB, "t", "42"))
+        rec = make(tmp_path, remote, Clock(), merge_requests=GitLabProject(GITLAB, "t", "42").merge_requests)
         results = {r.environment: r for r in rec.run_pass()}
         posted = [
             json.loads(c.request.body or "{}")["source_branch"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import responses
 
-from placement.gitlab_api import MergeRequests
+from phrame.gitlab import GitLabProject
 from tests.integration.test_placement_git import FIXTURE, Clock, ConfigRemote, beat, make
 
 GITLAB = "https://gitlab.example.test"
@@ -25,6 +25,7 @@ class OpenMergeRequests:
     def __init__(self, api: responses.RequestsMock, *branches: str) -> None:
         self.open: dict[int, dict[str, Any]] = {}
         self.closed: list[int] = []
+        self.refusing = False  # True: creating one answers 403, as for a token without api scope
         for branch in branches:
             self.add(branch)
         api.add_callback(responses.GET, MRS, self.listing)
@@ -43,6 +44,8 @@ class OpenMergeRequests:
         return 200, JSON, json.dumps(found)
 
     def create(self, request: Any) -> tuple[int, dict[str, str], str]:
+        if self.refusing:
+            return 403, JSON, json.dumps({"message": "403 Forbidden"})
         return 201, JSON, json.dumps(self.add(json.loads(request.body)["source_branch"]))
 
     def update(self, request: Any) -> tuple[int, dict[str, str], str]:
@@ -69,7 +72,7 @@ def test_a_new_placement_merge_request_closes_the_older_ones_of_its_environment(
     clock = Clock()
     with responses.RequestsMock(assert_all_requests_are_fired=False) as api:
         gitlab = OpenMergeRequests(api, *stale, *keep)
-        rec = make(tmp_path, remote, clock, merge_requests=MergeRequests(GITLAB, "t", "42"))
+        rec = make(tmp_path, remote, clock, merge_requests=GitLabProject(GITLAB, "t", "42").merge_requests)
         first = rec.run_pass()[0]
         assert first.error is None and first.branch == branch
         assert sorted(m["source_branch"] for m in gitlab.open.values()) == sorted([branch, *keep])
@@ -83,3 +86,31 @@ def test_a_new_placement_merge_request_closes_the_older_ones_of_its_environment(
     assert again.error is None and again.merge_request == first.merge_request
     assert gitlab.closed == [1, 2] and len(gitlab.open) == 3
     assert methods == ["GET"]
+
+
+def test_gitlab_refusing_the_merge_request_is_a_reported_failure_not_a_crash(tmp_path: Path) -> None:
+    remote = ConfigRemote(tmp_path)
+    env = (FIXTURE / "environments/studio-a/environment.yaml").read_text()
+    base = remote.change(
+        "environments/studio-a/environment.yaml",
+        env.replace("placement: auto", "placement: review"),
+        "review placements",
+    )
+    clock = Clock()
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as api:
+        gitlab = OpenMergeRequests(api)
+        gitlab.refusing = True
+        rec = make(tmp_path, remote, clock, merge_requests=GitLabProject(GITLAB, "t", "42").merge_requests)
+        refused = rec.run_pass()[0]
+        # an expected failure (the adapter's own error), said as GitLab said it; the branch is pushed
+        assert refused.error is not None and not refused.error.startswith("unexpected")
+        assert "cannot open a merge request" in refused.error and "403" in refused.error
+        branch = f"placement/studio-a/{base[:8]}"
+        pushed = remote.head(branch)
+        # GitLab lets it through again: the next pass opens the merge request of the same branch
+        gitlab.refusing = False
+        clock.now += 5
+        beat(rec.liveness, clock)
+        again = rec.run_pass()[0]
+    assert again.error is None and again.branch == branch and again.merge_request == f"{GITLAB}/mr/1"
+    assert again.commit is None and remote.head(branch) == pushed  # nothing to push again

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from config_sync.gitlab_api import LocalReporter
+from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from phrame.settings.http_serving import HttpLimits
 from tests.integration.test_sync_app import Running, delivery, serving

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from config_sync.errors import GitError
 from config_sync.intake.clone import SyncRepo
+from phrame.git import GitError
 from tests.support.sync_support import finishes_within, silent_git_server
 
 

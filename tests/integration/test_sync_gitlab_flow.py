@@ -18,7 +18,7 @@ import pytest
 import requests
 import responses
 
-from config_sync.gitlab_api import GitLabReporter
+from config_sync.reporting import GitLabReporter
 from config_sync.service import ConfigSync
 from schemas import Topics
 from tests.integration.test_sync_app import Running, serving

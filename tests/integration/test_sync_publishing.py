@@ -19,11 +19,12 @@ from typing import Any
 
 import pytest
 
-from config_sync.errors import GitLabError, PublishError
-from config_sync.gitlab_api import LocalReporter
+from config_sync.errors import PublishError
+from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from phrame.cli import main as phrame_main
 from phrame.config_repo.render import carry_forward
+from phrame.gitlab import GitLabError
 from schemas import Topics, canonical_json, check_payload
 from tests.support.mosquitto import Mosquitto
 from tests.support.sync_support import (

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from config_sync.gitlab_api import LocalReporter
+from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from tests.integration.test_sync_publishing import SYNC, cli_render, without_sync
 from tests.support.mosquitto import Mosquitto

@@ -12,8 +12,8 @@ import json
 import threading
 from pathlib import Path
 
-from config_sync.gitlab_api import LocalReporter
 from config_sync.publication.sender import SyncOutcome
+from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from schemas import Topics
 from tests.integration.test_sync_ownership import started_with_release

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from config_sync.app import create_app
-from config_sync.gitlab_api import LocalReporter
+from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from phrame.mqtt import MqttClient
 from phrame.settings.http_serving import make_server

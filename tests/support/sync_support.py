@@ -15,7 +15,7 @@ from pathlib import Path
 
 import git
 
-from config_sync.gitlab_api import LocalReporter
+from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from config_sync.settings import SyncSettings
 from phrame.mqtt import MqttClient, MqttSettings

@@ -7,8 +7,8 @@ import json
 from collections.abc import Iterable
 
 from config_sync.deploys.history import DeployHistory
-from config_sync.errors import GitError
 from config_sync.publication.sender import SyncOutcome
+from phrame.git import GitError
 from phrame.mqtt import MqttError
 from schemas import Topics, canonical_json, check_payload
 

@@ -143,7 +143,7 @@ def test_children_get_the_stack_settings_whatever_the_callers_environment(tmp_pa
 
 def test_console_lines_for_statuses_and_placements():
     sha = "0123456789abcdef" * 2 + "01234567"
-    status = f"2026-12-01 14:00:00,000 INFO config_sync.gitlab_api: status phrame/deploy of {sha}: success (converged on dev-1)"
+    status = f"2026-12-01 14:00:00,000 INFO config_sync.reporting: status phrame/deploy of {sha}: success (converged on dev-1)"
     assert event_line(status) == "phrame/deploy 0123456789ab: success (converged on dev-1)"
     placed = f"x INFO placement.reconcile: environment quickstart: committed {sha} onto main: placement quickstart: 2 replica moves"
     assert (

@@ -8,10 +8,8 @@ import pytest
 import config_sync.errors
 import phrame.git
 import placement.errors
-from config_sync.intake.clone import RefMissing as SyncRefMissing
 from phrame.git import refs
-from phrame.git.errors import ErrorKinds
-from placement.git_repo import ERRORS as PLACEMENT_ERRORS
+from placement.git_repo import branch_ref
 
 
 @pytest.mark.parametrize(
@@ -45,24 +43,17 @@ def test_only_branches_are_ever_written() -> None:
     assert not isinstance(caught.value, phrame.git.TagTargetError)
 
 
-def test_the_policy_raises_the_callers_own_errors() -> None:
-    with pytest.raises(placement.errors.TagTargetError) as caught:
-        refs.writable_ref("refs/tags/v1", PLACEMENT_ERRORS)
-    assert isinstance(caught.value, placement.errors.PlacementError)
-    assert isinstance(caught.value, phrame.git.TagTargetError)  # one hierarchy for every user
-    with pytest.raises(placement.errors.GitError):
-        refs.writable_ref("refs/notes/x", PLACEMENT_ERRORS)
+def test_placement_writes_through_the_same_policy() -> None:
+    assert branch_ref("main") == "refs/heads/main"
+    with pytest.raises(phrame.git.TagTargetError):
+        branch_ref("refs/tags/v1")
+    with pytest.raises(phrame.git.GitError):
+        branch_ref("refs/notes/x")
 
 
-def test_every_service_error_is_also_the_shared_one() -> None:
-    pairs = [
-        (config_sync.errors.GitError, phrame.git.GitError),
-        (SyncRefMissing, phrame.git.RefMissing),
-        (placement.errors.GitError, phrame.git.GitError),
-        (placement.errors.PushRejected, phrame.git.PushRejected),
-        (placement.errors.TagTargetError, phrame.git.TagTargetError),
-    ]
-    for service, shared in pairs:
-        assert issubclass(service, shared), (service, shared)
-    assert issubclass(SyncRefMissing, config_sync.errors.SyncError)
-    assert ErrorKinds().tag_target is phrame.git.TagTargetError
+def test_no_service_defines_its_own_git_error() -> None:
+    # one GitError and one RefMissing (phrame.git) for config-sync and placement alike
+    for module in (config_sync.errors, placement.errors):
+        for name in ("GitError", "RefMissing", "PushRejected", "TagTargetError"):
+            assert not hasattr(module, name), (module.__name__, name)
+    assert phrame.git.GitError in placement.errors.EXPECTED

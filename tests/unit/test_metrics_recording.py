@@ -13,6 +13,7 @@ from node_agent.models import Action, ActionOutcome, ActualState, Op, Plan
 from node_agent.reconcile import PassResult
 from node_agent.settings import AgentSettings
 from phrame.placement_rules.models import Decision, Move
+from phrame.settings import SettingsError
 from phrame.settings.metrics_listen import Listen, parse_listen
 from placement.liveness import Liveness
 from placement.metrics import PlacementMetrics
@@ -24,7 +25,7 @@ def test_the_listener_setting_is_host_port_or_empty() -> None:
     assert parse_listen("127.0.0.1:9310") == Listen("127.0.0.1", 9310)
     assert parse_listen("[::1]:9310") == Listen("::1", 9310)
     for bad in ("9310", "127.0.0.1:", ":9310", "host:0", "host:70000", "host:x"):
-        with pytest.raises(ValueError, match="PHRAME_METRICS_LISTEN"):
+        with pytest.raises(SettingsError, match="PHRAME_METRICS_LISTEN"):
             parse_listen(bad)
 
 

@@ -45,3 +45,10 @@ def test_secret_from_file_drops_one_trailing_newline(tmp_path: Path) -> None:
     assert EnvReader({"T_FILE": str(f)}).secret("T") == "s3cret"
     assert EnvReader({"T": "inline"}).secret("T") == "inline"
     assert EnvReader({}).secret("T") is None
+
+
+def test_a_required_setting_says_what_it_holds() -> None:
+    assert EnvReader({"R": " x "}).required("R", "a path") == "x"
+    for env in ({}, {"R": "  "}):
+        with pytest.raises(Bad, match=r"^R is required \(a path\)$"):
+            EnvReader(env, error=Bad).required("R", "a path")

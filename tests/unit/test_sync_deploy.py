@@ -8,8 +8,8 @@ import pytest
 
 from config_sync.deploys.verdict import failure, verdict
 from config_sync.deploys.watcher import DeployWatcher
-from config_sync.errors import GitLabError
-from config_sync.gitlab_api import LocalReporter
+from config_sync.reporting import LocalReporter
+from phrame.gitlab import GitLabError
 from phrame.mqtt import Message
 from schemas import Topics
 

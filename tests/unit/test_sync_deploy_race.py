@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from config_sync.deploys.watcher import DeployWatcher
-from config_sync.gitlab_api import LocalReporter
+from config_sync.reporting import LocalReporter
 from phrame.mqtt import Message
 from schemas import Topics
 

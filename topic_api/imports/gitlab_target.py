@@ -3,7 +3,7 @@
 and a merge request into the tracked branch listing what compose features were not carried.
 
 Called by :mod:`topic_api.compose_routes` in a worker thread, through
-:mod:`topic_api.gitlab_api`. No clone is at hand, so the files are validated on their own
+:mod:`phrame.gitlab`. No clone is at hand, so the files are validated on their own
 (each file's schema and the rules among them, not against the rest of the repository).
 Never commits to an existing branch, never writes a tag.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 
-from topic_api.gitlab_api import GitLabError, GitLabProject
+from phrame.gitlab import GitLabError, GitLabProject
 from topic_api.imports.check import problems_alone
 from topic_api.imports.proposal import Draft, ImportRefused, Proposal
 from topic_api.imports.settings import ImportSettings
@@ -64,10 +64,10 @@ class GitLabImports:
             for p, t in sorted(files.items())
         ]
         message = draft.commit_message(list(files))
-        proposal.commit = self.gitlab.create_branch_commit(draft.branch, head, message, actions)
+        proposal.commit = self.gitlab.create_commit(draft.branch, message, actions, start_sha=head)
         proposal.branch = draft.branch
         try:
-            mr = self.gitlab.open_merge_request(
+            mr = self.gitlab.merge_requests.open(
                 draft.branch, self.track, draft.title, draft.description(list(files), VALIDATED_ALONE)
             )
         except GitLabError as e:

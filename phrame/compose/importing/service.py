@@ -7,6 +7,7 @@ and placement for the whole file.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from phrame.compose.importing import values
@@ -66,37 +67,36 @@ class ServiceImport(ServiceText):
         self._command(value, "entrypoint")
 
     def _ports(self, value: Any) -> None:
-        ports = []
-        for i, p in enumerate(value or []):
-            p = self.deep(p, f"ports[{i}]")
-            if p is None:
-                continue
-            try:
-                port = values.port(p)
-                ports.append(quoted(port) if isinstance(port, str) else port)
-            except values.Lossy as e:
-                self.note(f"ports[{i}]", f"{e}; left out")
-        if ports:
-            self.out["ports"] = ports
+        def port(p: Any, _where: str) -> Any:
+            found = values.port(p)
+            return quoted(found) if isinstance(found, str) else found
+
+        self._each(value, "ports", port)
 
     def _volumes(self, value: Any) -> None:
-        vols = []
-        for i, v in enumerate(value or []):
-            v = self.deep(v, f"volumes[{i}]")
-            if v is None:
+        def volume(v: Any, where: str) -> str:
+            text, dropped = values.volume(v, dict(self.ctx.volumes))
+            if dropped:
+                self.note(where, f"options {', '.join(map(str, dropped))} have no equivalent; dropped")
+            return text
+
+        self._each(value, "volumes", volume)
+
+    def _each(self, value: Any, key: str, convert: Callable[[Any, str], Any]) -> None:
+        """``key``'s list item by item: an item ``convert`` cannot carry (``values.Lossy``) is
+        noted and left out, the rest kept in order; no list at all when nothing is left."""
+        out = []
+        for i, item in enumerate(value or []):
+            where = f"{key}[{i}]"
+            item = self.deep(item, where)
+            if item is None:
                 continue
             try:
-                text, dropped = values.volume(v, dict(self.ctx.volumes))
+                out.append(convert(item, where))
             except values.Lossy as e:
-                self.note(f"volumes[{i}]", f"{e}; left out")
-                continue
-            if dropped:
-                self.note(
-                    f"volumes[{i}]", f"options {', '.join(map(str, dropped))} have no equivalent; dropped"
-                )
-            vols.append(text)
-        if vols:
-            self.out["volumes"] = vols
+                self.note(where, f"{e}; left out")
+        if out:
+            self.out[key] = out
 
     def _networks(self, value: Any) -> None:
         names = list(value) if isinstance(value, dict | list) else []

@@ -11,6 +11,7 @@ from typing import Any
 from phrame.compose.importing import values
 from phrame.compose.interpolation import InterpolationError, resolve
 from phrame.compose.models import Unsupported
+from phrame.config_repo import container_fields
 
 
 @dataclass
@@ -138,18 +139,8 @@ class ServiceText:
         self.out[key] = v
 
 
-NEW_FIELDS = frozenset(
-    {
-        "stop_signal",
-        "stop_grace_period",
-        "user",
-        "working_dir",
-        "hostname",
-        "extra_hosts",
-        "ulimits",
-        "logging",
-    }
-)
+# the optional container fields render writes: carried when the target supports them
+NEW_FIELDS = frozenset(container_fields.FIELDS)
 
 
 RUNTIME_ENV = frozenset(

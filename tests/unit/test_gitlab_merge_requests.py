@@ -1,5 +1,6 @@
-"""The review-mode merge request adapter (placement.gitlab_api) against canned GitLab API
-responses (the `responses` library; payloads shaped like GitLab's documented ones)."""
+"""The merge requests of the GitLab adapter (phrame.gitlab), as placement's review mode and
+the topic API's imports use them, against canned GitLab API responses (the `responses`
+library; payloads shaped like GitLab's documented ones)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ import pytest
 import requests
 import responses
 
-from placement.errors import GitLabError
-from placement.gitlab_api import MergeRequests
+from phrame.gitlab import (
+    GitLabProject,
+    GitLabRefused,
+    GitLabUnavailable,
+    MergeRequest,
+    MergeRequests,
+)
 
 GITLAB = "https://gitlab.example.test"
 MRS = f"{GITLAB}/api/v4/projects/broadcast%2Fphrame-config/merge_requests"
@@ -32,7 +38,7 @@ def mr(iid: int = 7, source: str = BRANCH) -> dict[str, Any]:
 
 
 def client() -> MergeRequests:
-    return MergeRequests(GITLAB, "glpat-test", "broadcast/phrame-config")
+    return GitLabProject(GITLAB, "glpat-test", "broadcast/phrame-config").merge_requests
 
 
 @responses.activate
@@ -83,19 +89,20 @@ def test_conflict_on_create_returns_the_merge_request_someone_else_opened() -> N
 @responses.activate
 def test_api_errors_become_gitlab_errors() -> None:
     responses.get(MRS, status=401, json={"message": "401 Unauthorized"})
-    with pytest.raises(GitLabError, match="cannot list merge requests"):
+    with pytest.raises(GitLabRefused, match="cannot list merge requests") as caught:
         client().ensure(BRANCH, "main", "t", "d")
+    assert caught.value.status == 401  # permanent: the token, not a retry, fixes it
 
 
 @responses.activate
 def test_unreachable_gitlab_becomes_a_gitlab_error() -> None:
     # python-gitlab passes requests' own errors through unwrapped
     responses.get(MRS, body=requests.ConnectionError("connection refused"))
-    with pytest.raises(GitLabError, match=r"cannot list merge requests.*connection refused"):
+    with pytest.raises(GitLabUnavailable, match=r"cannot list merge requests.*connection refused"):
         client().ensure(BRANCH, "main", "t", "d")
     responses.replace(responses.GET, MRS, json=[])
     responses.post(MRS, body=requests.Timeout("read timed out"))
-    with pytest.raises(GitLabError, match=r"cannot open a merge request.*read timed out"):
+    with pytest.raises(GitLabUnavailable, match=r"cannot open a merge request.*read timed out"):
         client().ensure(BRANCH, "main", "t", "d")
 
 
@@ -115,5 +122,17 @@ def test_close_superseded_closes_only_older_proposals_of_the_same_environment() 
 def test_close_superseded_failure_is_a_gitlab_error() -> None:
     responses.get(MRS, json=[mr(iid=3, source="placement/studio-a/ffffffff")])
     responses.put(f"{MRS}/3", status=403, json={"message": "403 Forbidden"})
-    with pytest.raises(GitLabError, match="cannot close the merge requests"):
+    with pytest.raises(GitLabRefused, match="cannot close the merge requests"):
         client().close_superseded(BRANCH)
+
+
+@responses.activate
+def test_open_always_opens_and_never_targets_a_tag() -> None:
+    created = responses.post(MRS, json=mr(iid=12), status=201)
+    got = client().open("phrame-import/studio-a-1", "refs/heads/main", "import", "files")
+    assert got == MergeRequest(12, f"{GITLAB}/broadcast/phrame-config/-/merge_requests/12", is_new=True)
+    sent = json.loads(created.calls[0].request.body or "{}")
+    assert sent["target_branch"] == "main" and sent["remove_source_branch"] is True
+    with pytest.raises(GitLabRefused, match="is a tag"):
+        client().open("phrame-import/studio-a-2", "refs/tags/v1", "import", "files")
+    assert created.call_count == 1  # refused before any request

@@ -1,7 +1,9 @@
-"""config_sync.gitlab_api against canned GitLab REST responses (the `responses` library).
+"""config-sync's GitLab reporter (config_sync.reporting over phrame.gitlab) against canned
+GitLab REST responses (the `responses` library): statuses, the one plan note, and what it
+keeps for /status.
 
 Shapes follow GitLab's API docs (Commits › Set the pipeline status of a commit, Notes ›
-Merge requests, Branches › Create repository branch); the request bodies are asserted.
+Merge requests); the request bodies are asserted.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ import pytest
 import requests
 import responses
 
-from config_sync.errors import GitLabError
-from config_sync.gitlab_api import GitLabReporter
+from config_sync.reporting import GitLabReporter
 from config_sync.review_note import REVIEW_NOTE_MARKER
+from phrame.gitlab import GitLabError
 
 GITLAB = "http://gitlab.example.test"
 PROJECT = f"{GITLAB}/api/v4/projects/studio%2Fphrame-config"

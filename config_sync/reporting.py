@@ -1,10 +1,9 @@
 """Telling the git host what config-sync found and did (docs/operations/gitlab.md): statuses and review notes.
 
-The sync and review passes call a :class:`CommitReporter`. ``GitLabReporter`` is the only
-module importing python-gitlab: commit statuses under one stable name each (a repeated
-transition counts as success), one review note per merge request found again by its hidden
-marker and edited in place; it never writes a branch or a tag.
-``LocalReporter`` (PHRAME_GIT_HOST=local) logs and keeps the latest for ``/status``.
+The sync, deploy and rollout passes call a :class:`CommitReporter`. ``GitLabReporter`` goes
+through the shared adapter (``phrame.gitlab``) and skips repeats it already set;
+``LocalReporter`` (PHRAME_GIT_HOST=local) logs. Both keep the latest for ``/status``.
+Neither ever writes a branch or a tag.
 """
 
 from __future__ import annotations
@@ -14,22 +13,17 @@ import threading
 from collections import OrderedDict
 from typing import Any, Protocol
 
-import gitlab
-import requests
-from gitlab import exceptions as gl_exc
-
-from config_sync.errors import GitLabError
 from config_sync.review_note import REVIEW_NOTE_MARKER
+from phrame.gitlab import STATES, GitLabError, GitLabProject
 
 log = logging.getLogger(__name__)
 
-STATES = ("pending", "running", "success", "failed", "canceled")
 _KEEP = 50  # statuses kept in memory for /status and for skipping repeats
 
 
 class CommitReporter(Protocol):
-    """Statuses and review notes on the git host. A call raises :class:`GitLabError` when the
-    host refuses or cannot be reached (callers log it and go on); anything else is a bug."""
+    """Statuses and review notes on the git host. A call raises ``phrame.gitlab.GitLabError``
+    when the host refuses or cannot be reached (callers log it and go on); anything else is a bug."""
 
     def set_status(
         self, sha: str, name: str, state: str, description: str, *, ref: str | None = None
@@ -49,11 +43,10 @@ class _Memory:
         self.last_error: str | None = None  # the latest failed call, for /status
         self.lock = threading.Lock()
 
-    def failed(self, text: str) -> GitLabError:
-        """Remember ``text`` for /status and return the error to raise."""
+    def failed(self, text: str) -> None:
+        """Remember ``text`` (the failed call) for /status."""
         with self.lock:
             self.last_error = text
-        return GitLabError(text)
 
     def is_repeat(self, sha: str, name: str, state: str, description: str) -> bool:
         with self.lock:
@@ -74,6 +67,10 @@ class _Memory:
             while len(self.statuses) > _KEEP:
                 self.statuses.popitem(last=False)
 
+    def note(self, mr_iid: int, body: str) -> None:
+        with self.lock:
+            self.notes[mr_iid] = body
+
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
             return {
@@ -81,11 +78,6 @@ class _Memory:
                 "plans": {str(k): v for k, v in sorted(self.notes.items())[-20:]},
                 "last_error": self.last_error,
             }
-
-
-def _check_state(state: str) -> None:
-    if state not in STATES:
-        raise ValueError(f"unknown commit status state {state!r}")
 
 
 class LocalReporter:
@@ -97,79 +89,47 @@ class LocalReporter:
     def set_status(
         self, sha: str, name: str, state: str, description: str, *, ref: str | None = None
     ) -> None:
-        _check_state(state)
+        if state not in STATES:
+            raise ValueError(f"unknown commit status state {state!r}")
         if not self.memory.is_repeat(sha, name, state, description):
             log.info("status %s of %s: %s (%s)", name, sha[:12], state, description)
         self.memory.remember(sha, name, state, description, ref)
 
     def upsert_review_note(self, mr_iid: int, body: str) -> None:
         log.info("plan for !%d:\n%s", mr_iid, body)
-        with self.memory.lock:
-            self.memory.notes[mr_iid] = body
+        self.memory.note(mr_iid, body)
 
     def snapshot(self) -> dict[str, Any]:
         return self.memory.snapshot()
 
 
 class GitLabReporter:
-    """Statuses and review notes through GitLab's REST API (token scope ``api``)."""
+    """Statuses and the review note through GitLab's REST API (token scope ``api``)."""
 
     def __init__(self, url: str, token: str, project: str | int, *, timeout: float = 10.0) -> None:
-        # No retries here: a sync pass must not stall on a GitLab outage; a status that
-        # failed is not remembered, so the next pass (or poll) sets it again.
-        self.gl = gitlab.Gitlab(url, private_token=token, timeout=timeout, retry_transient_errors=False)
-        self.project = self.gl.projects.get(project, lazy=True)
+        self.gitlab = GitLabProject(url, token, project, timeout=timeout)
         self.memory = _Memory()
 
     def set_status(
         self, sha: str, name: str, state: str, description: str, *, ref: str | None = None
     ) -> None:
-        _check_state(state)
         if self.memory.is_repeat(sha, name, state, description):
             return  # GitLab would answer 400 for the repeated transition anyway
-        data = {"state": state, "name": name, "description": description[:255]}
-        if ref:  # GitLab names a tag by its short name: refs/tags/v1 -> v1
-            data["ref"] = ref.removeprefix("refs/tags/")
         try:
-            self.project.commits.get(sha, lazy=True).statuses.create(data)
-        except gl_exc.GitlabCreateError as e:
-            if not _is_repeated_transition(e):
-                raise self.memory.failed(f"status {name}={state} on {sha[:12]}: {_why(e)}") from e
-            log.debug("status %s=%s on %s was already set", name, state, sha[:12])
-        except (gl_exc.GitlabError, requests.RequestException) as e:
-            raise self.memory.failed(f"status {name}={state} on {sha[:12]}: {_why(e)}") from e
+            self.gitlab.set_status(sha, name, state, description, ref=ref)
+        except GitLabError as e:  # not remembered: the next pass sets it again
+            self.memory.failed(f"status {name}={state} on {sha[:12]}: {e.reason}")
+            raise
         self.memory.remember(sha, name, state, description, ref)
 
     def upsert_review_note(self, mr_iid: int, body: str) -> None:
         """Edit the note carrying :data:`REVIEW_NOTE_MARKER`, or create it: never two review notes."""
-        if REVIEW_NOTE_MARKER not in body:
-            body = f"{REVIEW_NOTE_MARKER}\n{body}"
         try:
-            mr = self.project.mergerequests.get(mr_iid, lazy=True)
-            existing = next(
-                (n for n in mr.notes.list(iterator=True, sort="asc") if REVIEW_NOTE_MARKER in (n.body or "")),
-                None,
-            )
-            if existing is None:
-                mr.notes.create({"body": body})
-            elif existing.body != body:
-                existing.body = body
-                existing.save()
-        except (gl_exc.GitlabError, requests.RequestException) as e:
-            raise self.memory.failed(f"plan note on !{mr_iid}: {_why(e)}") from e
-        with self.memory.lock:
-            self.memory.notes[mr_iid] = body
+            posted = self.gitlab.merge_requests.upsert_note(mr_iid, body, REVIEW_NOTE_MARKER)
+        except GitLabError as e:
+            self.memory.failed(f"plan note on !{mr_iid}: {e.reason}")
+            raise
+        self.memory.note(mr_iid, posted)
 
     def snapshot(self) -> dict[str, Any]:
         return self.memory.snapshot()
-
-
-def _why(e: gl_exc.GitlabError | requests.RequestException) -> str:
-    """GitLab's answer, or (python-gitlab passes these through) why there was none."""
-    if isinstance(e, requests.RequestException):
-        return f"GitLab unreachable: {type(e).__name__}: {e}"
-    return f"{e.response_code} {e.error_message}" if e.response_code else str(e.error_message)
-
-
-def _is_repeated_transition(e: gl_exc.GitlabError) -> bool:
-    return e.response_code == 400 and "Cannot transition status" in str(e.error_message)
