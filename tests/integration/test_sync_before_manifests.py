@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from config_sync.gitlab_api import LocalReporter
+from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from schemas import Topics
 from tests.support.mosquitto import Mosquitto
