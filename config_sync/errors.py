@@ -1,12 +1,14 @@
-"""The exceptions of config_sync: one root, and the transient/permanent split of the loop.
+"""The exceptions of config_sync: one root, and which of them a retry may fix.
 
-Adapters (git, GitLab, MQTT) convert their SDK's errors into these; the work queue logs
-a failed pass and retries it on the next trigger or poll, so no error ever ends a worker.
+Adapters (git, GitLab, MQTT) convert their SDK's errors into these. A git or broker failure
+is a :class:`~phrame.runtime.TemporaryError` (the work queue runs the pass again with
+backoff); any other failed pass is logged and waits for the next trigger or poll.
 """
 
 from __future__ import annotations
 
 import phrame.git
+from phrame.runtime import TemporaryError
 
 
 class SyncError(Exception):
@@ -26,5 +28,5 @@ class GitLabError(SyncError):
     """GitLab's API refused or failed a call (transient unless it says otherwise)."""
 
 
-class PublishError(SyncError):
+class PublishError(SyncError, TemporaryError):
     """The broker did not acknowledge a publication; the next pass completes it."""
