@@ -52,6 +52,12 @@ class Runner(Generic[K]):
             thread.start()
         return self
 
+    def run(self) -> None:
+        """Work on the calling thread until :meth:`stop`, instead of :meth:`start` (a
+        controller whose passes stay on its main thread, as the node agent's do)."""
+        self._threads = [threading.current_thread()]
+        self._work()
+
     def stop(self, timeout: float = 10.0) -> None:
         """Hand out no more keys; wait up to ``timeout`` for the passes running (0: do not
         wait, which is also what a worker stopping its own runner gets)."""

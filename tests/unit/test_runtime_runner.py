@@ -153,3 +153,20 @@ def test_stop_ends_every_worker_and_a_sync_may_stop_its_own_runner() -> None:
     runner.queue.add("k")
     assert eventually(lambda: not runner.is_alive())
     assert not runner.queue.add("k")
+
+
+def test_run_works_on_the_calling_thread_until_stopped() -> None:
+    where: list[bool] = []
+    holder: list[Runner[str]] = []
+
+    def sync(key: str) -> None:
+        where.append(holder[0].is_current())
+        if key == "last":
+            holder[0].queue.shutdown()
+
+    runner = Runner("t", sync)
+    holder.append(runner)
+    runner.queue.add("first")
+    runner.queue.add("last", 0.01)
+    runner.run()  # returns once a sync shut the queue down
+    assert where == [True, True] and runner.runs == 2
