@@ -76,6 +76,8 @@ class Triggers:
                 is_retained=msg.retain,
                 interval_s=float(doc["interval_s"]),
             )
+            if was.alive:  # a heartbeat never takes life away: nothing changed (the usual case)
+                return
         else:
             self.liveness.status(node, doc["state"], received_at=now)
         if self.liveness.health([node], now)[node] != was:
