@@ -20,6 +20,7 @@ from phrame.runtime.retry import Backoff, PermanentError, is_temporary
 
 log = logging.getLogger(__name__)
 K = TypeVar("K", bound=Hashable)
+MAX_ERRORS = 1000  # keys whose last failure is kept (the oldest go first): keys come and go
 
 
 class Runner(Generic[K]):
@@ -96,7 +97,10 @@ class Runner(Generic[K]):
                 return
             self.queue.forget(key)
             with self._lock:
+                self.errors.pop(key, None)  # re-inserted last: the oldest entry is the first
                 self.errors[key] = self.last_error
+                if len(self.errors) > MAX_ERRORS:
+                    del self.errors[next(iter(self.errors))]
             if isinstance(e, PermanentError):
                 log.error("%s: %s failed: %s; it waits for new input", self.name, key, e)
             else:
