@@ -42,7 +42,7 @@ def backoff(
     """Seconds to wait before the try after ``failures`` failures in a row (1-based):
     ``base`` doubling up to ``cap``. ``jitter`` (0-1) takes up to that share off at random,
     so that many clients failing together do not come back together; never above ``cap``."""
-    delay = min(cap, base * 2 ** min(max(failures - 1, 0), _MAX_DOUBLINGS))
+    delay = min(cap, base * 2.0 ** min(max(failures - 1, 0), _MAX_DOUBLINGS))
     if jitter > 0:
         delay -= delay * min(jitter, 1.0) * rand()
     return delay
