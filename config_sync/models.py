@@ -2,8 +2,7 @@
 
 ``syncing`` builds a :class:`Reading` per commit and a :class:`Claim` per publication;
 ``publication.publication_order`` turns them into a :class:`PublicationOrder`, which
-``publishing`` sends step by step; ``review_note`` describes a commit as :class:`Change` s;
-the work queue spaces the retries of a failed sync by :class:`Backoff`.
+``publishing`` sends step by step; ``review_note`` describes a commit as :class:`Change` s.
 No I/O and no behaviour beyond reading the fields.
 """
 
@@ -78,14 +77,3 @@ class Change:
     item_id: str
     action: str  # add | change | remove
     fields: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """Delay before retry ``n`` (1-based) of a key: ``min_s`` doubling up to ``max_s``."""
-
-    min_s: float = 1.0
-    max_s: float = 60.0
-
-    def delay(self, failures: int) -> float:
-        return min(self.max_s, self.min_s * 2 ** min(max(failures - 1, 0), 62))

@@ -21,14 +21,13 @@ from config_sync.intake.queue import WorkQueue
 from config_sync.intake.syncing import Syncer
 from config_sync.intake.webhooks import Route
 from config_sync.metrics import Metrics
-from config_sync.models import Backoff
 from config_sync.publication.sender import DesiredPublisher, PublishError, SyncOutcome
 from config_sync.reporting import CommitReporter, GitLabReporter, LocalReporter
 from config_sync.rollouts.controller import RolloutController
 from config_sync.settings import SyncSettings
 from config_sync.status_views import full_view, public_view
-from phrame.git import GitError
 from phrame.mqtt import MqttClient, MqttError
+from phrame.runtime import Backoff, backoff
 from schemas import Topics
 
 log = logging.getLogger(__name__)
@@ -99,12 +98,11 @@ class ConfigSync:
             history=self.history,
             rollouts=self.rollouts,
         )
-        # a fetch or a publication that failed runs again with backoff, not at the next poll;
-        # an invalid commit is no failure (it is reported) and waits for a new head
+        # a fetch or a publication that failed (a TemporaryError) runs again with backoff, not
+        # at the next poll; an invalid commit is no failure (it is reported) and waits for a new head
         self.queue = WorkQueue(
             poll_s=settings.poll_s,
             debounce_s=settings.debounce_s,
-            transient=(GitError, PublishError),
             backoff=Backoff(settings.retry_min_s, max(settings.retry_min_s, settings.retry_max_s)),
         )
         self.sync_counts: dict[str, int] = {}
@@ -157,15 +155,16 @@ class ConfigSync:
         self.actual.subscribe(self.rollouts.actual.filter(), self.rollouts.actual.on_item)
         self.deployer.start()
         self.rollouts.start()
-        delay = 1.0
+        failures = 0
         while not self._stopping:
             try:
                 self.publisher.rebuild()
                 break
             except PublishError as e:  # the broker went away again: read back once it returns
+                failures += 1
+                delay = backoff(failures, base=1.0, cap=30.0)
                 log.warning("cannot read back the published state (%s); retrying in %.0f s", e, delay)
                 time.sleep(delay)
-                delay = min(30.0, delay * 2)
         # the deployments recorded before a restart, before anything is published
         self.history.restore(self.publisher.published or {})
         self.started_at = time.time()

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from phrame.runtime import backoff
+
 MIN_BACKOFF_S, MAX_BACKOFF_S = 1.0, 30.0
 STABLE_AFTER_S = 60.0  # running this long resets the backoff
 
@@ -80,7 +82,7 @@ class Child:
             return None
         self.history.append(code)
         self.pid_file.unlink(missing_ok=True)
-        delay = min(MAX_BACKOFF_S, MIN_BACKOFF_S * 2**self.failures)
+        delay = backoff(self.failures + 1, base=MIN_BACKOFF_S, cap=MAX_BACKOFF_S)
         self.failures += 1
         self.restart_at = self.clock() + delay
         return code

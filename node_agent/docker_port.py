@@ -1,8 +1,8 @@
 """The Docker adapter: list, create, start, remove, pull, watch events (networks: ``docker_networks``).
 
 The executor and the loop call it; it converts every SDK error into ``node_agent.errors``
-and retries transient ones with backoff (tenacity). It lists with a label filter, one
-call per kind, and it never acts on a name it was not given by the caller.
+and retries the temporary ones (tenacity around the SDK call, waiting the one backoff). It
+lists with a label filter, one call per kind, and never acts on a name it was not given.
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from docker.utils import parse_repository_tag
 from node_agent.container_config import create_params
 from node_agent.docker_networks import NetworkCalls
 from node_agent.docker_refs import auth_for, detect_own_container_id, observed_container, root_upperdir
-from node_agent.errors import DockerError, DockerUnreachable, NameConflict, NotFound
+from node_agent.errors import DockerBusy, DockerError, DockerUnreachable, NameConflict, NotFound
 from node_agent.models import MANAGED, NODE, ObservedContainer, Spec
 from node_agent.secret_files import DEFAULT_SECRETS_DIR
+from phrame.runtime import backoff, is_temporary
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -45,10 +46,11 @@ def _convert(what: str, e: Exception) -> DockerError:
     if isinstance(e, docker.errors.APIError):
         status = e.status_code or 0
         text = str(e.explanation or e)
-        transient = status >= 500 and not any(p in text.lower() for p in _PERMANENT_500)
-        return DockerError(f"{what}: {text}", transient=transient, status=status)
+        if status >= 500 and not any(p in text.lower() for p in _PERMANENT_500):
+            return DockerBusy(f"{what}: {text}", status=status)
+        return DockerError(f"{what}: {text}", status=status)
     if isinstance(e, requests.exceptions.ConnectionError | requests.exceptions.Timeout):
-        return DockerUnreachable(f"{what}: Docker unreachable: {e}", transient=True)
+        return DockerUnreachable(f"{what}: Docker unreachable: {e}")
     return DockerError(f"{what}: {e}")
 
 
@@ -90,9 +92,9 @@ class DockerPort(NetworkCalls):
         # backoff, so a pass cut short reports the outage at once; any answer ends it
         self._away = False
         self._retry = tenacity.Retrying(
-            retry=tenacity.retry_if_exception(lambda e: getattr(e, "transient", False)),
+            retry=tenacity.retry_if_exception(is_temporary),
             stop=tenacity.stop_after_attempt(attempts),
-            wait=tenacity.wait_exponential(multiplier=0.2, max=3.0),
+            wait=lambda state: backoff(state.attempt_number, base=0.2, cap=3.0),
             sleep=self._backoff,
             reraise=True,
         )
@@ -111,7 +113,7 @@ class DockerPort(NetworkCalls):
         try:
             self.api.ping()
         except Exception:
-            raise DockerError(f"{what}: {self.unavailable}", transient=False) from None
+            raise DockerError(f"{what}: {self.unavailable}") from None
         log.info("node %s: the Docker daemon answers now", self.node)
         self.unavailable = None
 

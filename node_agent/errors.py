@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import phrame.settings
+from phrame.runtime import TemporaryError
 
 
 class AgentError(Exception):
@@ -20,15 +21,18 @@ class SettingsError(AgentError, phrame.settings.SettingsError):
 
 
 class DockerError(AgentError):
-    """A Docker call failed. ``transient`` errors are retried with backoff."""
+    """A Docker call failed; the temporary kinds below are retried with backoff."""
 
-    def __init__(self, message: str, *, transient: bool = False, status: int = 0) -> None:
+    def __init__(self, message: str, *, status: int = 0) -> None:
         super().__init__(message)
-        self.transient = transient
         self.status = status  # HTTP status of the Docker API answer, 0 when none
 
 
-class DockerUnreachable(DockerError):
+class DockerBusy(DockerError, TemporaryError):
+    """Docker answered with a server error that may pass (not a port taken, no such image)."""
+
+
+class DockerUnreachable(DockerError, TemporaryError):
     """No answer from the Docker daemon: connection refused or lost, or a timeout."""
 
 

@@ -1,9 +1,11 @@
 """The agent's loop: triggers in, one reconcile pass at a time, actual state out.
 
 ``phrame node-agent`` builds an :class:`Agent` and calls :meth:`Agent.run`. MQTT messages
-and Docker events only set a trigger (desired messages are debounced); the loop thread
-runs every pass, so passes never overlap. It never dies from one failure: it logs,
-reports on the node status and tries again on the next trigger or resync.
+and Docker events only add the node's one key to a :class:`phrame.runtime.Runner` whose
+work runs on the calling thread, so passes never overlap; a pass waits until desired
+messages pause for ``debounce_s`` (unless a resync is due), and each pass says when the
+next is due (``resync_s``, sooner while something settles). It never dies from one
+failure: it logs, reports on the node status and tries again on the next trigger or resync.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ from node_agent.reporting import ActualReporter
 from node_agent.restarts import started_containers
 from node_agent.settings import AgentSettings
 from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings, Will
+from phrame.runtime import Runner, backoff
 from schemas import Topics
 
 log = logging.getLogger(__name__)
 #: the longest wait between two tries to reopen Docker's event stream: how long the return
 #: of a restarted daemon can go unnoticed (a try is one connection to the daemon's socket)
 EVENTS_RETRY_MAX_S = 2.0
+KEY = "node"  # the agent's one key: every trigger asks for a pass over the whole node
 
 
 class Agent:
@@ -47,8 +51,10 @@ class Agent:
         actual_mqtt: MqttSettings,
         own_container_id: str | None = None,
         wall_clock: Clock = time.time,
+        timer: Clock = time.monotonic,
     ) -> None:
         self.settings = settings
+        self.timer = timer
         self.node = settings.node
         self.topics = Topics(settings.topic_prefix)
         self.docker = docker
@@ -63,8 +69,11 @@ class Agent:
         )
         self.supervisor = supervisor
         self.stop_event = threading.Event()
-        self._trigger = threading.Event()
+        self.runner: Runner[str] = Runner(
+            f"agent-{self.node}", self._sync, clock=timer, resync_s=settings.resync_s, resync=lambda: (KEY,)
+        )
         self._last_message = 0.0
+        self._next_resync = 0.0  # when a pass runs although desired messages keep coming
         self._reconnected = False
         self._connected = False
         self.commands = RestartCommands(self.topics, self.node, docker, own_container_id)
@@ -105,25 +114,25 @@ class Agent:
         payload = json.dumps({"state": "offline", "agent": "node-agent"}).encode()
         return Will(self.topics.status(self.node), payload, retain=True, qos=1)
 
-    # -- triggers (called from other threads: only set flags)
+    # -- triggers (called from other threads: only add the key)
     def wake(self) -> None:
-        self._trigger.set()
+        self.runner.queue.add(KEY)
 
     def _on_actual_connect(self) -> None:
         self._reconnected = True  # the broker may have lost our retained state
-        self._trigger.set()
+        self.wake()
 
     def _on_desired(self, msg: Message) -> None:
         self.store.apply(msg.topic, msg.payload)
-        self._last_message = time.monotonic()
-        self._trigger.set()
+        self._last_message = self.timer()
+        self.wake()
 
     def _on_cmd(self, msg: Message) -> None:
         if self.commands.accept(msg):
-            self._trigger.set()
+            self.wake()
 
     def _watch_events(self) -> None:
-        backoff = 1.0
+        failures = 0  # tries in a row that found no stream
         lost: float | None = None  # since when the stream is broken: Docker's doings unseen
         said = False  # that it broke, in this outage
         while not self.stop_event.is_set():
@@ -137,13 +146,13 @@ class Agent:
                         time.monotonic() - lost,
                     )
                     lost, said = None, False
-                    self._trigger.set()
+                    self.wake()
                 for event in self._events:
                     if event.get("Action") in ("die", "destroy") and event.get("id"):
                         with self._stopped_lock:
                             self._stopped.add(str(event["id"]))
-                    self._trigger.set()
-                backoff = 1.0
+                    self.wake()
+                failures = 0
             except Exception as e:  # the daemon restarted or the stream broke
                 if self.stop_event.is_set():
                     return
@@ -153,9 +162,9 @@ class Agent:
             if lost is None:  # a pass now: with no daemon it fails and says so on the
                 # status (with --live-restore no die event comes, and the resync is far)
                 lost = time.monotonic()
-                self._trigger.set()
-            self.stop_event.wait(backoff)
-            backoff = min(EVENTS_RETRY_MAX_S, backoff * 2)
+                self.wake()
+            failures += 1
+            self.stop_event.wait(backoff(failures, base=1.0, cap=EVENTS_RETRY_MAX_S))
 
     # -- the loop
     def run(self) -> int:
@@ -170,25 +179,26 @@ class Agent:
         own = self.reconciler.own_container_id
         where = f"in container {own[:12]}, which it never touches" if own else "on the host"
         log.info("node agent for %s running %s", self.node, where)
-        self._last_message = time.monotonic()  # let the retained messages arrive first
-        self._trigger.set()
-        next_resync = time.monotonic() + self.settings.resync_s
+        self._last_message = self.timer()  # let the retained messages arrive first
+        self._next_resync = self._last_message + self.settings.resync_s
+        self.wake()
         try:
-            while not self.stop_event.is_set():
-                now = time.monotonic()
-                quiet_at = self._last_message + self.settings.debounce_s
-                if (self._trigger.is_set() and now >= quiet_at) or now >= next_resync:
-                    self._trigger.clear()
-                    self.run_pass()
-                    next_resync = self._next_resync()
-                    continue
-                if self._trigger.is_set():
-                    self.stop_event.wait(max(0.0, min(next_resync, quiet_at) - now))
-                else:
-                    self._trigger.wait(max(0.0, next_resync - now))
+            self.runner.run()  # until stop()
         finally:
             self._shutdown()
         return 0
+
+    def _sync(self, key: str) -> None:
+        """The runner's sync: a pass once desired messages paused (or a resync is due), then
+        the key again for when the next pass is due."""
+        now = self.timer()
+        quiet_at = self._last_message + self.settings.debounce_s
+        if now < quiet_at and now < self._next_resync:  # more may be on the way: one pass for all
+            self.runner.queue.add(key, min(quiet_at, self._next_resync) - now)
+            return
+        self.run_pass()
+        self._next_resync = self._next_resync_at()
+        self.runner.queue.add(key, max(0.0, self._next_resync - self.timer()))
 
     def _connect(self) -> bool:
         """Connect both planes, however long the broker takes (a host may boot before it);
@@ -209,8 +219,8 @@ class Agent:
         self._connected = True
         return True
 
-    def _next_resync(self) -> float:
-        now = time.monotonic()
+    def _next_resync_at(self) -> float:
+        now = self.timer()
         at = now + self.settings.resync_s
         retry = self.supervisor.next_retry()
         if retry is not None:
@@ -340,7 +350,7 @@ class Agent:
         """Ask the loop to end (signal-safe): waits inside a pass return early."""
         self.stop_event.set()
         self.docker.cancel()
-        self._trigger.set()
+        self.runner.queue.shutdown()
         if not self._connected:  # still waiting for the broker: end that wait
             self.actual_client.stop()
             self.desired_client.stop()

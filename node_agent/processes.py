@@ -28,6 +28,7 @@ from node_agent.errors import ProcessError, RecordError, SpecError
 from node_agent.models import Clock, ObservedProcess, Spec
 from node_agent.process_records import ProcessRecords
 from node_agent.secret_files import DEFAULT_SECRETS_DIR
+from phrame.runtime import backoff
 from phrame.settings.state import inherited_umask, private_dir
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ class ProcessSupervisor:
             # KeyError: Popen's look-up of an unknown user
             why = f"no user {e.spec.get('user')!r} on this host" if isinstance(err, KeyError) else err
             e.pid, e.error = None, f"cannot start {e.spec['command']!r}: {why}"
-            e.retry_at = self.clock() + min(self.max_backoff, self.base_backoff * 2**e.failures)
+            e.retry_at = self.clock() + self._backoff(e)
             e.failures += 1
             raise ProcessError(f"{item_id}: {e.error}") from err
         e.pid = e.popen.pid
@@ -205,7 +206,7 @@ class ProcessSupervisor:
             if e.pid is not None:  # just found dead: schedule a restart
                 log.warning("process %s (pid %s) exited with %s", item_id, e.pid, e.exit_code)
                 e.pid, e.up_checks = None, 0
-                e.retry_at = now + min(self.max_backoff, self.base_backoff * 2**e.failures)
+                e.retry_at = now + self._backoff(e)
                 e.failures += 1
             elif now >= e.retry_at:
                 e.restart_count += 1
@@ -232,8 +233,12 @@ class ProcessSupervisor:
         as stable, so the container it replaces stays instead of coming and going."""
         return e.pid is not None and e.up_checks >= 2 and now - e.up_since >= self._needed(e)
 
+    def _backoff(self, e: _Entry) -> float:
+        """How long a process that just failed waits before its next start."""
+        return backoff(e.failures + 1, base=self.base_backoff, cap=self.max_backoff)
+
     def _needed(self, e: _Entry) -> float:
-        return self.stable_after_s * 2 ** min(e.failures, 6)
+        return backoff(e.failures + 1, base=self.stable_after_s, cap=self.stable_after_s * 2**6)
 
     def _observed(self, item_id: str, e: _Entry, now: float) -> ObservedProcess:
         running = e.pid is not None

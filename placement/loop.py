@@ -1,8 +1,10 @@
-"""The placement service: liveness from the actual plane, a pass per interval, state published.
+"""The placement service: liveness from the actual plane, passes on a work queue, state published.
 
 ``phrame placement`` builds one :class:`PlacementLoop` and runs it until SIGTERM. MQTT
-messages only update liveness (they never trigger a decision by themselves); every
-``PHRAME_PLACEMENT_INTERVAL_S`` a pass re-reads git and decides every environment. It
+messages only update liveness and add keys (:mod:`placement.triggers`): every environment when
+a node's liveness changes, one when config-sync reports a new commit of it; a pending move
+adds its environment for when it is due, and ``PHRAME_PLACEMENT_INTERVAL_S`` after the last
+pass a resync adds every environment. A pass re-reads git and decides its environments. It
 decides nothing while it does not hear the actual plane, and resumes liveness after a
 (re)connect that may have missed heartbeats (not a token switch that kept the session), so
 its own broker outage never reads as every node going offline. With
@@ -22,6 +24,7 @@ from typing import Any
 
 from phrame.gitlab import GitLabProject
 from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings
+from phrame.runtime import Clock, Runner
 from placement.git_repo import PlacementRepo
 from placement.listening import Listening
 from placement.liveness import Liveness
@@ -29,10 +32,12 @@ from placement.lock import ProcessLock
 from placement.metrics import PlacementMetrics
 from placement.reconcile import EnvResult, PlacementReconciler
 from placement.settings import PlacementSettings
-from schemas import PayloadError, Topics, check_payload, load_json
+from placement.triggers import EVERY, Triggers
+from schemas import PayloadError, Topics, check_payload
 
 log = logging.getLogger(__name__)
 MAX_CONFIRM_WAIT_S = 30.0  # a node beating slower than every 19 s is not waited for longer
+MIN_MOVE_WAIT_S = 0.5  # a pending move due now is looked at again no sooner than this
 
 
 class PlacementLoop:
@@ -48,6 +53,7 @@ class PlacementLoop:
         interval_s: float,
         lock: ProcessLock | None = None,
         instance: str = "",
+        timer: Clock = time.monotonic,
     ) -> None:
         self.reconciler = reconciler
         self.liveness = liveness
@@ -63,7 +69,11 @@ class PlacementLoop:
         self._published: dict[str, dict[str, Any]] = {}
         self._last_commit: dict[str, str] = {}
         self._gc_reported: set[str] = set()
-        self._last_retained = 0.0  # monotonic time of the last retained message seen
+        # one worker: passes never overlap (they share the clone and the published states)
+        self.runner: Runner[str] = Runner(
+            "placement", self.run_pass, clock=timer, resync_s=interval_s, resync=lambda: (EVERY,)
+        )
+        self.triggers = Triggers(liveness, topics, clock=clock, enqueue=self.runner.queue.add)
         self.listening = Listening(actual, liveness, clock=clock, where=actual.settings.broker.redacted())
         self._held: dict[str, str | None] = {}
         self._desired_connects = -1
@@ -71,35 +81,7 @@ class PlacementLoop:
 
     # -- liveness input (runs on the MQTT network thread: quick, never raises)
     def handle(self, msg: Message) -> None:
-        if msg.retain:
-            self._last_retained = time.monotonic()
-        try:
-            topic = self.topics.parse(msg.topic)
-            if topic.plane != "actual" or topic.kind not in ("heartbeat", "status") or topic.node is None:
-                return
-            if not msg.payload:
-                if topic.kind == "heartbeat":
-                    self.liveness.forget(topic.node)  # node removed: cleared retained heartbeat
-                return
-            doc = load_json(msg.payload)
-            check_payload(topic.schema_name, doc)
-        except (ValueError, PayloadError) as e:
-            log.warning("ignoring invalid message on %s: %s", msg.topic, e)
-            return
-        now = self.clock()
-        if topic.kind == "heartbeat":
-            self.liveness.heartbeat(
-                topic.node,
-                float(doc["ts"]),
-                received_at=now,
-                is_retained=msg.retain,
-                interval_s=float(doc["interval_s"]),
-            )
-        else:
-            self.liveness.status(topic.node, doc["state"], received_at=now)
-
-    def _filters(self) -> list[str]:
-        return [self.topics.heartbeat_filter(), self.topics.node_status_filter()]
+        self.triggers.on_actual(msg)
 
     def connect(self, *, settle_s: float = 0.5, max_wait_s: float = 5.0, patient: bool = False) -> None:
         """Connect, follow heartbeats and statuses, and return once the retained ones are in.
@@ -117,11 +99,12 @@ class PlacementLoop:
         self._connected = True
         self.listening.resume()  # before subscribing: waiting for the broker is no evidence
         start = time.monotonic()
-        self._last_retained = start
-        for topic_filter in self._filters():
-            self.actual.subscribe(topic_filter, self.handle)
+        self.triggers.last_retained = start
+        for topic_filter in self.triggers.actual_filters():
+            self.actual.subscribe(topic_filter, self.triggers.on_actual)
+        self.desired.subscribe(self.triggers.sync_filter(), self.triggers.on_sync)
         while time.monotonic() - start < max_wait_s and not self._stop.is_set():
-            if time.monotonic() - self._last_retained >= settle_s:
+            if time.monotonic() - self.triggers.last_retained >= settle_s:
                 break
             time.sleep(0.05)
 
@@ -166,20 +149,28 @@ class PlacementLoop:
                 "placement %s is active (lock %s)", self.instance, self.lock.path if self.lock else "none"
             )
             self.confirm_stale()
-            while not self._stop.is_set():
-                self.run_pass()
-                self._stop.wait(self.interval_s)
+            self.runner.queue.add(EVERY)
+            self.runner.start()
+            self._stop.wait()
         finally:
+            self.runner.stop()
             self.close()
         return 0
 
-    def run_pass(self) -> list[EnvResult]:
+    def run_pass(self, key: str = EVERY) -> list[EnvResult]:
+        """A pass over every environment (``key`` :data:`EVERY`) or one; the runner's sync.
+        A pending move brings its environment back when the move is due."""
         started = time.monotonic()
-        results = self._pass()
+        results = self._pass(key)
         self.metrics.record_pass(time.monotonic() - started, results)
+        for result in results or []:
+            pending = result.decision.pending if result.decision is not None else []
+            if pending:
+                wait = max(MIN_MOVE_WAIT_S, min(p.moves_in_s for p in pending))
+                self.runner.queue.add(result.environment, wait)
         return results or []
 
-    def _pass(self) -> list[EnvResult] | None:
+    def _pass(self, key: str) -> list[EnvResult] | None:
         """One pass: None when it failed as a whole, [] when it does not hear the actual plane."""
         if self.desired.connect_count != self._desired_connects:
             self._desired_connects = self.desired.connect_count
@@ -188,7 +179,7 @@ class PlacementLoop:
             self._report_deaf()
             return []
         try:
-            results = self.reconciler.run_pass()
+            results = self.reconciler.run_pass(None if key == EVERY else (key,))
         except Exception:  # the loop never dies from one pass
             log.exception("placement pass failed")
             return None
@@ -199,6 +190,7 @@ class PlacementLoop:
     def stop(self) -> None:
         """Ask the loop to end (signal-safe)."""
         self._stop.set()
+        self.runner.queue.shutdown()
         if not self._connected:  # still waiting for the broker: end that wait, off the signal frame
             threading.Thread(target=self.close, name="placement-stop", daemon=True).start()
 

@@ -2,7 +2,7 @@
 
 Called by the loop (and ``phrame placement --once``). Every pass re-reads the tracked
 head, so a rejected push (someone committed meanwhile) is retried from a fresh fetch
-with tenacity and never forced. ``auto`` commits onto the tracked branch; ``review``
+after a short random wait and never forced. ``auto`` commits onto the tracked branch; ``review``
 pushes ``placement/<env>/<short-sha>`` and opens one merge request. Never writes a tag.
 """
 
@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random
 
 from phrame.config_repo import ConfigError, ConfigRepo, Problem, ReadCache, validate
 from phrame.git import GitError, PushRejected, TagTargetError
 from phrame.placement_rules import inventory
 from phrame.placement_rules.decide import decide
 from phrame.placement_rules.models import Decision
+from phrame.runtime import backoff
 from placement.errors import EXPECTED, InvalidInputs, NotOnTrackedRef, PlacementError
 from placement.git_repo import PlacementRepo
 from placement.liveness import Liveness, gc_candidates
@@ -29,6 +29,7 @@ from placement.problem_log import ProblemLog
 log = logging.getLogger(__name__)
 
 PUSH_ATTEMPTS = 5
+PUSH_RETRY_MAX_S = 0.2  # a rejected push is tried again after a random wait up to this
 PASS = ""  # the ProblemLog key of the pass as a whole (environment names are never empty)
 FAILURES: tuple[type[Exception], ...] = (*EXPECTED, ConfigError)  # ours, or a commit we cannot read
 
@@ -71,8 +72,10 @@ class PlacementReconciler:
         default_ref: str = "main",
         instance: str = "",
         merge_requests: MergeRequestPort | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.git = git
+        self.sleep = sleep
         self.liveness = liveness
         self.clock = clock
         self.reschedule_after_s = reschedule_after_s
@@ -87,8 +90,9 @@ class PlacementReconciler:
         self.read_cache = ReadCache()
         self._last: tuple[str, ConfigRepo] | None = None  # a commit never changes: read it once
 
-    def run_pass(self) -> list[EnvResult]:
-        """Every environment of the default ref; one failing environment never stops the rest."""
+    def run_pass(self, only: Collection[str] | None = None) -> list[EnvResult]:
+        """Every environment of the default ref (``only``: those of them named there); one
+        failing environment never stops the rest."""
         try:
             self.git.fetch()
             repo = self._load(self.git.head(self.default_ref))
@@ -97,28 +101,15 @@ class PlacementReconciler:
             return []
         # anything else is a bug: placement.loop logs it with its traceback and carries on
         self.problems.clear(PASS, f"placement passes read {self.default_ref} again")
-        return [self.sync_environment(name, fetch=False) for name in sorted(repo.environments)]
+        names = sorted(repo.environments if only is None else set(only) & set(repo.environments))
+        return [self.sync_environment(name, fetch=False) for name in names]
 
     def sync_environment(self, name: str, *, fetch: bool = True) -> EnvResult:
         """Decide ``name`` and write the result; a rejected push → fetch, decide again, retry."""
-        retrying = Retrying(
-            retry=retry_if_exception_type(PushRejected),
-            stop=stop_after_attempt(PUSH_ATTEMPTS),
-            wait=wait_random(0, 0.2),
-            reraise=True,
-        )
         try:
-            for attempt in retrying:
-                with attempt:
-                    if fetch or attempt.retry_state.attempt_number > 1:
-                        self.git.fetch()  # a retry starts from the branch's new head
-                    try:
-                        result = self._sync(name)
-                    except PushRejected:
-                        log.info("environment %s: the branch moved meanwhile; deciding again", name)
-                        raise
-                    self.problems.clear(name, f"environment {name}: placement works again")
-                    return result
+            result = self._sync_retrying(name, fetch=fetch)
+            self.problems.clear(name, f"environment {name}: placement works again")
+            return result
         except FAILURES as e:
             # an unreadable commit is the config's problem (config-sync reports it too), not ours
             ours = isinstance(e, EXPECTED) and not isinstance(e, InvalidInputs | NotOnTrackedRef)
@@ -129,7 +120,20 @@ class PlacementReconciler:
             text = f"placement of environment {name} failed unexpectedly: {type(e).__name__}: {e}"
             self.problems.problem(name, text, exc_info=True)
             return EnvResult(name, error=f"unexpected {type(e).__name__}: {e}")
-        raise AssertionError("unreachable: tenacity either returned or raised")
+
+    def _sync_retrying(self, name: str, *, fetch: bool) -> EnvResult:
+        for attempt in range(1, PUSH_ATTEMPTS + 1):
+            if fetch or attempt > 1:
+                self.git.fetch()  # a retry starts from the branch's new head
+            try:
+                return self._sync(name)
+            except PushRejected:
+                if attempt == PUSH_ATTEMPTS:
+                    raise
+                log.info("environment %s: the branch moved meanwhile; deciding again", name)
+                # all jitter: two instances that raced do not come back together
+                self.sleep(backoff(attempt, base=PUSH_RETRY_MAX_S, cap=PUSH_RETRY_MAX_S, jitter=1.0))
+        raise AssertionError("unreachable: the last attempt returned or raised")
 
     def _sync(self, name: str) -> EnvResult:
         main = self._load(self.git.head(self.default_ref))

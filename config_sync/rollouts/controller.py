@@ -1,12 +1,14 @@
 """The rollout controller: the gate's inputs, re-evaluation, promotion and ``phrame/deploy``.
 
-The :class:`~config_sync.intake.syncing.Syncer` asks :meth:`RolloutController.gate` for the gate of
-each publication and :meth:`RolloutController.deploy_view` afterwards; config-sync's wiring
-subscribes :attr:`RolloutController.actual` to the nodes' containers and hands in
-``trigger(ref)``, which queues a pass without fetching. A change of a rolling service's
-containers triggers a pass at once, and a timer (``tick_s``) covers deadlines. All state that
-matters is retained in the rollout topics (read back by the gate on every pass), so this
-object only remembers what to re-evaluate and what it reported. Never publishes itself.
+The :class:`~config_sync.intake.syncing.Syncer` asks :meth:`RolloutController.gate` for the
+gate of each publication and :meth:`RolloutController.deploy_view` afterwards; config-sync's
+wiring subscribes :attr:`RolloutController.actual` to the nodes' containers and hands in
+``trigger(ref)``, which queues a pass without fetching. Its own events only add a rollout's
+key to a :class:`phrame.runtime.Runner`, whose sync queues the pass of the rollout's ref: a
+change of a rolling service's containers at once, a deadline when due, every rollout after
+``tick_s`` without one (a missed report). All state that matters is retained in the rollout
+topics (read back by the gate on every pass), so this object only remembers what to
+re-evaluate and what it reported. Never publishes itself.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from config_sync.reporting import CommitReporter
 from config_sync.rollouts.actual_watch import ActualWatch
 from config_sync.rollouts.gate import Gated, Key, gate_rollouts
 from phrame.gitlab import GitLabError
+from phrame.runtime import Runner
 from schemas import Topics
 
 log = logging.getLogger(__name__)
@@ -50,14 +53,15 @@ class RolloutController:
         self.trigger: Callable[[str], None] | None = None  # queue a pass of a ref (no fetch)
         self.active: dict[Key, str] = {}  # rollouts to re-evaluate -> the ref that publishes them
         self.promotions: set[Key] = set()  # asked for, not yet seen in a pass
-        self.due: dict[Key, float | None] = {}  # when a rollout's verdict changes by time alone
         self.last: dict[Key, dict[str, Any]] = {}  # each rollout's last state, for /status
         self._reported: dict[tuple[str, str], str] = {}  # (ref, commit) -> last deploy text
         self._generations: dict[tuple[str, str], dict[str, int]] = {}  # nodes changed while rolling
         self._rolling: dict[str, str] = {}  # ref -> the commit whose deployment a rollout is
+        # NOTE: the queue calls _active_keys with its own lock held: never add a key under self._lock
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.runner: Runner[Key] = Runner(
+            "config-sync-rollouts", self._pass_of, clock=clock, resync_s=tick_s, resync=self._active_keys
+        )
 
     # -- the gate of a publication (worker thread)
     def gate(self, reading: Reading, environments: Collection[str]) -> Gate | None:
@@ -98,7 +102,7 @@ class RolloutController:
             gens = self._generations.setdefault(key, {})
             for node, generation in outcome.generations.items():
                 gens[node] = max(gens.get(node, 0), generation)
-            states = []
+            states, due = [], []
             for skey, plan in (gated.plans if gated is not None else {}).items():
                 if plan.state is None or not plan.current:
                     self.active.pop(skey, None)
@@ -108,7 +112,8 @@ class RolloutController:
                 self.last[skey] = plan.state.to_doc()
                 if plan.state.is_active:
                     self.active[skey] = ref
-                    self.due[skey] = plan.due
+                    if plan.due is not None:  # its verdict changes by time alone then
+                        due.append((skey, plan.due))
                 else:
                     self.active.pop(skey, None)
                 if skey in self.promotions and (plan.state.promoted or not plan.state.is_active):
@@ -127,6 +132,8 @@ class RolloutController:
                 state = "failed" if held else "running"
                 unchanged = self._reported.get(key) == f"{state}:{text}"
                 self._reported[key] = f"{state}:{text}"
+        for skey, at in due:
+            self.runner.queue.add(skey, max(0.0, at - self.clock()))
         if superseded is not None:
             self._set(superseded, "canceled", f"superseded by {commit[:12]}", ref)
         if not states:
@@ -166,43 +173,30 @@ class RolloutController:
                 state = last["state"] if last else "no rollout"
                 return False, f"{env}/{service}: nothing to promote ({state})"
             self.promotions.add(key)
-        if self.trigger is not None:
-            self.trigger(ref)
+        self.runner.queue.add(key)
         return True, f"{env}/{service}: promotion of {str(last['commit'])[:12]} queued"
 
     # -- re-evaluation
     def _on_actual(self, env: str, service: str) -> None:
         with self._lock:
-            ref = self.active.get((env, service))
+            rolling = (env, service) in self.active
+        if rolling:
+            self.runner.queue.add((env, service))
+
+    def _active_keys(self) -> list[Key]:
+        with self._lock:
+            return list(self.active)
+
+    def _pass_of(self, key: Key) -> None:
+        """The runner's sync: queue a pass of the ref that publishes ``key``'s rollout (which
+        computes its next deadline); nothing if it ended meanwhile."""
+        with self._lock:
+            ref = self.active.get(key)
         if ref is not None and self.trigger is not None:
             self.trigger(ref)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="config-sync-rollouts", daemon=True)
-        self._thread.start()
+        self.runner.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
-
-    def _loop(self) -> None:
-        # a pass when a rollout's verdict is due (min_healthy_s over, a deadline), checked
-        # every 50 ms; every ``tick_s`` every running rollout anyway (a missed report)
-        last_tick = self.clock()
-        while not self._stop.wait(0.05):
-            now = self.clock()
-            with self._lock:
-                due = [k for k, at in self.due.items() if at is not None and at <= now and k in self.active]
-                for key in due:
-                    self.due[key] = None  # once: that pass sets the next time
-                refs = {self.active[k] for k in due}
-                if now - last_tick >= self.tick_s:
-                    last_tick = now
-                    refs |= set(self.active.values())
-            for ref in sorted(refs):
-                try:
-                    if self.trigger is not None:
-                        self.trigger(ref)
-                except Exception:  # the timer never dies from one ref
-                    log.exception("could not queue the rollout pass of %s", ref)
+        self.runner.stop(5)

@@ -1,15 +1,18 @@
 """The errors of the git adapter: the one hierarchy config-sync, placement, the topic API and
 the CLI all catch (no service defines its own ``GitError`` or ``RefMissing``).
 
-``GitError`` is transient (the next pass retries); ``RefMissing``, ``PushRejected`` and
-``TagTargetError`` say more. Every ``phrame.git`` call raises these and nothing of gitpython.
+``GitError`` is a :class:`~phrame.runtime.TemporaryError` (a work queue retries it with
+backoff); ``RefMissing`` and ``PushRejected`` say more, and ``TagTargetError`` is permanent.
+Every ``phrame.git`` call raises these and nothing of gitpython.
 """
 
 from __future__ import annotations
 
+from phrame.runtime import PermanentError, TemporaryError
 
-class GitError(Exception):
-    """Git could not fetch, read, commit or push (transient unless a subclass says otherwise)."""
+
+class GitError(TemporaryError):
+    """Git could not fetch, read, commit or push (temporary unless a subclass says otherwise)."""
 
 
 class RefMissing(GitError):
@@ -20,5 +23,5 @@ class PushRejected(GitError):
     """The remote branch moved since it was read (the compare-and-swap failed): fetch and retry."""
 
 
-class TagTargetError(GitError):
+class TagTargetError(GitError, PermanentError):
     """A write would land on ``refs/tags/*`` (or outside ``refs/heads/*``); never done."""

@@ -12,6 +12,7 @@ import base64
 import http.client
 import json
 import logging
+import random
 import threading
 import time
 import urllib.error
@@ -20,10 +21,11 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential, wait_random
+from tenacity import RetryCallState, Retrying, retry_if_exception_type
 
 from phrame.mqtt.errors import TokenError
 from phrame.mqtt.settings import MqttSettings
+from phrame.runtime import backoff
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +137,10 @@ class TokenProvider:
     def _run(self) -> None:
         retrying = Retrying(
             retry=retry_if_exception_type(TokenError),
-            wait=wait_exponential(multiplier=0.5, max=self._settings.oauth2_retry_max_s)
-            + wait_random(0, 0.25),
+            wait=lambda state: (
+                backoff(state.attempt_number, base=0.5, cap=self._settings.oauth2_retry_max_s)
+                + random.uniform(0, 0.25)  # spread: clients whose endpoint failed together
+            ),
             stop=lambda _state: self._stop.is_set(),
             sleep=self._sleep,
             before_sleep=self._log_retry,

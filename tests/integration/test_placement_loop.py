@@ -41,7 +41,9 @@ class Harness:
     """The loop on ``broker`` (and the desired plane on ``desired`` when given), a fake clock
     for its decisions, and clients playing the node agents and a state watcher."""
 
-    def __init__(self, broker: Mosquitto, tmp: Path, desired: Mosquitto | None = None) -> None:
+    def __init__(
+        self, broker: Mosquitto, tmp: Path, desired: Mosquitto | None = None, *, interval_s: float = 1
+    ) -> None:
         self.clock = Clock(time.time())
         self.remote = ConfigRemote(tmp)
         settings = MqttSettings(url=broker.url, reconnect_max_s=2)  # quick back after a restart
@@ -68,7 +70,7 @@ class Harness:
             desired=self.desired,
             topics=TOPICS,
             clock=self.clock,
-            interval_s=1,
+            interval_s=interval_s,
         )
         self.seq = 0
 

@@ -15,6 +15,7 @@ import pytest
 
 from node_agent.docker_port import DockerPort
 from node_agent.errors import DockerError, NotFound
+from phrame.runtime import is_temporary
 from tests.support.services import free_port
 
 
@@ -36,7 +37,7 @@ def test_a_programming_error_is_not_disguised_as_a_docker_error(port: DockerPort
 def test_an_unreachable_daemon_is_still_a_transient_docker_error(port: DockerPort) -> None:
     with pytest.raises(DockerError) as caught:
         port.list_containers()
-    assert caught.value.transient and "Docker unreachable" in str(caught.value)
+    assert is_temporary(caught.value) and "Docker unreachable" in str(caught.value)
 
 
 def test_once_a_call_found_no_daemon_the_next_ones_are_tried_once() -> None:

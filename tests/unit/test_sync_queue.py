@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from config_sync.intake.queue import Worker, WorkQueue
-from config_sync.models import Backoff
+from phrame.runtime import Backoff, TemporaryError
 from tests.support.services import eventually
 
 
@@ -75,7 +75,7 @@ def test_poll_runs_when_idle() -> None:
         assert polled.wait(5)
     finally:
         queue.stop()
-    assert not any(w._thread.is_alive() for w in queue.workers.values())
+    assert not any(w.is_alive() for w in queue.workers.values())
 
 
 def test_debounce_gathers_a_burst_before_the_first_run() -> None:
@@ -117,8 +117,8 @@ class FakeClock:
         return self.now
 
 
-class Flaky(Exception):
-    """A transient failure (as GitError and PublishError are to config-sync)."""
+class Flaky(TemporaryError):
+    """A temporary failure (as GitError and PublishError are to config-sync)."""
 
 
 def test_backoff_doubles_from_min_to_the_cap() -> None:
@@ -138,7 +138,7 @@ def test_a_transient_failure_is_retried_with_capped_exponential_backoff_and_rese
         if error is not None:
             raise error
 
-    worker = Worker("ref:main", transient=(Flaky,), backoff=Backoff(1.0, 3.0), clock=clock).start()
+    worker = Worker("ref:main", backoff=Backoff(1.0, 3.0), clock=clock).start()
     try:
         worker.trigger("main", job)
         for expected in (1.0, 2.0, 3.0):  # 1, 2, then capped at 3 (not 4)
@@ -163,7 +163,7 @@ def test_a_transient_failure_is_retried_with_capped_exponential_backoff_and_rese
 
 def test_a_permanent_failure_is_not_retried() -> None:
     clock = FakeClock()
-    worker = Worker("ref:main", transient=(Flaky,), clock=clock).start()
+    worker = Worker("ref:main", clock=clock).start()
     try:
         worker.trigger("main", lambda: 1 / 0)
         assert worker.wait_idle(5)
@@ -180,7 +180,7 @@ def test_a_trigger_runs_at_once_although_a_retry_of_its_key_waits() -> None:
         runs.append("failed")
         raise Flaky("broker down")
 
-    worker = Worker("ref:main", transient=(Flaky,), backoff=Backoff(30.0, 60.0), clock=clock).start()
+    worker = Worker("ref:main", backoff=Backoff(30.0, 60.0), clock=clock).start()
     try:
         worker.trigger("main", failing)
         assert eventually(lambda: worker.retry_due("main") == clock.now + 30.0)

@@ -1,0 +1,89 @@
+"""When the agent's one key runs a pass, on a fake timer: not while desired messages still
+arrive (a burst makes one pass once it pauses), but always once a resync is due, and each
+pass queues the key again for the next resync. Docker is a port nothing listens on (every
+pass fails fast and says so); no broker is started, so nothing leaves the test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+
+from node_agent.docker_port import DockerPort
+from node_agent.loop import Agent
+from node_agent.processes import ProcessSupervisor
+from node_agent.settings import AgentSettings
+from phrame.mqtt import MqttSettings
+from tests.support.services import free_port
+
+
+class FakeTimer:
+    def __init__(self) -> None:
+        self.now = 5000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Iterator[tuple[Agent, FakeTimer]]:
+    nowhere = docker.DockerClient(base_url=f"tcp://127.0.0.1:{free_port()}", version="1.41")
+    settings = AgentSettings(node="debounce-1", state_dir=tmp_path / "state", resync_s=30, debounce_s=0.2)
+    mqtt = MqttSettings(url=f"mqtt://127.0.0.1:{free_port()}")
+    timer = FakeTimer()
+    supervisor = ProcessSupervisor(settings.state_dir, stop_timeout=1)
+    port = DockerPort(settings.node, client=nowhere, attempts=1)
+    yield (
+        Agent(settings, docker=port, supervisor=supervisor, desired_mqtt=mqtt, actual_mqtt=mqtt, timer=timer),
+        timer,
+    )
+    nowhere.close()
+
+
+def step(a: Agent) -> bool:
+    """What the agent's worker does once: take the key if it is due and sync it."""
+    key = a.runner.queue.get(block=False)
+    if key is None:
+        return False
+    try:
+        a._sync(key)
+    finally:
+        a.runner.queue.done(key)
+    return True
+
+
+def message(a: Agent, timer: FakeTimer) -> None:
+    """What a desired message does: note its time and add the key."""
+    a._last_message = timer.now
+    a.wake()
+
+
+def test_a_burst_of_desired_messages_makes_one_pass_once_it_pauses(agent: tuple[Agent, FakeTimer]) -> None:
+    a, timer = agent
+    a._next_resync = timer.now + 30
+    for _ in range(5):  # a message every 0.1 s: never quiet for 0.2 s
+        message(a, timer)
+        assert step(a)  # the key runs, sees messages arriving and waits
+        timer.now += 0.1
+    assert a.passes == 0
+    assert not step(a)  # 0.1 s after the last message: nothing due until the pause is whole
+    timer.now += 0.1
+    assert step(a) and a.passes == 1  # one pass for the burst
+    assert a._next_resync == pytest.approx(timer.now + 30, abs=1.5)  # sooner only while settling
+    assert not step(a)  # queued again for the resync, not before
+    timer.now = a._next_resync
+    assert step(a) and a.passes == 2
+
+
+def test_a_due_resync_runs_although_messages_keep_coming(agent: tuple[Agent, FakeTimer]) -> None:
+    a, timer = agent
+    a._next_resync = timer.now + 1.0
+    for _ in range(10):
+        message(a, timer)
+        step(a)
+        timer.now += 0.1
+    assert a.passes == 0
+    message(a, timer)
+    assert step(a) and a.passes == 1  # at the resync, 0 s after a message
