@@ -1,0 +1,254 @@
+"""The actual plane as one thread-safe view: heartbeats, statuses, items, liveness by one rule.
+
+A service builds one :class:`ActualView`, subscribes :meth:`ActualView.on_message` to
+:meth:`ActualView.filters` (MQTT network thread: it stores, tells listeners and never
+raises) and reads verdicts (:mod:`phrame.actual.judging`), statuses and items from any
+thread. Every time is the receiver's clock (``clock``, injected); a heartbeat's own ``ts``
+only dates a retained copy, aged on ``wall`` (unix time; ``None``: ``clock`` is unix time).
+An invalid payload is logged and ignored: one bad report affects only its sender.
+Listeners are called outside the lock and must only note or enqueue work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
+
+from phrame.actual.items import next_report, same_state
+from phrame.actual.judging import is_unconfirmed, judge, missed_after
+from phrame.actual.records import CLOCK_NOTE_S, Change, ItemReport, NodeFacts
+from phrame.settings.logs import ConditionLog
+from schemas import PayloadError, Topics, check_payload, load_json
+from schemas.node_health import NodeVerdict
+
+log = logging.getLogger(__name__)
+Listener = Callable[[Change], None]
+
+
+class Report(Protocol):
+    """One MQTT message (:class:`phrame.mqtt.Message` fits)."""
+
+    topic: str
+    payload: bytes
+    retain: bool
+
+
+class ActualView:
+    def __init__(
+        self,
+        topics: Topics,
+        *,
+        timeout_s: float,
+        clock: Callable[[], float] = time.time,
+        wall: Callable[[], float] | None = None,
+        started_at: float | None = None,
+    ) -> None:
+        self.topics, self.timeout_s, self.clock, self.wall = topics, timeout_s, clock, wall
+        self.started_at = clock() if started_at is None else started_at  # listening since
+        self._nodes: dict[str, NodeFacts] = {}
+        self._items: dict[tuple[str, str, str], ItemReport] = {}  # (node, kind, id)
+        self._states: dict[str, str] = {}  # node -> the state last told to listeners
+        self._listeners: list[Listener] = []
+        self._lock = threading.RLock()
+        self._notes = ConditionLog(log)
+
+    # -- feeding
+    def filters(self) -> list[str]:
+        """What to subscribe to: every node's heartbeat, status and items."""
+        return [self.topics.actual_filter()]
+
+    def listen(self, listener: Listener) -> None:
+        """Tell ``listener`` of every change from now (on the feeding thread)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def on_message(self, msg: Report) -> None:
+        """MQTT callback: one actual-plane message; anything else or invalid is ignored."""
+        try:
+            topic = self.topics.parse(msg.topic)
+            doc = load_json(msg.payload) if msg.payload else None
+            if doc is not None:
+                check_payload(topic.schema_name, doc)
+        except (ValueError, PayloadError) as e:
+            self._notes.note(msg.topic, "ignoring an invalid report on %s: %s", msg.topic, e)
+            return
+        if topic.plane != "actual" or topic.node is None:
+            return
+        if topic.kind == "heartbeat":
+            if doc is None:
+                self.forget(topic.node)  # node removed: its retained heartbeat cleared
+            else:
+                self.heartbeat(topic.node, doc, retained=msg.retain)
+        elif topic.kind == "status":
+            self.status(topic.node, doc)
+        elif topic.item_id is not None:
+            self.item(topic.node, topic.kind, topic.item_id, doc)
+
+    def heartbeat(
+        self, node: str, doc: Mapping[str, Any], *, retained: bool, received_at: float | None = None
+    ) -> None:
+        """A valid heartbeat. A live one counts from its arrival (immune to clock skew); a
+        retained one from its own ``ts``, never later than its arrival, and not at all when
+        dated past the timeout or ahead of its arrival (:data:`phrame.actual.Trust`)."""
+        now = self.clock() if received_at is None else received_at
+        ts, interval = float(doc["ts"]), float(doc.get("interval_s") or 0) or None
+        wall_now = now if self.wall is None or received_at is not None else self.wall()
+        dated = wall_now - ts  # how old it says it is
+        with self._lock:
+            facts = self._nodes.get(node) or NodeFacts(node)
+            new: dict[str, Any] = dict(received_at=now, ts=ts, interval_s=interval, dated_age_s=dated)
+            if not retained:
+                new |= dict(trust="live", heard_at=now, clock_offset_s=-dated)
+            elif dated > self.timeout_s or dated < -CLOCK_NOTE_S:
+                if facts.heard_at is not None:
+                    return  # we heard it better already: an old copy says nothing new
+                new |= dict(trust="behind" if dated > 0 else "ahead")
+            else:
+                new |= dict(trust="retained", heard_at=now - max(0.0, dated))
+            at = new.get("heard_at")
+            if at is not None and facts.heard_at is not None and at < facts.heard_at:
+                return  # an older heartbeat never rewinds a newer one
+            if at is not None and facts.offline_at is not None and at >= facts.offline_at:
+                new["offline_at"] = None  # heard after its will: it came back
+            self._nodes[node] = dataclasses.replace(facts, **new)
+        self._tell_liveness([node])
+
+    def status(self, node: str, doc: Mapping[str, Any] | None, *, received_at: float | None = None) -> None:
+        """A node's status (``None``: cleared, which says nothing of its liveness)."""
+        now = self.clock() if received_at is None else received_at
+        with self._lock:
+            facts = self._nodes.get(node) or NodeFacts(node)
+            state = None if doc is None else doc.get("state")
+            changed = facts.status is None or facts.status.get("state") != state
+            offline_at = facts.offline_at
+            if state == "offline":
+                offline_at = offline_at if offline_at is not None else now  # a repeated will keeps the first
+            elif doc is not None:
+                offline_at = None
+            status_at = now if changed else facts.status_at
+            self._nodes[node] = dataclasses.replace(
+                facts, status=doc, status_at=status_at, offline_at=offline_at
+            )
+            listeners = list(self._listeners)
+        self._tell(listeners, Change("status", node, status=doc))
+        self._tell_liveness([node])
+
+    def item(self, node: str, kind: str, item_id: str, doc: Mapping[str, Any] | None) -> None:
+        """One item report (``None``: the item is gone)."""
+        key = (node, kind, item_id)
+        with self._lock:
+            before = self._items.get(key)
+            after = None if doc is None else next_report(before, node, kind, item_id, doc, self.clock())
+            if after is None:
+                self._items.pop(key, None)
+            else:
+                self._items[key] = after
+            listeners = list(self._listeners)
+        if not same_state(before, after):
+            self._tell(
+                listeners, Change("item", node, kind=kind, item_id=item_id, item=after, previous=before)
+            )
+
+    def forget(self, node: str) -> None:
+        with self._lock:
+            self._nodes.pop(node, None)
+        self._tell_liveness([node])
+
+    def resume(self, now: float, *, listened_until: float | None = None) -> None:
+        """We hear the actual plane again from ``now`` (a first connect or a reconnect).
+
+        Time spent not listening is never evidence that a node is down: every node gets a
+        whole timeout of silence from ``now`` before it counts as offline, and a never-heard
+        node a timeout from ``now``. A node we already knew to be offline at
+        ``listened_until`` (the last moment we know we were listening), or whose will said
+        so, stays offline (nothing new goes there) but its offline time restarts at ``now``."""
+        with self._lock:
+            self.started_at = max(self.started_at, now)
+            for node, facts in list(self._nodes.items()):
+                offline_at = facts.offline_at
+                if facts.heard_at is None:
+                    if offline_at is not None:
+                        self._nodes[node] = dataclasses.replace(facts, offline_at=max(offline_at, now))
+                    continue
+                silent_for = None if listened_until is None else listened_until - facts.heard_at
+                if (silent_for is not None and silent_for > self.timeout_s) or offline_at is not None:
+                    offline_at = max(offline_at or now, now)
+                heard_at = max(facts.heard_at, now)
+                self._nodes[node] = dataclasses.replace(facts, heard_at=heard_at, offline_at=offline_at)
+        self.check()
+
+    # -- reading (any thread)
+    def verdict(self, node: str, now: float | None = None) -> NodeVerdict:
+        with self._lock:
+            facts, started = self._nodes.get(node), self.started_at
+        return judge(facts, self.clock() if now is None else now, self.timeout_s, started_at=started)
+
+    def verdicts(self, nodes: Iterable[str], now: float | None = None) -> dict[str, NodeVerdict]:
+        at = self.clock() if now is None else now
+        return {n: self.verdict(n, at) for n in nodes}
+
+    def offline(self, nodes: Iterable[str], now: float | None = None) -> dict[str, str]:
+        """Node -> why it is offline, for those of ``nodes`` that are (unknown ones are not)."""
+        return {n: v.reason for n, v in self.verdicts(nodes, now).items() if v.state == "offline"}
+
+    def facts(self, node: str) -> NodeFacts | None:
+        with self._lock:
+            return self._nodes.get(node)
+
+    def nodes(self) -> dict[str, NodeFacts]:
+        """Every node heard of (a heartbeat or a status)."""
+        with self._lock:
+            return dict(self._nodes)
+
+    def statuses(self) -> dict[str, Mapping[str, Any]]:
+        with self._lock:
+            return {n: f.status for n, f in self._nodes.items() if f.status is not None}
+
+    def report(self, node: str, kind: str, item_id: str) -> ItemReport | None:
+        with self._lock:
+            return self._items.get((node, kind, item_id))
+
+    def unconfirmed(self, now: float | None = None) -> dict[str, float]:
+        """Nodes heard of only through a retained heartbeat their clock alone dates (behind
+        by over a timeout, or ahead), while a live one may still come: node -> until when."""
+        at = self.clock() if now is None else now
+        with self._lock:
+            return {
+                n: f.received_at + missed_after(f.interval_s)
+                for n, f in self._nodes.items()
+                if f.received_at is not None and is_unconfirmed(f, at)
+            }
+
+    # -- telling
+    def check(self, now: float | None = None) -> list[Change]:
+        """Tell listeners of every node whose liveness changed by time alone since the last
+        call (a timer calls this); the changes told."""
+        with self._lock:
+            names = list(self._nodes) + [n for n in self._states if n not in self._nodes]
+        return self._tell_liveness(names, now)
+
+    def _tell_liveness(self, names: Iterable[str], now: float | None = None) -> list[Change]:
+        at = self.clock() if now is None else now
+        changes = []
+        with self._lock:
+            for node in names:
+                verdict = self.verdict(node, at)
+                before = self._states.get(node)
+                if before != verdict.state:
+                    self._states[node] = verdict.state
+                    changes.append(Change("liveness", node, verdict=verdict, before=before))
+            listeners = list(self._listeners)
+        for change in changes:
+            self._tell(listeners, change)
+        return changes
+
+    def _tell(self, listeners: list[Listener], change: Change) -> None:
+        for listener in listeners:
+            try:
+                listener(change)
+            except Exception:  # one listener's bug never stops the view or the others
+                log.exception("a listener of the actual view failed on %s", change)
