@@ -20,16 +20,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from phrame.actual import ActualView
 from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings
 from placement.git_repo import PlacementRepo
 from placement.gitlab_api import MergeRequests
+from placement.health import PlacementHealth
 from placement.listening import Listening
-from placement.liveness import Liveness
 from placement.lock import ProcessLock
 from placement.metrics import PlacementMetrics
 from placement.reconcile import EnvResult, PlacementReconciler
 from placement.settings import PlacementSettings
-from schemas import PayloadError, Topics, check_payload, load_json
+from schemas import PayloadError, Topics, check_payload
 
 log = logging.getLogger(__name__)
 MAX_CONFIRM_WAIT_S = 30.0  # a node beating slower than every 19 s is not waited for longer
@@ -39,7 +40,7 @@ class PlacementLoop:
     def __init__(
         self,
         reconciler: PlacementReconciler,
-        liveness: Liveness,
+        liveness: PlacementHealth,
         *,
         actual: MqttClient,
         desired: MqttClient,
@@ -64,39 +65,19 @@ class PlacementLoop:
         self._last_commit: dict[str, str] = {}
         self._gc_reported: set[str] = set()
         self._last_retained = 0.0  # monotonic time of the last retained message seen
-        self.listening = Listening(actual, liveness, clock=clock, where=actual.settings.broker.redacted())
+        self.listening = Listening(
+            actual, liveness.view, clock=clock, where=actual.settings.broker.redacted()
+        )
         self._held: dict[str, str | None] = {}
         self._desired_connects = -1
         self.metrics = PlacementMetrics(liveness, clock)
 
     # -- liveness input (runs on the MQTT network thread: quick, never raises)
     def handle(self, msg: Message) -> None:
+        """Into the actual view (which validates, logs and ignores an invalid report)."""
         if msg.retain:
             self._last_retained = time.monotonic()
-        try:
-            topic = self.topics.parse(msg.topic)
-            if topic.plane != "actual" or topic.kind not in ("heartbeat", "status") or topic.node is None:
-                return
-            if not msg.payload:
-                if topic.kind == "heartbeat":
-                    self.liveness.forget(topic.node)  # node removed: cleared retained heartbeat
-                return
-            doc = load_json(msg.payload)
-            check_payload(topic.schema_name, doc)
-        except (ValueError, PayloadError) as e:
-            log.warning("ignoring invalid message on %s: %s", msg.topic, e)
-            return
-        now = self.clock()
-        if topic.kind == "heartbeat":
-            self.liveness.heartbeat(
-                topic.node,
-                float(doc["ts"]),
-                received_at=now,
-                is_retained=msg.retain,
-                interval_s=float(doc["interval_s"]),
-            )
-        else:
-            self.liveness.status(topic.node, doc["state"], received_at=now)
+        self.liveness.view.on_message(msg)
 
     def _filters(self) -> list[str]:
         return [self.topics.heartbeat_filter(), self.topics.node_status_filter()]
@@ -129,7 +110,7 @@ class PlacementLoop:
         """Before the first decision, wait (a beat and a half at most) for a live heartbeat of
         each node whose retained one is dated past the timeout: dead, or alive with a clock
         behind ours. Deciding at once would take a live node for one not heard yet."""
-        waiting = self.liveness.unconfirmed(self.clock())
+        waiting = self.liveness.view.unconfirmed(self.clock())
         if not waiting:
             return
         wait_s = min(MAX_CONFIRM_WAIT_S, max(waiting.values()) - self.clock())
@@ -140,7 +121,7 @@ class PlacementLoop:
             ", ".join(sorted(waiting)),
         )
         give_up = time.monotonic() + wait_s  # real time: the decision clock may be a test's
-        while self.liveness.unconfirmed(self.clock()) and time.monotonic() < give_up:
+        while self.liveness.view.unconfirmed(self.clock()) and time.monotonic() < give_up:
             if self._stop.wait(0.05):
                 return
 
@@ -290,7 +271,8 @@ def build_loop(settings: PlacementSettings, *, clock: Callable[[], float] = time
     desired = (
         actual if desired_settings == actual_settings else MqttClient(desired_settings, f"{name}-desired")
     )
-    liveness = Liveness(timeout_s=settings.node_timeout_s, started_at=clock())
+    topics = Topics(settings.topic_prefix)
+    liveness = PlacementHealth(ActualView(topics, timeout_s=settings.node_timeout_s, clock=clock))
     merge_requests = None
     if settings.git_host == "gitlab" and settings.gitlab_url and settings.gitlab_project:
         merge_requests = MergeRequests(settings.gitlab_url, settings.gitlab_token, settings.gitlab_project)
@@ -316,7 +298,7 @@ def build_loop(settings: PlacementSettings, *, clock: Callable[[], float] = time
         liveness,
         actual=actual,
         desired=desired,
-        topics=Topics(settings.topic_prefix),
+        topics=topics,
         clock=clock,
         interval_s=settings.interval_s,
         lock=lock,

@@ -29,7 +29,7 @@ from placement.errors import (
     TagTargetError,
 )
 from placement.git_repo import PlacementRepo
-from placement.liveness import Liveness, gc_candidates
+from placement.health import PlacementHealth, gc_candidates
 from placement.problem_log import ProblemLog
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class PlacementReconciler:
     def __init__(
         self,
         git: PlacementRepo,
-        liveness: Liveness,
+        liveness: PlacementHealth,
         *,
         clock: Callable[[], float],
         reschedule_after_s: float,

@@ -32,9 +32,14 @@ Listener = Callable[[Change], None]
 class Report(Protocol):
     """One MQTT message (:class:`phrame.mqtt.Message` fits)."""
 
-    topic: str
-    payload: bytes
-    retain: bool
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def payload(self) -> bytes: ...
+
+    @property
+    def retain(self) -> bool: ...
 
 
 class ActualView:
