@@ -2,9 +2,10 @@
 
 The :class:`~config_sync.intake.syncing.Syncer` asks :meth:`RolloutController.gate` for the gate of
 each publication and :meth:`RolloutController.deploy_view` afterwards; config-sync's wiring
-subscribes :attr:`RolloutController.actual` to the nodes' containers and hands in
-``trigger(ref)``, which queues a pass without fetching. A change of a rolling service's
-containers triggers a pass at once, and a timer (``tick_s``) covers deadlines. All state that
+hands in its one view of the actual plane (:class:`phrame.actual.ActualView`: the replicas'
+reports, healthy time on config-sync's own clock) and ``trigger(ref)``, which queues a pass
+without fetching. The view tells of a change of a rolling service's containers, which
+triggers a pass at once, and a timer (``tick_s``) covers deadlines. All state that
 matters is retained in the rollout topics (read back by the gate on every pass), so this
 object only remembers what to re-evaluate and what it reported. Never publishes itself.
 """
@@ -21,8 +22,9 @@ from config_sync.errors import GitLabError
 from config_sync.gitlab_api import CommitReporter
 from config_sync.models import Reading
 from config_sync.publication.sender import Gate, SyncOutcome
-from config_sync.rollouts.actual_watch import ActualWatch
 from config_sync.rollouts.gate import Gated, Key, gate_rollouts
+from config_sync.rollouts.models import Observed
+from phrame.actual import ActualView, Change, ItemReport
 from schemas import Topics
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,8 @@ class RolloutController:
         spec_at: Callable[[str], Mapping[str, dict[str, Any]] | None],
         clock: Callable[[], float] = time.time,
         tick_s: float = 2.0,
+        view: ActualView | None = None,
+        node_timeout_s: float = 20.0,
     ) -> None:
         self.topics, self.reporter, self.spec_at, self.clock, self.tick_s = (
             topics,
@@ -46,7 +50,9 @@ class RolloutController:
             clock,
             tick_s,
         )
-        self.actual = ActualWatch(topics, clock=clock, on_change=self._on_actual)
+        # the service hands in its one view (on this same clock); alone (tests), its own
+        self.view = view or ActualView(topics, timeout_s=node_timeout_s, clock=clock)
+        self.view.listen(self._on_change)
         self.trigger: Callable[[str], None] | None = None  # queue a pass of a ref (no fetch)
         self.active: dict[Key, str] = {}  # rollouts to re-evaluate -> the ref that publishes them
         self.promotions: set[Key] = set()  # asked for, not yet seen in a pass
@@ -79,7 +85,7 @@ class RolloutController:
                 commit=reading.sha,
                 environments=environments,
                 policies=reading.policies,
-                observed=self.actual.observed,
+                observed=self.observed,
                 now=self.clock(),
                 spec_at=self.spec_at,
                 promote=promote,
@@ -170,8 +176,20 @@ class RolloutController:
             self.trigger(ref)
         return True, f"{env}/{service}: promotion of {str(last['commit'])[:12]} queued"
 
+    # -- the replicas as reported
+    def observed(self, node: str, item: str) -> Observed | None:
+        """A replica's container as its node reports it (the gate's input)."""
+        return observed_of(self.view.report(node, "containers", item))
+
     # -- re-evaluation
-    def _on_actual(self, env: str, service: str) -> None:
+    def _on_change(self, change: Change) -> None:
+        """The view's listener (MQTT network thread): a rolling service's container changed
+        in what the gate reads: queue its ref's pass. Only enqueues; never raises."""
+        if change.what != "item" or change.kind != "containers" or change.item_id is None:
+            return
+        if observed_of(change.item) == observed_of(change.previous):
+            return  # changed in nothing the gate reads
+        env, service = change.item_id.split(".")[:2]
         with self._lock:
             ref = self.active.get((env, service))
         if ref is not None and self.trigger is not None:
@@ -206,3 +224,16 @@ class RolloutController:
                         self.trigger(ref)
                 except Exception:  # the timer never dies from one ref
                     log.exception("could not queue the rollout pass of %s", ref)
+
+
+def observed_of(report: ItemReport | None) -> Observed | None:
+    if report is None:
+        return None
+    return Observed(
+        report.text("digest"),
+        report.text("state"),
+        report.text("health"),
+        report.restart_count,
+        report.healthy_since,
+        report.started_at,
+    )
