@@ -57,6 +57,18 @@ def judge(facts: NodeFacts | None, now: float, timeout_s: float, *, started_at: 
     return judge_node(None, None, now, timeout_s)  # never heard: unknown
 
 
+def is_settled(facts: NodeFacts, now: float, timeout_s: float, *, started_at: float) -> bool:
+    """Whether listening longer could not change the node's verdict (or is not worth it): heard
+    live, its will, a whole timeout listened, or a retained heartbeat whose node had its chance
+    to beat live. A node not heard at all, or dated ahead, only our own silence can tell."""
+    listened = now - started_at
+    if facts.is_heard_live or facts.says_offline or listened > timeout_s:
+        return True
+    if facts.trust in (None, "ahead"):
+        return False
+    return listened >= missed_after(facts.interval_s)  # a late beat had its chance
+
+
 def is_unconfirmed(facts: NodeFacts, now: float) -> bool:
     """Only an untrusted retained heartbeat, and a live one may still come to confirm it."""
     if facts.trust not in ("behind", "ahead") or facts.received_at is None:

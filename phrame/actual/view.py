@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from phrame.actual.items import next_report, same_state
-from phrame.actual.judging import is_unconfirmed, judge, missed_after
+from phrame.actual.judging import is_settled, is_unconfirmed, judge, missed_after
 from phrame.actual.records import CLOCK_NOTE_S, Change, ItemReport, NodeFacts
 from phrame.settings.logs import ConditionLog
 from schemas import PayloadError, Topics, check_payload, load_json
@@ -51,8 +51,11 @@ class ActualView:
         clock: Callable[[], float] = time.time,
         wall: Callable[[], float] | None = None,
         started_at: float | None = None,
+        log_invalid: bool = True,
     ) -> None:
+        """``log_invalid`` False: the caller shows invalid payloads itself (``phrame status``)."""
         self.topics, self.timeout_s, self.clock, self.wall = topics, timeout_s, clock, wall
+        self.log_invalid = log_invalid
         self.started_at = clock() if started_at is None else started_at  # listening since
         self._nodes: dict[str, NodeFacts] = {}
         self._items: dict[tuple[str, str, str], ItemReport] = {}  # (node, kind, id)
@@ -79,7 +82,8 @@ class ActualView:
             if doc is not None:
                 check_payload(topic.schema_name, doc)
         except (ValueError, PayloadError) as e:
-            self._notes.note(msg.topic, "ignoring an invalid report on %s: %s", msg.topic, e)
+            if self.log_invalid:
+                self._notes.note(msg.topic, "ignoring an invalid report on %s: %s", msg.topic, e)
             return
         if topic.plane != "actual" or topic.node is None:
             return
@@ -89,7 +93,7 @@ class ActualView:
             else:
                 self.heartbeat(topic.node, doc, retained=msg.retain)
         elif topic.kind == "status":
-            self.status(topic.node, doc)
+            self.status(topic.node, doc, retained=msg.retain)
         elif topic.item_id is not None:
             self.item(topic.node, topic.kind, topic.item_id, doc)
 
@@ -122,11 +126,21 @@ class ActualView:
             self._nodes[node] = dataclasses.replace(facts, **new)
         self._tell_liveness([node])
 
-    def status(self, node: str, doc: Mapping[str, Any] | None, *, received_at: float | None = None) -> None:
-        """A node's status (``None``: cleared, which says nothing of its liveness)."""
+    def status(
+        self,
+        node: str,
+        doc: Mapping[str, Any] | None,
+        *,
+        retained: bool = False,
+        received_at: float | None = None,
+    ) -> None:
+        """A node's status (``None``: cleared, which says nothing of its liveness). A retained
+        copy of the status held already is a replay (a second subscription): old news."""
         now = self.clock() if received_at is None else received_at
         with self._lock:
             facts = self._nodes.get(node) or NodeFacts(node)
+            if retained and doc is not None and facts.status == doc:
+                return
             state = None if doc is None else doc.get("state")
             changed = facts.status is None or facts.status.get("state") != state
             offline_at = facts.offline_at
@@ -227,6 +241,16 @@ class ActualView:
                 for n, f in self._nodes.items()
                 if f.received_at is not None and is_unconfirmed(f, at)
             }
+
+    def unsettled(self, now: float | None = None) -> list[str]:
+        """The nodes heard of whose verdict listening longer may still change (a reader that
+        listens briefly, as ``phrame status``, waits for them)."""
+        at = self.clock() if now is None else now
+        with self._lock:
+            nodes, started = dict(self._nodes), self.started_at
+        return sorted(
+            n for n, f in nodes.items() if not is_settled(f, at, self.timeout_s, started_at=started)
+        )
 
     # -- telling
     def check(self, now: float | None = None) -> list[Change]:

@@ -225,3 +225,15 @@ def test_an_invalid_report_is_ignored_and_affects_only_its_sender() -> None:
     v.on_message(Message(T.status("bad"), json.dumps({"state": 3}).encode(), True))
     v.on_message(Message("elsewhere/x", b"{}", False))
     assert set(v.nodes()) == {"good"} and v.verdict("good", T0 + 1).is_online
+
+
+def test_a_replayed_retained_will_after_a_live_heartbeat_is_old_news() -> None:
+    """A reader that subscribes twice (``phrame status`` reads the retained topics again) gets
+    the retained will a second time after the node's live heartbeat: it changes nothing."""
+    v = view()
+    will(v, "a", T0)  # retained, as it begins listening
+    beat(v, "a", T0 + 1, T0 + 1)  # heard live: back
+    v.status("a", {"state": "offline"}, retained=True, received_at=T0 + 2)
+    assert v.verdict("a", T0 + 3).is_online
+    v.status("a", {"state": "offline"}, received_at=T0 + 4)  # a live will: it went away
+    assert v.verdict("a", T0 + 5).state == "offline"
