@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from schemas.node_health import NodeVerdict
 
@@ -100,3 +100,16 @@ class Change:
     item_id: str | None = None
     item: ItemReport | None = None
     previous: ItemReport | None = None  # the item's report before this one
+
+
+class Report(Protocol):
+    """One MQTT message as the view takes it (:class:`phrame.mqtt.Message` fits)."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def payload(self) -> bytes: ...
+
+    @property
+    def retain(self) -> bool: ...

@@ -1,7 +1,7 @@
 """The actual plane as one thread-safe view: heartbeats, statuses, items, liveness by one rule.
 
-A service builds one :class:`ActualView`, subscribes :meth:`ActualView.on_message` to
-:meth:`ActualView.filters` (MQTT network thread: it stores, tells listeners and never
+A service builds one :class:`ActualView`, subscribes :meth:`ActualView.on_message` to the
+actual-plane topics it needs (MQTT network thread: it stores, tells listeners, never
 raises) and reads verdicts (:mod:`phrame.actual.judging`), statuses and items from any
 thread. Every time is the receiver's clock (``clock``, injected); a heartbeat's own ``ts``
 only dates a retained copy, aged on ``wall`` (unix time; ``None``: ``clock`` is unix time).
@@ -11,35 +11,22 @@ Listeners are called outside the lock and must only note or enqueue work.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
+from phrame.actual.facts import resumed, with_heartbeat, with_status
 from phrame.actual.items import next_report, same_state
 from phrame.actual.judging import is_settled, is_unconfirmed, judge, missed_after
-from phrame.actual.records import CLOCK_NOTE_S, Change, ItemReport, NodeFacts
+from phrame.actual.records import Change, ItemReport, NodeFacts, Report
 from phrame.settings.logs import ConditionLog
 from schemas import PayloadError, Topics, check_payload, load_json
 from schemas.node_health import NodeVerdict
 
 log = logging.getLogger(__name__)
 Listener = Callable[[Change], None]
-
-
-class Report(Protocol):
-    """One MQTT message (:class:`phrame.mqtt.Message` fits)."""
-
-    @property
-    def topic(self) -> str: ...
-
-    @property
-    def payload(self) -> bytes: ...
-
-    @property
-    def retain(self) -> bool: ...
 
 
 class ActualView:
@@ -65,10 +52,6 @@ class ActualView:
         self._notes = ConditionLog(log)
 
     # -- feeding
-    def filters(self) -> list[str]:
-        """What to subscribe to: every node's heartbeat, status and items."""
-        return [self.topics.actual_filter()]
-
     def listen(self, listener: Listener) -> None:
         """Tell ``listener`` of every change from now (on the feeding thread)."""
         with self._lock:
@@ -106,24 +89,15 @@ class ActualView:
         now = self.clock() if received_at is None else received_at
         ts, interval = float(doc["ts"]), float(doc.get("interval_s") or 0) or None
         wall_now = now if self.wall is None or received_at is not None else self.wall()
-        dated = wall_now - ts  # how old it says it is
         with self._lock:
             facts = self._nodes.get(node) or NodeFacts(node)
-            new: dict[str, Any] = dict(received_at=now, ts=ts, interval_s=interval, dated_age_s=dated)
-            if not retained:
-                new |= dict(trust="live", heard_at=now, clock_offset_s=-dated)
-            elif dated > self.timeout_s or dated < -CLOCK_NOTE_S:
-                if facts.heard_at is not None:
-                    return  # we heard it better already: an old copy says nothing new
-                new |= dict(trust="behind" if dated > 0 else "ahead")
-            else:
-                new |= dict(trust="retained", heard_at=now - max(0.0, dated))
-            at = new.get("heard_at")
-            if at is not None and facts.heard_at is not None and at < facts.heard_at:
-                return  # an older heartbeat never rewinds a newer one
-            if at is not None and facts.offline_at is not None and at >= facts.offline_at:
-                new["offline_at"] = None  # heard after its will: it came back
-            self._nodes[node] = dataclasses.replace(facts, **new)
+            new = with_heartbeat(
+                facts, ts, interval, received_at=now, dated_age_s=wall_now - ts, retained=retained,
+                timeout_s=self.timeout_s,
+            )  # fmt: skip
+            if new is None:
+                return
+            self._nodes[node] = new
         self._tell_liveness([node])
 
     def status(
@@ -134,24 +108,16 @@ class ActualView:
         retained: bool = False,
         received_at: float | None = None,
     ) -> None:
-        """A node's status (``None``: cleared, which says nothing of its liveness). A retained
-        copy of the status held already is a replay (a second subscription): old news."""
+        """A node's status (``None``: cleared, which says nothing of its liveness); a retained
+        copy of the one held is a replay, ignored (:func:`phrame.actual.facts.with_status`)."""
         now = self.clock() if received_at is None else received_at
         with self._lock:
-            facts = self._nodes.get(node) or NodeFacts(node)
-            if retained and doc is not None and facts.status == doc:
-                return
-            state = None if doc is None else doc.get("state")
-            changed = facts.status is None or facts.status.get("state") != state
-            offline_at = facts.offline_at
-            if state == "offline":
-                offline_at = offline_at if offline_at is not None else now  # a repeated will keeps the first
-            elif doc is not None:
-                offline_at = None
-            status_at = now if changed else facts.status_at
-            self._nodes[node] = dataclasses.replace(
-                facts, status=doc, status_at=status_at, offline_at=offline_at
+            new = with_status(
+                self._nodes.get(node) or NodeFacts(node), doc, received_at=now, retained=retained
             )
+            if new is None:
+                return
+            self._nodes[node] = new
             listeners = list(self._listeners)
         self._tell(listeners, Change("status", node, status=doc))
         self._tell_liveness([node])
@@ -167,10 +133,9 @@ class ActualView:
             else:
                 self._items[key] = after
             listeners = list(self._listeners)
+        change = Change("item", node, kind=kind, item_id=item_id, item=after, previous=before)
         if not same_state(before, after):
-            self._tell(
-                listeners, Change("item", node, kind=kind, item_id=item_id, item=after, previous=before)
-            )
+            self._tell(listeners, change)
 
     def forget(self, node: str) -> None:
         with self._lock:
@@ -178,26 +143,15 @@ class ActualView:
         self._tell_liveness([node])
 
     def resume(self, now: float, *, listened_until: float | None = None) -> None:
-        """We hear the actual plane again from ``now`` (a first connect or a reconnect).
-
-        Time spent not listening is never evidence that a node is down: every node gets a
-        whole timeout of silence from ``now`` before it counts as offline, and a never-heard
-        node a timeout from ``now``. A node we already knew to be offline at
-        ``listened_until`` (the last moment we know we were listening), or whose will said
-        so, stays offline (nothing new goes there) but its offline time restarts at ``now``."""
+        """We hear the actual plane again from ``now`` (a first connect or a reconnect): time
+        not listening is never evidence that a node is down (:func:`phrame.actual.facts.resumed`;
+        ``listened_until``: the last moment we know we were listening)."""
         with self._lock:
             self.started_at = max(self.started_at, now)
             for node, facts in list(self._nodes.items()):
-                offline_at = facts.offline_at
-                if facts.heard_at is None:
-                    if offline_at is not None:
-                        self._nodes[node] = dataclasses.replace(facts, offline_at=max(offline_at, now))
-                    continue
-                silent_for = None if listened_until is None else listened_until - facts.heard_at
-                if (silent_for is not None and silent_for > self.timeout_s) or offline_at is not None:
-                    offline_at = max(offline_at or now, now)
-                heard_at = max(facts.heard_at, now)
-                self._nodes[node] = dataclasses.replace(facts, heard_at=heard_at, offline_at=offline_at)
+                self._nodes[node] = resumed(
+                    facts, now, listened_until=listened_until, timeout_s=self.timeout_s
+                )
         self.check()
 
     # -- reading (any thread)
@@ -251,6 +205,20 @@ class ActualView:
         return sorted(
             n for n, f in nodes.items() if not is_settled(f, at, self.timeout_s, started_at=started)
         )
+
+    def due(self, now: float | None = None) -> float | None:
+        """The next clock value at which a node's verdict may change by time alone (a timer
+        calls :meth:`check` then); None: none will."""
+        at = self.clock() if now is None else now
+        with self._lock:
+            nodes, grace_end = list(self._nodes.values()), self.started_at + self.timeout_s
+        times = [grace_end]
+        for f in nodes:
+            if f.heard_at is not None:
+                times.append(f.heard_at + self.timeout_s)
+            if f.received_at is not None and is_unconfirmed(f, at):
+                times.append(f.received_at + missed_after(f.interval_s))
+        return min((t for t in times if t > at), default=None)
 
     # -- telling
     def check(self, now: float | None = None) -> list[Change]:

@@ -237,3 +237,16 @@ def test_a_replayed_retained_will_after_a_live_heartbeat_is_old_news() -> None:
     assert v.verdict("a", T0 + 3).is_online
     v.status("a", {"state": "offline"}, received_at=T0 + 4)  # a live will: it went away
     assert v.verdict("a", T0 + 5).state == "offline"
+
+
+def test_due_says_when_a_verdict_may_next_change_by_time_alone() -> None:
+    clock = Clock()
+    v = view(clock)
+    assert v.due(T0) == T0 + 20  # a node never heard would count as offline from here
+    beat(v, "a", T0 + 5, T0 + 5)
+    beat(v, "behind", T0 - 600, T0 + 5, retained=True, interval=2)  # waited for until T0 + 9
+    assert v.due(T0 + 6) == T0 + 9
+    assert v.due(T0 + 10) == T0 + 20
+    assert v.due(T0 + 21) == T0 + 25  # a's heartbeat times out
+    clock.now = T0 + 26
+    assert [c.node for c in v.check()] == ["a"] and v.due(T0 + 26) is None
