@@ -4,8 +4,8 @@
 callback only updates the in-memory state (network thread); the writer thread decides with
 :func:`mirror.debounce.wait_before_flush` and writes outside the lock. An invalid payload
 never stops the loop: it is listed under ``invalid`` with the reason, not under ``topics``.
-Each message is also told to the topic API at once (:mod:`mirror.notices`: a datagram, not a
-snapshot). It never publishes.
+Each message is also told to readers (the topic API) at once (:mod:`mirror.notices`: a
+packet, not a snapshot). It never publishes.
 """
 
 from __future__ import annotations
@@ -92,6 +92,7 @@ class MirrorLoop:
             private_dir(folder)
         else:
             folder.mkdir(parents=True, exist_ok=True)
+        self.notices.open()
         with self._cond:
             self._connecting = True
         try:
@@ -113,20 +114,29 @@ class MirrorLoop:
 
     def run(self) -> int:
         try:
-            self.start()
-        except MqttError:
-            if self._stopping:  # stopped before the broker answered: a clean exit
-                return 0
-            raise
-        try:
-            self.serve()
+            try:
+                self.start()
+            except MqttError:
+                if self._stopping:  # stopped before the broker answered: a clean exit
+                    return 0
+                raise
+            try:
+                self.serve()
+            finally:
+                self.client.stop()
         finally:
-            self.client.stop()
             self.notices.close()
         return 0
 
     def serve(self) -> None:
-        """Write snapshots as the debounce decides until :meth:`stop`; a last flush at the end."""
+        """Write snapshots as the debounce decides until :meth:`stop`; a last flush at the end
+        (then no more notices: the socket goes)."""
+        try:
+            self._serve()
+        finally:
+            self.notices.close()
+
+    def _serve(self) -> None:
         while True:
             with self._cond:
                 while not self._stopping:

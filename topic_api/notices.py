@@ -1,11 +1,10 @@
-"""Hearing the mirrors' notices: one datagram socket for all, drained on the event loop.
+"""Hearing the mirrors' change notices: one connection per mirror for all clients.
 
-:class:`topic_api.watcher.SnapshotWatcher` opens a :class:`NoticeSocket` on the snapshot
-folder's address (:func:`phrame.settings.mirror_notices.notice_address`) and is handed each
-batch of parsed notices (:meth:`NoticeSocket.drain`, an event-loop reader). A socket file
-left by a topic API that died is replaced; one still answered by another topic API is
-left alone (this one then polls the files). A notice that does not parse is skipped. It
-never holds a broker subscription.
+:class:`topic_api.watcher.SnapshotWatcher` calls :meth:`NoticeLinks.connect` (again while a
+plane's mirror is not connected: it may start later or restart) and is handed each batch of
+parsed notices, read on the event loop. Connecting needs no write access to the snapshot
+folder. A mirror that goes away ends its link (the watcher then polls the files until it
+is back); a notice that does not parse is skipped. It never holds a broker subscription.
 """
 
 from __future__ import annotations
@@ -14,79 +13,67 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from phrame.settings.mirror_notices import MAX_NOTICE, notice_address
+from phrame.settings.mirror_notices import MAX_NOTICE, notice_path
 
 log = logging.getLogger(__name__)
-BATCH = 2_000  # datagrams read in one go before other work on the loop gets a turn
+BATCH = 2_000  # notices read in one go before other work on the loop gets a turn
+Batch = Callable[[list[dict[str, Any]]], None]
 
 
-class NoticeSocket:
-    def __init__(self, folder: Path, on_batch: Callable[[list[dict[str, Any]]], None]) -> None:
-        self.address = notice_address(folder)
+class NoticeLinks:
+    def __init__(self, folder: Path, planes: tuple[str, ...], on_batch: Batch) -> None:
+        self.paths = {p: notice_path(folder, p) for p in planes}
         self.on_batch = on_batch
         self.received = 0
-        self._sock: socket.socket | None = None
-        self._refused: str | None = None  # why the last open failed (said once)
+        self._links: dict[str, socket.socket] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
-    def is_open(self) -> bool:
-        return self._sock is not None
+    def is_complete(self) -> bool:
+        """Every plane's mirror is connected: its changes are told, nothing needs polling."""
+        return len(self._links) == len(self.paths)
 
-    def open(self, loop: asyncio.AbstractEventLoop) -> bool:
-        """Bind and start reading; False (logged) when another topic API has the socket or
-        the folder is not there yet."""
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        try:
-            self._bind(sock)
-        except OSError as e:
-            sock.close()
-            if str(e) != self._refused:
-                self._refused = str(e)
-                log.info("no change notices at %r (%s): polling the snapshot files", self.address, e)
-            return False
-        if self._refused is not None:
-            log.info("change notices heard at %r from now", self.address)
-        self._refused = None
-        sock.setblocking(False)
-        self._sock = sock
-        loop.add_reader(sock.fileno(), self.drain)
-        return True
-
-    def _bind(self, sock: socket.socket) -> None:
-        try:
-            sock.bind(self.address)
-            return
-        except OSError as e:
-            if self.address.startswith("\0") or not os.path.exists(self.address):
-                raise
-            stale = e
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as probe:
+    def connect(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Connect to each mirror not connected yet (quietly: it may not run yet); whether a
+        new link was made (then whatever changed meanwhile is in the files: read them)."""
+        self._loop = loop
+        made = False
+        for plane, path in self.paths.items():
+            if plane in self._links or path is None:
+                continue
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            sock.setblocking(False)
             try:
-                probe.connect(self.address)
-            except ConnectionRefusedError:  # nobody reads it: left by a topic API that died
-                os.unlink(self.address)
-                sock.bind(self.address)
-                return
-        raise stale  # another topic API reads these notices
+                sock.connect(str(path))
+            except OSError:
+                sock.close()
+                continue
+            self._links[plane] = sock
+            loop.add_reader(sock.fileno(), self.drain, plane)
+            log.info("told of each change by the %s mirror (%s)", plane, path)
+            made = True
+        return made
 
-    def drain(self) -> None:
-        """Read every datagram waiting (up to :data:`BATCH`) and hand them over as one batch."""
-        if self._sock is None:
+    def drain(self, plane: str) -> None:
+        """Read every notice waiting on ``plane``'s link (up to :data:`BATCH`), hand them over."""
+        sock = self._links.get(plane)
+        if sock is None:
             return
         batch: list[dict[str, Any]] = []
         for _ in range(BATCH):
             try:
-                data = self._sock.recv(MAX_NOTICE + 1024)
+                data = sock.recv(MAX_NOTICE + 1024)
             except (BlockingIOError, InterruptedError):
                 break
-            except OSError as e:
-                log.warning("reading the mirrors' notices failed: %s", e)
+            except OSError:
+                data = b""
+            if not data:  # the mirror went away
+                self._drop(plane)
                 break
             try:
                 note = json.loads(data)
@@ -98,13 +85,17 @@ class NoticeSocket:
         if batch:
             self.on_batch(batch)
 
-    def close(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._sock is None:
+    def _drop(self, plane: str, *, quiet: bool = False) -> None:
+        sock = self._links.pop(plane, None)
+        if sock is None:
             return
-        with contextlib.suppress(ValueError, OSError):
-            loop.remove_reader(self._sock.fileno())
-        self._sock.close()
-        self._sock = None
-        if not self.address.startswith("\0"):
-            with contextlib.suppress(OSError):
-                os.unlink(self.address)
+        if self._loop is not None:
+            with contextlib.suppress(ValueError, OSError):
+                self._loop.remove_reader(sock.fileno())
+        sock.close()
+        if not quiet:
+            log.info("the %s mirror's notices ended: polling its snapshot until it is back", plane)
+
+    def close(self) -> None:
+        for plane in list(self._links):
+            self._drop(plane, quiet=True)

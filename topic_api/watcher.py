@@ -3,8 +3,8 @@
 Started by the app's lifespan, for all clients. The mirrors tell of each change at once
 (:mod:`topic_api.notices`): applied to :class:`topic_api.state.ApiState` as it arrives, and a
 "snapshot written" notice has the file read now. It stats ``desired.json`` and
-``actual.json`` (mtime, size, inode: the mirror replaces the file) every ``poll_s`` when no
-notices can be heard (another topic API has them, the folder is elsewhere), every
+``actual.json`` (mtime, size, inode: the mirror replaces the file) every ``poll_s`` while a
+mirror is not connected (not started yet, restarting, no socket), every
 :data:`FALLBACK_POLL_S` otherwise; only a changed file is read and parsed, in a worker
 thread. A change is published to the :class:`EventHub`. A missing or unreadable file keeps
 the last good view. It also ends the streams when the server is stopping (``should_stop``).
@@ -27,7 +27,7 @@ import anyio
 from phrame.settings.logs import ConditionLog
 from topic_api.events import EventHub
 from topic_api.metrics import ApiMetrics
-from topic_api.notices import NoticeSocket
+from topic_api.notices import NoticeLinks
 from topic_api.state import PLANES, ApiState, Notice
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class SnapshotWatcher:
         self.stamps: dict[str, Stamp | None] = {p: None for p in PLANES}
         self.reads = 0
         self.notes = ConditionLog(log)
-        self.notices = NoticeSocket(directory, self.on_notices)
+        self.notices = NoticeLinks(directory, PLANES, self.on_notices)
         self._wake: asyncio.Event | None = None
 
     def on_notices(self, batch: list[dict[str, Any]]) -> None:
@@ -134,9 +134,9 @@ class SnapshotWatcher:
             while True:
                 if self.should_stop() and not self.hub.closed:
                     self.hub.close()
-                if not self.notices.is_open:
-                    self.notices.open(loop)  # the folder may appear later, another API may leave
-                every = FALLBACK_POLL_S if self.notices.is_open else self.poll_s
+                if not self.notices.is_complete and self.notices.connect(loop):
+                    self._wake.set()  # changes while not connected are in the files
+                every = FALLBACK_POLL_S if self.notices.is_complete else self.poll_s
                 if self._wake.is_set() or time.monotonic() - last_check >= every:
                     self._wake.clear()
                     last_check = time.monotonic()
@@ -149,4 +149,4 @@ class SnapshotWatcher:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.poll_s)
         finally:
-            self.notices.close(loop)
+            self.notices.close()

@@ -1,27 +1,22 @@
-"""Where the mirrors tell the topic API of each change: one datagram socket per snapshot folder.
+"""Where a mirror tells readers of each change: one Unix socket per plane in the snapshot folder.
 
-``mirror.notices`` (the sender) and ``topic_api.notices`` (the receiver) call
-:func:`notice_address` with the snapshot folder, so both find the same socket: a file
-``.notices.sock`` in the folder (as private as the folder), or, where that path is too
-long for a Unix socket, an abstract name derived from the folder. Pure: never opens a socket.
+``mirror.notices`` (which listens there) and ``topic_api.notices`` (which connects) call
+:func:`notice_path`, so both find ``<folder>/<plane>.sock``. Connecting needs no write
+access to the folder (a reader may mount it read-only). Pure: never opens a socket.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
-SOCKET_NAME = ".notices.sock"
-MAX_PATH = 100  # sun_path holds 108 bytes on Linux; keep a margin
-#: the largest notice the mirror sends with its payload; a larger change waits for the snapshot
+MAX_PATH = 107  # sun_path holds 108 bytes on Linux, with its terminating NUL
+#: the largest notice a mirror sends with its payload; a larger change waits for the snapshot
 MAX_NOTICE = 60_000
 
 
-def notice_address(folder: Path) -> str:
-    """The socket address (a path, or ``\\0``-prefixed abstract name) of ``folder``'s notices."""
-    path = str(folder / SOCKET_NAME)
-    if len(os.fsencode(path)) <= MAX_PATH:
-        return path
-    digest = hashlib.sha256(os.fsencode(os.path.realpath(folder))).hexdigest()[:24]
-    return f"\0phrame-mirror-{digest}"
+def notice_path(folder: Path, plane: str) -> Path | None:
+    """The socket of ``plane``'s notices in ``folder`` (None: the path is too long for a
+    Unix socket; readers then poll the snapshot files)."""
+    path = folder / f"{plane}.sock"
+    return path if len(os.fsencode(path)) <= MAX_PATH else None

@@ -1,4 +1,4 @@
-"""The topic API is told of each change by the mirrors (a datagram per change, between the
+"""The topic API is told of each change by the mirrors (a packet per change, between the
 debounced snapshots): real mosquitto, ``phrame mirror`` and ``phrame topic-api`` processes.
 With a snapshot debounce of 4 s, a change reaches ``/api/events`` and ``/api/nodes`` long
 before the snapshot holding it is written, and the snapshot that follows changes nothing."""
