@@ -269,14 +269,16 @@ def pass_seconds(fleet: Fleet, runs: int = 5) -> dict[str, float]:
     """placement's pass as the process runs it (``PlacementReconciler.run_pass``: fetch, read,
     validate, decide) on a clone of the same repository with every node alive, timed here:
     the first pass (cold) and the median of the next ``runs`` on the unchanged head."""
+    from phrame.actual import ActualView
     from placement.git_repo import PlacementRepo
-    from placement.liveness import Liveness
+    from placement.health import PlacementHealth
     from placement.reconcile import PlacementReconciler
+    from schemas import Topics
 
     now = time.time()
-    live = Liveness(timeout_s=20, started_at=now)
+    live = PlacementHealth(ActualView(Topics(), timeout_s=20, started_at=now))
     for node in fleet.nodes:
-        live.heartbeat(node, now, received_at=now, is_retained=False)
+        live.view.heartbeat(node, {"ts": now, "interval_s": 5}, retained=False, received_at=now)
     repo = PlacementRepo(str(fleet.bare), fleet.root / "pass-timing" / "repo.git")
     rec = PlacementReconciler(repo, live, clock=time.time, reschedule_after_s=60, node_gc_s=86400)
     t0 = time.perf_counter()

@@ -26,10 +26,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from config_sync.deploys.node_watch import NodeWatch  # noqa: E402
 from node_agent.docker_port import DockerPort  # noqa: E402
 from node_agent.reconcile import NodeReconciler  # noqa: E402
 from node_agent.reporting import ActualReporter  # noqa: E402
+from phrame.actual import ActualView  # noqa: E402
 from phrame.mqtt import Message  # noqa: E402
 from schemas import Topics, canonical_json, check_payload, load_json  # noqa: E402
 from tests.support import agent_support as spec  # noqa: E402
@@ -144,10 +144,10 @@ def heartbeat_handling(heartbeat: bytes) -> dict[str, float]:
         parsed = Topics().parse(msg.topic)
         check_payload(parsed.schema_name, load_json(msg.payload))
 
-    watch = NodeWatch(Topics(), timeout_s=20.0)
+    view = ActualView(Topics(), timeout_s=20.0)  # placement's and config-sync's handler now
     return {
         "placement_handler_us": per_call_us(placement),
-        "config_sync_node_watch_us": per_call_us(lambda: watch.on_heartbeat(msg)),
+        "actual_view_us": per_call_us(lambda: view.on_message(msg)),
         "mirror_json_decode_us": per_call_us(lambda: json.loads(msg.payload)),
     }
 

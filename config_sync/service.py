@@ -26,6 +26,7 @@ from config_sync.reporting import CommitReporter, GitLabReporter, LocalReporter
 from config_sync.rollouts.controller import RolloutController
 from config_sync.settings import SyncSettings
 from config_sync.status_views import full_view, public_view
+from phrame.actual import ActualView
 from phrame.mqtt import MqttClient, MqttError
 from phrame.runtime import Backoff, backoff
 from schemas import Topics
@@ -71,7 +72,9 @@ class ConfigSync:
         self.reporter = reporter or make_reporter(settings)
         self.metrics = Metrics(ready=self.is_ready)  # the gauge asks is_ready at each scrape
         deploy_s, node_s = settings.deploy_timeout_s, settings.node_timeout_s
-        self.deployer = DeployWatcher(self.reporter, self.topics, timeout_s=deploy_s, node_timeout_s=node_s)
+        # one view of the actual plane (statuses, heartbeats, containers) for deploys and rollouts
+        self.view = ActualView(self.topics, timeout_s=node_s)
+        self.deployer = DeployWatcher(self.reporter, self.topics, timeout_s=deploy_s, view=self.view)
         # changed manifests go out above what agents applied (subscribed before any publication)
         self.publisher = DesiredPublisher(
             self.mqtt,
@@ -84,7 +87,7 @@ class ConfigSync:
         self.history.on_finished = self.metrics.deploy_finished
         # staged rollouts: a rolled-back replica's earlier spec is re-rendered from its commit
         self.rollouts = RolloutController(
-            self.topics, self.reporter, spec_at=lambda sha: self.syncer.read(sha).rendered
+            self.topics, self.reporter, spec_at=lambda sha: self.syncer.read(sha).rendered, view=self.view
         )
         self.rollouts.trigger = self._trigger_rollout
         self.syncer = Syncer(
@@ -150,9 +153,9 @@ class ConfigSync:
                 log.error("config-sync cannot start: %s", e)
                 self._start_error = e
             return
-        self.actual.subscribe(self.deployer.status_filter(), self.deployer.on_status)
-        self.actual.subscribe(self.deployer.heartbeat_filter(), self.deployer.on_heartbeat)
-        self.actual.subscribe(self.rollouts.actual.filter(), self.rollouts.actual.on_item)
+        for topic_filter in (self.topics.node_status_filter(), self.topics.heartbeat_filter()):
+            self.actual.subscribe(topic_filter, self.view.on_message)
+        self.actual.subscribe(self.topics.actual_containers_filter(), self.view.on_message)
         self.deployer.start()
         self.rollouts.start()
         failures = 0

@@ -4,7 +4,8 @@
 callback only updates the in-memory state (network thread); the writer thread decides with
 :func:`mirror.debounce.wait_before_flush` and writes outside the lock. An invalid payload
 never stops the loop: it is listed under ``invalid`` with the reason, not under ``topics``.
-It never publishes.
+Each message is also told to readers (the topic API) at once (:mod:`mirror.notices`: a
+packet, not a snapshot). It never publishes.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from mirror.debounce import wait_before_flush
+from mirror.notices import ChangeNotices
 from mirror.settings import MirrorSettings
 from mirror.snapshot import SnapshotWriter
 from phrame.mqtt import Message, MqttClient, MqttError
@@ -37,6 +40,8 @@ class MirrorLoop:
         self.settings = settings
         self.client = client or MqttClient(settings.mqtt, f"phrame-mirror-{settings.plane}")
         self.writer = SnapshotWriter(settings.snapshot_path)
+        self.instance = uuid.uuid4().hex[:12]  # in each snapshot: notices of another run are stale
+        self.notices = ChangeNotices(settings.directory, settings.plane, self.instance)
         self._clock = clock
         self._cond = threading.Condition()
         self._topics: dict[str, Any] = {}
@@ -53,6 +58,7 @@ class MirrorLoop:
     # -- MQTT side (network thread)
     def on_message(self, message: Message) -> None:
         topic = message.topic
+        valid = True
         with self._cond:
             self._topics.pop(topic, None)
             self._invalid.pop(topic, None)
@@ -62,13 +68,17 @@ class MirrorLoop:
                 except (UnicodeDecodeError, ValueError) as e:
                     raw = message.payload[:RAW_LIMIT].decode("utf-8", "replace")
                     self._invalid[topic] = {"error": f"not JSON: {e}", "raw": raw}
+                    valid = False
             now = self._clock()
             self.messages += 1
+            seq, payload = self.messages, self._topics.get(topic)
             self.last_message_at = now
             self._last_change = now
             if self._first_unflushed is None:
                 self._first_unflushed = now
             self._cond.notify_all()
+        if valid:  # one network thread: notices go out in message order; an invalid one waits for the file
+            self.notices.changed(seq, topic, payload, cleared=not message.payload)
 
     def topics_held(self) -> dict[str, Any]:
         """The topics held now (a reference, read without the lock: for metrics only)."""
@@ -82,6 +92,7 @@ class MirrorLoop:
             private_dir(folder)
         else:
             folder.mkdir(parents=True, exist_ok=True)
+        self.notices.open()
         with self._cond:
             self._connecting = True
         try:
@@ -103,19 +114,29 @@ class MirrorLoop:
 
     def run(self) -> int:
         try:
-            self.start()
-        except MqttError:
-            if self._stopping:  # stopped before the broker answered: a clean exit
-                return 0
-            raise
-        try:
-            self.serve()
+            try:
+                self.start()
+            except MqttError:
+                if self._stopping:  # stopped before the broker answered: a clean exit
+                    return 0
+                raise
+            try:
+                self.serve()
+            finally:
+                self.client.stop()
         finally:
-            self.client.stop()
+            self.notices.close()
         return 0
 
     def serve(self) -> None:
-        """Write snapshots as the debounce decides until :meth:`stop`; a last flush at the end."""
+        """Write snapshots as the debounce decides until :meth:`stop`; a last flush at the end
+        (then no more notices: the socket goes)."""
+        try:
+            self._serve()
+        finally:
+            self.notices.close()
+
+    def _serve(self) -> None:
         while True:
             with self._cond:
                 while not self._stopping:
@@ -127,6 +148,8 @@ class MirrorLoop:
                     return
                 document, held = self._take()
             ok = self.writer.write(document)
+            if ok:
+                self.notices.written(held)
             with self._cond:
                 if ok:
                     self.written.append((self._clock(), held))
@@ -154,6 +177,7 @@ class MirrorLoop:
             "prefix": self.settings.topic_prefix,
             "generated_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "messages": self.messages,
+            "instance": self.instance,
             "topics": dict(self._topics),
             "invalid": dict(self._invalid),
         }

@@ -1,4 +1,4 @@
-"""Whether placement hears the actual plane; liveness resumed after a reconnect that lost messages.
+"""Whether placement hears the actual plane; the actual view resumed after a reconnect that lost messages.
 
 The loop asks :meth:`Listening.check` before each pass and decides nothing while it is
 false: heartbeats missed while disconnected say nothing about the nodes, and deciding on
@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from placement.liveness import Liveness
+from phrame.actual import ActualView
 
 log = logging.getLogger(__name__)
 
@@ -30,16 +30,16 @@ class Connection(Protocol):
 
 
 class Listening:
-    """Follows one connection (the actual plane's) on behalf of :class:`Liveness`."""
+    """Follows one connection (the actual plane's) on behalf of the :class:`ActualView` it feeds."""
 
     def __init__(
-        self, connection: Connection, liveness: Liveness, *, clock: Callable[[], float], where: str
+        self, connection: Connection, view: ActualView, *, clock: Callable[[], float], where: str
     ) -> None:
         self.connection = connection
-        self.liveness = liveness
+        self.view = view
         self.clock = clock
         self.where = where
-        self._connects = -1  # the connection's connect_count when liveness last resumed
+        self._connects = -1  # the connection's connect_count when the view last resumed
         self._listened_at: float | None = None  # the last check that found us listening
         self.deaf_since: float | None = None  # clock value of the first check that did not
 
@@ -51,12 +51,12 @@ class Listening:
     def resume(self) -> None:
         """We listen from now (called on connect, before subscribing, and by :meth:`check`)."""
         now = self.clock()
-        self.liveness.resume(now, listened_until=self._listened_at)
+        self.view.resume(now, listened_until=self._listened_at)
         self._connects = self.connection.connect_count
         self._listened_at = now
 
     def check(self) -> bool:
-        """Whether the actual plane is heard now; resumes liveness after a reconnect that may
+        """Whether the actual plane is heard now; resumes the view after a reconnect that may
         have missed messages, even one that happened between two checks (the connect count
         moved). A reconnect that resumed our session missed nothing (QoS 1 heartbeats were
         queued for us), as for every OAuth2 token switch: resuming then would restart the

@@ -22,12 +22,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from phrame.actual import ActualView
 from phrame.gitlab import GitLabProject
 from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings
 from phrame.runtime import Clock, Runner
 from placement.git_repo import PlacementRepo
+from placement.health import PlacementHealth
 from placement.listening import Listening
-from placement.liveness import Liveness
 from placement.lock import ProcessLock
 from placement.metrics import PlacementMetrics
 from placement.reconcile import EnvResult, PlacementReconciler
@@ -44,7 +45,7 @@ class PlacementLoop:
     def __init__(
         self,
         reconciler: PlacementReconciler,
-        liveness: Liveness,
+        liveness: PlacementHealth,
         *,
         actual: MqttClient,
         desired: MqttClient,
@@ -74,7 +75,9 @@ class PlacementLoop:
             "placement", self.run_pass, clock=timer, resync_s=interval_s, resync=lambda: (EVERY,)
         )
         self.triggers = Triggers(liveness, topics, clock=clock, enqueue=self.runner.queue.add)
-        self.listening = Listening(actual, liveness, clock=clock, where=actual.settings.broker.redacted())
+        self.listening = Listening(
+            actual, liveness.view, clock=clock, where=actual.settings.broker.redacted()
+        )
         self._held: dict[str, str | None] = {}
         self._desired_connects = -1
         self.metrics = PlacementMetrics(liveness, clock)
@@ -112,7 +115,7 @@ class PlacementLoop:
         """Before the first decision, wait (a beat and a half at most) for a live heartbeat of
         each node whose retained one is dated past the timeout: dead, or alive with a clock
         behind ours. Deciding at once would take a live node for one not heard yet."""
-        waiting = self.liveness.unconfirmed(self.clock())
+        waiting = self.liveness.view.unconfirmed(self.clock())
         if not waiting:
             return
         wait_s = min(MAX_CONFIRM_WAIT_S, max(waiting.values()) - self.clock())
@@ -123,7 +126,7 @@ class PlacementLoop:
             ", ".join(sorted(waiting)),
         )
         give_up = time.monotonic() + wait_s  # real time: the decision clock may be a test's
-        while self.liveness.unconfirmed(self.clock()) and time.monotonic() < give_up:
+        while self.liveness.view.unconfirmed(self.clock()) and time.monotonic() < give_up:
             if self._stop.wait(0.05):
                 return
 
@@ -282,7 +285,8 @@ def build_loop(settings: PlacementSettings, *, clock: Callable[[], float] = time
     desired = (
         actual if desired_settings == actual_settings else MqttClient(desired_settings, f"{name}-desired")
     )
-    liveness = Liveness(timeout_s=settings.node_timeout_s, started_at=clock())
+    topics = Topics(settings.topic_prefix)
+    liveness = PlacementHealth(ActualView(topics, timeout_s=settings.node_timeout_s, clock=clock))
     merge_requests = None
     if settings.git_host == "gitlab" and settings.gitlab_url and settings.gitlab_project:
         project = GitLabProject(settings.gitlab_url, settings.gitlab_token, settings.gitlab_project)
@@ -309,7 +313,7 @@ def build_loop(settings: PlacementSettings, *, clock: Callable[[], float] = time
         liveness,
         actual=actual,
         desired=desired,
-        topics=Topics(settings.topic_prefix),
+        topics=topics,
         clock=clock,
         interval_s=settings.interval_s,
         lock=lock,

@@ -1,7 +1,7 @@
 """Prometheus metrics of one placement instance (its own registry, so tests can run many).
 
 :class:`PlacementLoop` records each pass with :meth:`PlacementMetrics.record_pass`;
-heartbeat ages and node liveness are read from :class:`Liveness` at each scrape (never
+heartbeat ages and node liveness are read from :class:`PlacementHealth` at each scrape (never
 stale, no work on the MQTT thread). ``phrame placement`` serves the registry only when
 ``PHRAME_METRICS_LISTEN`` is set. Recording never raises into the loop.
 """
@@ -18,19 +18,19 @@ from prometheus_client.registry import Collector
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
-    from placement.liveness import Liveness
+    from placement.health import PlacementHealth
     from placement.reconcile import EnvResult
 
 
 class HeartbeatCollector(Collector):
     """Heartbeat age and liveness of every node placement has heard of, at scrape time."""
 
-    def __init__(self, liveness: Liveness, clock: Callable[[], float]) -> None:
+    def __init__(self, liveness: PlacementHealth, clock: Callable[[], float]) -> None:
         self.liveness, self.clock = liveness, clock
 
     def collect(self) -> Iterator[Metric]:
         now = self.clock()
-        heard = self.liveness.last_heard()
+        heard = {n: f.heard_at for n, f in self.liveness.view.nodes().items()}
         age = GaugeMetricFamily(
             "phrame_placement_heartbeat_age_seconds",
             "Seconds since the node's last heartbeat (on placement's clock)",
@@ -49,7 +49,7 @@ class HeartbeatCollector(Collector):
 
 
 class PlacementMetrics:
-    def __init__(self, liveness: Liveness, clock: Callable[[], float]) -> None:
+    def __init__(self, liveness: PlacementHealth, clock: Callable[[], float]) -> None:
         self.registry = CollectorRegistry()
         self.passes = Counter(
             "phrame_placement_passes",

@@ -23,7 +23,7 @@ from phrame.placement_rules.models import Decision
 from phrame.runtime import backoff
 from placement.errors import EXPECTED, InvalidInputs, NotOnTrackedRef, PlacementError
 from placement.git_repo import PlacementRepo
-from placement.liveness import Liveness, gc_candidates
+from placement.health import PlacementHealth, gc_candidates
 from placement.problem_log import ProblemLog
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class PlacementReconciler:
     def __init__(
         self,
         git: PlacementRepo,
-        liveness: Liveness,
+        liveness: PlacementHealth,
         *,
         clock: Callable[[], float],
         reschedule_after_s: float,

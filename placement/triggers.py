@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from phrame.mqtt import Message
-from placement.liveness import Liveness
+from placement.health import PlacementHealth
 from schemas import PayloadError, Topics, check_payload, load_json
 
 log = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ EVERY = ""  # the key of a pass over every environment (environment names are ne
 class Triggers:
     def __init__(
         self,
-        liveness: Liveness,
+        liveness: PlacementHealth,
         topics: Topics,
         *,
         clock: Callable[[], float],
@@ -48,39 +48,20 @@ class Triggers:
             return self._commits.get(env)
 
     def on_actual(self, msg: Message) -> None:
-        """A heartbeat or status: liveness first; a pass of everything if a node's life changed."""
+        """A heartbeat or status: into the actual view (which validates, logs and ignores an
+        invalid report); a pass of everything if it changed whether a node is alive."""
         if msg.retain:
             self.last_retained = time.monotonic()
         try:
             topic = self.topics.parse(msg.topic)
-            if topic.plane != "actual" or topic.kind not in ("heartbeat", "status") or topic.node is None:
-                return
-            node = topic.node
-            if not msg.payload:
-                if topic.kind == "heartbeat":
-                    self.liveness.forget(node)  # node removed: cleared retained heartbeat
-                    self.enqueue(EVERY)
-                return
-            doc = load_json(msg.payload)
-            check_payload(topic.schema_name, doc)
-        except (ValueError, PayloadError) as e:
-            log.warning("ignoring invalid message on %s: %s", msg.topic, e)
+        except ValueError:
+            return
+        if topic.plane != "actual" or topic.kind not in ("heartbeat", "status") or topic.node is None:
             return
         now = self.clock()
-        was = self.liveness.health([node], now)[node]
-        if topic.kind == "heartbeat":
-            self.liveness.heartbeat(
-                node,
-                float(doc["ts"]),
-                received_at=now,
-                is_retained=msg.retain,
-                interval_s=float(doc["interval_s"]),
-            )
-            if was.alive:  # a heartbeat never takes life away: nothing changed (the usual case)
-                return
-        else:
-            self.liveness.status(node, doc["state"], received_at=now)
-        if self.liveness.health([node], now)[node] != was:
+        was = self.liveness.health([topic.node], now)[topic.node]
+        self.liveness.view.on_message(msg)
+        if self.liveness.health([topic.node], now)[topic.node] != was:
             self.enqueue(EVERY)
 
     def on_sync(self, msg: Message) -> None:

@@ -1,12 +1,11 @@
 """The one rule for whether a node is online: its heartbeat's age and its retained status.
 
-Called by placement (:mod:`placement.liveness`), ``phrame status`` (:mod:`phrame.cli.status_view`)
-and config-sync's deploy watcher (:mod:`config_sync.deploys.watcher`), so "offline" means the same
+Called by the shared actual view (:mod:`phrame.actual.judging`), which placement, config-sync's
+deploy tracking and rollouts, and ``phrame status`` all read, so "offline" means the same
 thing everywhere. Pure: the caller says when the last heartbeat was heard and what time it
 is, on one clock: the moment the caller *received* the heartbeat on its own clock, so a
-node's clock skew never shifts the age. ``phrame status`` listens for live heartbeats to
-have such a moment (:mod:`phrame.cli.status_liveness`); only a heartbeat already retained when
-a reader starts is dated by its ``ts``. Never reads a clock, never does I/O.
+node's clock skew never shifts the age; only a heartbeat already retained when a reader
+starts is dated by its ``ts``. Never reads a clock, never does I/O.
 """
 
 from __future__ import annotations

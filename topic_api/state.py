@@ -1,9 +1,11 @@
 """What the API knows: the two planes' latest snapshots, their indexes and the node receipts.
 
 :class:`topic_api.watcher.SnapshotWatcher` calls :meth:`ApiState.apply` with each newly read
-snapshot document (on the event loop, one writer); request handlers read the fields it
-replaces whole (never mutated in place, so a handler never sees half an update). It never
-reads a file or a clock itself: the watcher passes the document and ``now``.
+snapshot document and :meth:`ApiState.apply_notices` with the mirrors' notices of single
+changes in between (on the event loop, one writer); request handlers read the fields it
+replaces whole (never mutated in place, so a handler never sees half an update). A notice
+newer than the snapshot (its ``seq`` above the snapshot's ``messages``, same mirror run) is
+laid over it until a snapshot holds it. It never reads a file or a clock itself.
 """
 
 from __future__ import annotations
@@ -18,6 +20,18 @@ from topic_api.planes import PlaneIndex, diff_topics, index_plane
 
 PLANES = ("desired", "actual")
 MAX_LISTED = 500  # topics named in one change event; more: truncated, refetch everything
+MAX_PENDING = 50_000  # notices held over a snapshot; past it, changes wait for the next snapshot
+GONE = object()  # a pending notice that cleared its topic
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One change a mirror told of: message ``seq`` of its run ``instance``."""
+
+    seq: int
+    topic: str
+    payload: Any = None
+    cleared: bool = False
 
 
 @dataclass(frozen=True)
@@ -49,6 +63,8 @@ class ApiState:
         self.heard_at: dict[str, float] = {}  # node -> when its current heartbeat was first seen
         self.status_at: dict[str, float] = {}
         self.loaded: set[str] = set()  # planes read at least once
+        self.runs: dict[str, tuple[str | None, int]] = {}  # plane -> (instance, messages) of its snapshot
+        self.pending: dict[str, dict[str, tuple[int, Any]]] = {p: {} for p in PLANES}  # topic -> (seq, value)
 
     def generated_at(self) -> dict[str, float | None]:
         return {p: self.planes[p].generated_at for p in PLANES}
@@ -57,6 +73,21 @@ class ApiState:
         """Take a new snapshot ``document``; the change event, or None when no topic changed."""
         raw = document.get("topics")
         topics: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        instance = document.get("instance") if isinstance(document.get("instance"), str) else None
+        messages = document.get("messages")
+        held = messages if isinstance(messages, int) and not isinstance(messages, bool) else 0
+        if self.runs.get(plane, (None, 0))[0] != instance:
+            self.pending[plane] = {}  # another run of the mirror: its notices say nothing of this one
+        self.runs[plane] = (instance, held)
+        pending = {t: sv for t, sv in self.pending[plane].items() if sv[0] > held}
+        self.pending[plane] = pending
+        if pending:  # told of since this snapshot was taken: still newer than it
+            topics = dict(topics)
+            for topic, (_, value) in pending.items():
+                if value is GONE:
+                    topics.pop(topic, None)
+                else:
+                    topics[topic] = value
         old = self.planes[plane]
         changed, removed = diff_topics(old.topics, topics)
         index = index_plane(topics, self.prefix, plane)
@@ -76,6 +107,39 @@ class ApiState:
             "removed": removed[: max(0, MAX_LISTED - len(changed))],
             "truncated": truncated,
         }
+
+    def apply_notices(
+        self, plane: str, instance: str, notices: list[Notice], now: float
+    ) -> dict[str, Any] | None:
+        """Lay the mirror's newer notices over the plane; the change event, or None. Ignored
+        before the plane's first snapshot or from another run of its mirror (its next
+        snapshot brings them)."""
+        run, held = self.runs.get(plane, (None, 0))
+        pending = self.pending[plane]
+        fresh = [n for n in notices if n.seq > held and (n.seq > pending.get(n.topic, (0, None))[0])]
+        if plane not in self.loaded or run != instance or not fresh or len(pending) >= MAX_PENDING:
+            return None
+        old = self.planes[plane]
+        topics = dict(old.topics)
+        for n in sorted(fresh, key=lambda n: n.seq):
+            pending[n.topic] = (n.seq, GONE if n.cleared else n.payload)
+            if n.cleared:
+                topics.pop(n.topic, None)
+            else:
+                topics[n.topic] = n.payload
+        touched = {n.topic for n in fresh}
+        before = old.topics
+        changed = sorted(t for t in touched if t in topics and (t not in before or before[t] != topics[t]))
+        removed = sorted(t for t in touched if t in before and t not in topics)
+        if not changed and not removed:
+            return None
+        index = index_plane(topics, self.prefix, plane)
+        if plane == "actual":
+            self._note_receipts(old.index, index, now, first=False)
+        self.planes[plane] = PlaneView(old.generated_at, topics, index)
+        return {"plane": plane, "generated_at": old.generated_at, "changed": changed[:MAX_LISTED],
+                "removed": removed[: max(0, MAX_LISTED - len(changed))],
+                "truncated": len(changed) + len(removed) > MAX_LISTED}  # fmt: skip
 
     def _note_receipts(self, old: PlaneIndex, new: PlaneIndex, now: float, *, first: bool) -> None:
         """When each node's heartbeat and status changed, on this API's clock.

@@ -1,16 +1,19 @@
-"""Noticing new snapshot files cheaply: one poller for all clients, each new file parsed once.
+"""Noticing changes cheaply: the mirrors' notices, then each new snapshot file parsed once.
 
-Started by the app's lifespan. Every ``poll_s`` it stats ``desired.json`` and
-``actual.json`` (mtime, size, inode: the mirror replaces the file, so a new one has a new
-inode); only a changed file is read and parsed, in a worker thread, and applied to
-:class:`topic_api.state.ApiState`; a change is published to the :class:`EventHub`. A
-missing or unreadable file keeps the last good view. It also ends the streams when the
-server is stopping (``should_stop``), so uvicorn's shutdown never waits on an open stream.
+Started by the app's lifespan, for all clients. The mirrors tell of each change at once
+(:mod:`topic_api.notices`): applied to :class:`topic_api.state.ApiState` as it arrives, and a
+"snapshot written" notice has the file read now. It stats ``desired.json`` and
+``actual.json`` (mtime, size, inode: the mirror replaces the file) every ``poll_s`` while a
+mirror is not connected (not started yet, restarting, no socket), every
+:data:`FALLBACK_POLL_S` otherwise; only a changed file is read and parsed, in a worker
+thread. A change is published to the :class:`EventHub`. A missing or unreadable file keeps
+the last good view. It also ends the streams when the server is stopping (``should_stop``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -24,10 +27,12 @@ import anyio
 from phrame.settings.logs import ConditionLog
 from topic_api.events import EventHub
 from topic_api.metrics import ApiMetrics
-from topic_api.state import PLANES, ApiState
+from topic_api.notices import NoticeLinks
+from topic_api.state import PLANES, ApiState, Notice
 
 log = logging.getLogger(__name__)
 Stamp = tuple[int, int, int]
+FALLBACK_POLL_S = 1.0  # with notices: the files are stat'ed this often in case one was lost
 
 
 def stamp_of(path: Path) -> Stamp | None:
@@ -67,6 +72,34 @@ class SnapshotWatcher:
         self.stamps: dict[str, Stamp | None] = {p: None for p in PLANES}
         self.reads = 0
         self.notes = ConditionLog(log)
+        self.notices = NoticeLinks(directory, PLANES, self.on_notices)
+        self._wake: asyncio.Event | None = None
+
+    def on_notices(self, batch: list[dict[str, Any]]) -> None:
+        """A batch of the mirrors' notices (event loop): changes applied at once, a written
+        snapshot read at the next turn of :meth:`run`."""
+        by_run: dict[tuple[str, str], list[Notice]] = {}
+        for note in batch:
+            plane, instance, seq = note.get("plane"), note.get("instance"), note.get("seq")
+            if plane not in PLANES or not isinstance(instance, str) or not isinstance(seq, int):
+                continue
+            if note.get("written"):
+                if self._wake is not None:
+                    self._wake.set()
+                continue
+            topic = note.get("topic")
+            if isinstance(topic, str):
+                notice = Notice(seq, topic, note.get("payload"), note.get("cleared") is True)
+                by_run.setdefault((plane, instance), []).append(notice)
+        for (plane, instance), notices in by_run.items():
+            self._publish(self.state.apply_notices(plane, instance, notices, self.clock()))
+
+    def _publish(self, change: dict[str, Any] | None) -> None:
+        if change is None:
+            return
+        self.hub.publish(change)
+        if self.metrics is not None:
+            self.metrics.changes.inc()
 
     async def check(self) -> None:
         """One pass: read and apply each plane whose file changed."""
@@ -89,20 +122,31 @@ class SnapshotWatcher:
             change = self.state.apply(plane, doc, self.clock())
             if self.metrics is not None:
                 self.metrics.snapshot_reads.labels(plane).inc()
-            if change is not None:
-                self.hub.publish(change)
-                if self.metrics is not None:
-                    self.metrics.changes.inc()
+            self._publish(change)
 
     async def run(self) -> None:
-        """Poll until cancelled; a failing pass is logged and the loop goes on."""
-        while True:
-            if self.should_stop() and not self.hub.closed:
-                self.hub.close()
-            try:
-                await self.check()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # the loop never dies from one bad pass
-                log.exception("snapshot watcher pass failed; retrying")
-            await asyncio.sleep(self.poll_s)
+        """Read the files when told (or polled) until cancelled; a failing pass is logged
+        and the loop goes on. The notices are read by the event loop meanwhile."""
+        loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        last_check = 0.0
+        try:
+            while True:
+                if self.should_stop() and not self.hub.closed:
+                    self.hub.close()
+                if not self.notices.is_complete and self.notices.connect(loop):
+                    self._wake.set()  # changes while not connected are in the files
+                every = FALLBACK_POLL_S if self.notices.is_complete else self.poll_s
+                if self._wake.is_set() or time.monotonic() - last_check >= every:
+                    self._wake.clear()
+                    last_check = time.monotonic()
+                    try:
+                        await self.check()
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:  # the loop never dies from one bad pass
+                        log.exception("snapshot watcher pass failed; retrying")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.poll_s)
+        finally:
+            self.notices.close()

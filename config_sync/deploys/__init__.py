@@ -2,5 +2,6 @@
 
 ``watcher`` follows the agents after a publish and sets GitLab's ``phrame/deploy`` status,
 ``verdict`` is the pure judgement, ``records`` the pure history of one environment and
-``history`` keeps it retained; ``node_watch`` remembers when each node was last heard.
+``history`` keeps it retained. What the nodes report comes from the one actual view
+(:mod:`phrame.actual`).
 """

@@ -2,13 +2,14 @@
 
 The sync pass calls :meth:`DeployWatcher.watch` with the nodes whose manifest changed
 (:meth:`DeployWatcher.unchanged` for a new commit that changed none);
-the watcher reads each node's retained ``actual/.../status`` (one subscription for all)
+the watcher follows each node's ``actual/.../status`` through config-sync's one view of the
+actual plane (:class:`phrame.actual.ActualView`, told of each status change)
 and sets ``success`` once every node converged on that manifest generation or a later one,
 or ``failed`` with the node and its error after ``PHRAME_DEPLOY_TIMEOUT_S``. A newer deploy
 of the same ref cancels the older one. Status callbacks only store; the watcher thread decides.
-While it runs, the description names the nodes it waits on that are offline by the shared
-node-health rule (heartbeats older than ``PHRAME_NODE_TIMEOUT_S``, see
-:mod:`config_sync.deploys.node_watch`), re-reported when that set changes; the timeout stays.
+While it runs, the description names the nodes it waits on that the view judges offline
+(the shared node-health rule: heartbeats older than ``PHRAME_NODE_TIMEOUT_S`` on this
+receiver's clock, or a will), re-reported when that set changes; the timeout stays.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from config_sync.deploys.history import DeployHistory
-from config_sync.deploys.node_watch import NodeWatch
 from config_sync.deploys.verdict import failure, verdict, waiting_for, waiting_text
 from config_sync.reporting import CommitReporter
+from phrame.actual import ActualView, Change
 from phrame.gitlab import GitLabError
 from phrame.mqtt import Message
 from schemas import Topics, load_json
@@ -55,10 +56,13 @@ class DeployWatcher:
         tick_s: float = 0.2,
         node_timeout_s: float = 20.0,
         wall: Callable[[], float] = time.time,
+        view: ActualView | None = None,
     ) -> None:
         self.reporter, self.topics, self.timeout_s = reporter, topics, timeout_s
         self.clock, self.tick_s = clock, tick_s
-        self.nodes = NodeWatch(topics, timeout_s=node_timeout_s, clock=clock, wall=wall)
+        # the service hands in its one view; alone (tests), the watcher keeps its own
+        self.view = view or ActualView(topics, timeout_s=node_timeout_s, clock=clock, wall=wall)
+        self.view.listen(self.on_change)
         self.statuses: dict[str, dict[str, Any]] = {}
         # the highest generation each node ever reported applied, kept when its status is
         # cleared: the publisher never numbers a manifest at or below it (after a broker lost
@@ -72,31 +76,16 @@ class DeployWatcher:
         self._stopping = False
         self._thread: threading.Thread | None = None
 
-    def status_filter(self) -> str:
-        return self.topics.node_status_filter()
-
-    def heartbeat_filter(self) -> str:
-        return self.nodes.heartbeat_filter()
-
-    def on_heartbeat(self, msg: Message) -> None:
-        """MQTT callback (network thread): when the node was heard; never raises."""
-        self.nodes.on_heartbeat(msg)
-
-    def on_status(self, msg: Message) -> None:
-        """MQTT callback (network thread): store the node's status; never raise."""
-        try:
-            node = self.topics.parse(msg.topic).node
-            doc = load_json(msg.payload) if msg.payload else None
-        except ValueError:
+    def on_change(self, change: Change) -> None:
+        """The view's listener (MQTT network thread): store a node's status; never raises."""
+        if change.what != "status":
             return
-        if node is None or not (doc is None or isinstance(doc, dict)):
-            return
-        self.nodes.on_status(node, doc)
+        node, doc = change.node, change.status
         with self._cond:
             if doc is None:
                 self.statuses.pop(node, None)
             else:
-                self.statuses[node] = doc
+                self.statuses[node] = dict(doc)
                 generation = doc.get("generation")
                 if isinstance(generation, int) and not isinstance(generation, bool):
                     self.applied[node] = max(self.applied.get(node, 0), generation)
@@ -121,7 +110,7 @@ class DeployWatcher:
             self._cond.notify_all()
         if older is not None and older.commit != commit:
             self._report(older.commit, "canceled", f"superseded by {commit[:12]}", ref)
-        offline = self.nodes.offline(nodes)
+        offline = self.view.offline(nodes)
         with self._cond:
             if (dep := self.active.get(ref)) is not None and dep.commit == commit:
                 dep.offline = frozenset(offline)
@@ -153,7 +142,7 @@ class DeployWatcher:
             for ref, dep in list(self.active.items()):
                 if not dep.announced:  # watch() is still reporting it running
                     continue
-                offline = self.nodes.offline(dep.nodes)
+                offline = self.view.offline(dep.nodes)
                 state, text = verdict(self.statuses, dep.commit, dep.nodes, self.published, offline)
                 if state == "success" or now >= dep.deadline:
                     if state != "success":
@@ -175,7 +164,7 @@ class DeployWatcher:
         if self.history is not None:
             with self._cond:
                 statuses, ceilings = dict(self.statuses), dict(self.published)
-            self.history.check(statuses, ceilings, self.nodes.offline)
+            self.history.check(statuses, ceilings, self.view.offline)
 
     def _report(self, commit: str, state: str, text: str, ref: str) -> None:
         log.info("deploy of %s on %s: %s (%s)", commit[:12], ref, state, text)

@@ -288,7 +288,7 @@ class Syncer:
         validate(repo, problems, cache=self.read_cache)  # marks the documents placement may read
         if self.deployer is None:
             return preview(repo), "every node assumed online"
-        down = sorted(n for n in repo.nodes if not self.deployer.nodes.verdict(n).is_online)
+        down = sorted(n for n in repo.nodes if not self.deployer.view.verdict(n).is_online)
         return preview(
             repo, offline=down
         ), f"not online now: {', '.join(down)}" if down else "every node online"

@@ -2,5 +2,6 @@
 
 ``waves`` plans which replicas get the new spec now (pure), ``gate`` holds back what a wave
 has not reached, ``controller`` re-evaluates, promotes and rolls back, ``models`` holds the
-values and ``actual_watch`` what the nodes report of their containers.
+values; what the nodes report of their containers comes from the one actual view
+(:mod:`phrame.actual`).
 """

@@ -2,8 +2,9 @@
 
 The :class:`~config_sync.intake.syncing.Syncer` asks :meth:`RolloutController.gate` for the
 gate of each publication and :meth:`RolloutController.deploy_view` afterwards; config-sync's
-wiring subscribes :attr:`RolloutController.actual` to the nodes' containers and hands in
-``trigger(ref)``, which queues a pass without fetching. Its own events only add a rollout's
+wiring hands in its one view of the actual plane (:class:`phrame.actual.ActualView`: the
+replicas' reports, healthy time on config-sync's own clock) and ``trigger(ref)``, which
+queues a pass without fetching. Its own events only add a rollout's
 key to a :class:`phrame.runtime.Runner`, whose sync queues the pass of the rollout's ref: a
 change of a rolling service's containers at once, a deadline when due, every rollout after
 ``tick_s`` without one (a missed report). All state that matters is retained in the rollout
@@ -22,8 +23,9 @@ from typing import Any
 from config_sync.models import Reading
 from config_sync.publication.sender import Gate, SyncOutcome
 from config_sync.reporting import CommitReporter
-from config_sync.rollouts.actual_watch import ActualWatch
 from config_sync.rollouts.gate import Gated, Key, gate_rollouts
+from config_sync.rollouts.models import Observed
+from phrame.actual import ActualView, Change, ItemReport
 from phrame.gitlab import GitLabError
 from phrame.runtime import Runner
 from schemas import Topics
@@ -41,6 +43,8 @@ class RolloutController:
         spec_at: Callable[[str], Mapping[str, dict[str, Any]] | None],
         clock: Callable[[], float] = time.time,
         tick_s: float = 2.0,
+        view: ActualView | None = None,
+        node_timeout_s: float = 20.0,
     ) -> None:
         self.topics, self.reporter, self.spec_at, self.clock, self.tick_s = (
             topics,
@@ -49,7 +53,9 @@ class RolloutController:
             clock,
             tick_s,
         )
-        self.actual = ActualWatch(topics, clock=clock, on_change=self._on_actual)
+        # the service hands in its one view (on this same clock); alone (tests), its own
+        self.view = view or ActualView(topics, timeout_s=node_timeout_s, clock=clock)
+        self.view.listen(self._on_change)
         self.trigger: Callable[[str], None] | None = None  # queue a pass of a ref (no fetch)
         self.active: dict[Key, str] = {}  # rollouts to re-evaluate -> the ref that publishes them
         self.promotions: set[Key] = set()  # asked for, not yet seen in a pass
@@ -83,7 +89,7 @@ class RolloutController:
                 commit=reading.sha,
                 environments=environments,
                 policies=reading.policies,
-                observed=self.actual.observed,
+                observed=self.observed,
                 now=self.clock(),
                 spec_at=self.spec_at,
                 promote=promote,
@@ -177,7 +183,18 @@ class RolloutController:
         return True, f"{env}/{service}: promotion of {str(last['commit'])[:12]} queued"
 
     # -- re-evaluation
-    def _on_actual(self, env: str, service: str) -> None:
+    def observed(self, node: str, item: str) -> Observed | None:
+        """A replica's container as its node reports it (the gate's input)."""
+        return observed_of(self.view.report(node, "containers", item))
+
+    def _on_change(self, change: Change) -> None:
+        """The view's listener (MQTT network thread): a rolling service's container changed
+        in what the gate reads: add its key. Only enqueues; never raises."""
+        if change.what != "item" or change.kind != "containers" or change.item_id is None:
+            return
+        if observed_of(change.item) == observed_of(change.previous):
+            return  # changed in nothing the gate reads
+        env, service = change.item_id.split(".")[:2]
         with self._lock:
             rolling = (env, service) in self.active
         if rolling:
@@ -200,3 +217,16 @@ class RolloutController:
 
     def stop(self) -> None:
         self.runner.stop(5)
+
+
+def observed_of(report: ItemReport | None) -> Observed | None:
+    if report is None:
+        return None
+    return Observed(
+        report.text("digest"),
+        report.text("state"),
+        report.text("health"),
+        report.restart_count,
+        report.healthy_since,
+        report.started_at,
+    )

@@ -6,7 +6,7 @@ environment's ``sync``, ``placement`` and ``deploys`` topics (MQTT settings as e
 ``PHRAME_*``), then listens for live heartbeats (at most ``--timeout`` seconds, less once
 every node is decided): a node is online when heard live and offline when silent longer
 than ``PHRAME_NODE_TIMEOUT_S`` (default 20, as placement), on this host's clock, so a node
-whose clock is off is judged right (:mod:`phrame.cli.status_liveness`).
+whose clock is off is judged right (the shared :class:`phrame.actual.ActualView`).
 Exits 0 when every node is online and has applied its manifest and every environment
 synced and placed, 1 when something needs attention, 2 when the broker cannot be read
 (or the timeout setting is bad).
@@ -20,12 +20,14 @@ import os
 import sys
 import time
 
-from phrame.cli.status_listen import LiveHeartbeats
+from phrame.actual import ActualView
 from phrame.cli.status_text import render_text
-from phrame.cli.status_view import DEFAULT_NODE_TIMEOUT_S, retained_nodes, summarize
+from phrame.cli.status_view import DEFAULT_NODE_TIMEOUT_S, summarize
 from phrame.settings.env import EnvReader
 from schemas import Topics
 from schemas.container_exits import DEFAULT_WINDOW_S
+
+POLL_S = 0.05
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"phrame status: {e}", file=sys.stderr)
         return 2
     retained: dict[str, bytes] = {}
-    live = LiveHeartbeats(topics)
+    # statuses and heartbeats, retained and live, judged on this host's clock
+    view = ActualView(topics, timeout_s=timeout_s, log_invalid=False)
     clients = []
     try:
         # the container reports too: a container that died and runs again is mentioned
@@ -62,14 +65,13 @@ def run(args: argparse.Namespace) -> int:
             client = MqttClient(MqttSettings.from_env(plane=plane), f"phrame-status-{os.getpid()}-{plane}")
             clients.append(client)
             client.start(timeout=args.timeout)
-            if plane == "actual":  # live heartbeats from here on, aged on this host's clock
-                client.subscribe(topics.heartbeat_filter(), live.on_message, timeout=args.timeout)
-                live.begin()
+            if plane == "actual":  # listening from here on
+                for f in (topics.node_status_filter(), topics.heartbeat_filter()):
+                    client.subscribe(f, view.on_message, timeout=args.timeout)
+                view.resume(time.time())
             for f in filters:
                 retained.update(client.collect_retained(f, timeout=args.timeout))
-        heard = live.wait(
-            retained_nodes(retained, topics), timeout_s=timeout_s, deadline=live.started_at + args.timeout
-        )
+        listen_until(view, deadline=view.started_at + args.timeout)
     except (MqttError, SettingsError) as e:
         print(f"phrame status: cannot read the broker: {e}", file=sys.stderr)
         return 2
@@ -77,9 +79,16 @@ def run(args: argparse.Namespace) -> int:
         for client in clients:
             client.stop()
     now = time.time()
-    summary = summarize(retained, now, topics, timeout_s, recent_s, listen=heard)
+    summary = summarize(retained, now, topics, timeout_s, recent_s, view=view)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else render_text(summary, now))
     return 0 if summary.is_healthy else 1
+
+
+def listen_until(view: ActualView, *, deadline: float) -> None:
+    """Listen until no node's verdict may change by listening longer (see
+    :meth:`ActualView.unsettled`) or the clock reaches ``deadline``."""
+    while view.unsettled() and time.time() < deadline:
+        time.sleep(POLL_S)
 
 
 def node_timeout() -> float:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from phrame.cli.status_liveness import clock_note
+from phrame.actual.records import CLOCK_NOTE_S
 from phrame.cli.status_rollouts import head_state, rollout_lines
 from phrame.cli.status_view import NodeRow, Summary, seconds_text
 
@@ -41,6 +41,15 @@ def deploy_line(d: dict[str, Any], now: float | None) -> str:
     if d["state"] == "pending" and now is not None:
         return f"{head} pending for {seconds_text(max(0.0, now - d['published_at']))}: {said}"
     return f"{head} {d['state']}: {said}"
+
+
+def clock_note(offset_s: float | None) -> str | None:
+    """``clock 600 s behind this host`` for a node's clock visibly off (``offset_s``: its
+    clock ahead of this host's, from a heartbeat heard live), else None."""
+    if offset_s is None or abs(offset_s) < CLOCK_NOTE_S:
+        return None
+    side = "ahead of" if offset_s > 0 else "behind"
+    return f"clock {abs(offset_s):.0f} s {side} this host"
 
 
 def render_text(summary: Summary, now: float | None = None) -> str:

@@ -2,11 +2,11 @@
 
 Pure: (topic → payload, now) → a summary and its verdict. Invalid payloads are shown as
 such, never trusted. The caller reads the broker; this module never does I/O.
-A node's STATE is the shared rule (:func:`schemas.node_health.judge_node`) on the reader's
-clock: the caller listens for live heartbeats and :func:`phrame.cli.status_liveness.judge` ages
-a heartbeat heard live from its arrival, so a node whose clock is off is online all the
-same, and a node not heard is offline once the reader heard nothing from it for longer than
-the timeout (its own ``ts`` counts only when it agrees with that silence).
+A node's STATE is the shared actual view's verdict (:class:`phrame.actual.ActualView`) on the
+reader's clock: the caller feeds it the retained topics and the live heartbeats it heard;
+a heartbeat heard live is aged from its arrival, so a node whose clock is off is online all
+the same, and a node not heard is offline once the reader heard nothing from it for longer
+than the timeout (its own ``ts`` counts only when it agrees with that silence).
 An environment shows the commit it runs (its ``sync`` topic); a node shows whether it
 applied its own manifest, not that manifest's commit: a node the last commits did not
 touch keeps an older manifest commit and is up to date all the same. The terminal's text
@@ -16,9 +16,9 @@ is :mod:`phrame.cli.status_text`'s.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from phrame.cli.status_liveness import Listen, Retained, judge
+from phrame.actual import ActualView
 from phrame.cli.status_rollouts import is_held, rollout_row
 from schemas import PayloadError, Topics, check_payload, load_json
 from schemas.container_exits import DEFAULT_WINDOW_S, recent_exit
@@ -124,25 +124,22 @@ def _exit_line(item_id: str, raw: bytes, now: float, window_s: float) -> str | N
     return f"{item_id}: {code}, {seconds_text(seen['age_s'])} ago{by}"
 
 
-def retained_nodes(retained: dict[str, bytes], topics: Topics) -> dict[str, Retained]:
-    """Each node's valid retained status and heartbeat (what listening starts from)."""
-    out: dict[str, Retained] = {}
+class _Copy(NamedTuple):
+    """A retained message as the view takes it (without importing the MQTT client)."""
+
+    topic: str
+    payload: bytes
+    retain: bool = True
+
+
+def retained_view(retained: dict[str, bytes], topics: Topics, now: float, timeout_s: float) -> ActualView:
+    """The actual view of the retained topics alone, read at ``now`` (no listening: a
+    retained heartbeat counts from its own ``ts``, when that agrees with ``now``)."""
+    view = ActualView(topics, timeout_s=timeout_s, clock=lambda: now, started_at=now, log_invalid=False)
     for topic, raw in retained.items():
-        try:
-            t = topics.parse(topic)
-        except ValueError:
-            continue
-        if t.plane != "actual" or t.node is None or t.kind not in ("status", "heartbeat"):
-            continue
-        doc = _doc(t.schema_name, raw)
-        if isinstance(doc, str):
-            continue
-        node = out.get(t.node, Retained())
-        if t.kind == "status":
-            out[t.node] = Retained(doc, node.ts, node.interval_s)
-        else:
-            out[t.node] = Retained(node.status, float(doc["ts"]), float(doc["interval_s"]))
-    return out
+        if topic.endswith(("/status", "/heartbeat")) and "/actual/" in topic:
+            view.on_message(_Copy(topic, raw))
+    return view
 
 
 def summarize(
@@ -152,10 +149,11 @@ def summarize(
     timeout_s: float = DEFAULT_NODE_TIMEOUT_S,
     recent_exit_s: float = DEFAULT_WINDOW_S,
     *,
-    listen: Listen | None = None,
+    view: ActualView | None = None,
 ) -> Summary:
-    """``listen``: the live heartbeats the caller heard after reading ``retained`` (None:
-    it did not listen; heartbeats are then aged by their own ``ts``)."""
+    """``view``: the actual view the caller fed with ``retained``'s statuses and heartbeats
+    and the live heartbeats it heard (None: it did not listen; the retained heartbeats are
+    then aged by their own ``ts``)."""
     nodes: dict[str, NodeRow] = {}
     envs: dict[str, EnvironmentRow] = {}
     for topic, raw in retained.items():
@@ -202,20 +200,21 @@ def summarize(
         else:
             env.unassigned = [f"{u['replica']}: {u['reason']}" for u in doc.get("unassigned", [])]
             env.gc_candidates = list(doc.get("gc_candidates", []))
-    live = listen.live if listen is not None else {}
-    for name in live:  # a node first heard live (its retained topics cleared)
-        nodes.setdefault(name, NodeRow(name)).is_reporting = True
-    judged = retained_nodes(retained, topics)
+    view = view or retained_view(retained, topics, now, timeout_s)
+    heard = view.nodes()
+    for name, live in heard.items():
+        if live.is_heard_live:  # a node first heard live (its retained topics cleared)
+            nodes.setdefault(name, NodeRow(name)).is_reporting = True
     for row in nodes.values():
         row.recent_exits.sort()
-        beat = live.get(row.node)
-        if row.node in judged or beat is not None:
-            verdict = judge(judged.get(row.node, Retained()), beat, listen, now, timeout_s)
+        facts = heard.get(row.node)
+        if facts is not None:
+            verdict = view.verdict(row.node, now)
             row.state, row.reason = verdict.state, verdict.reason
             if verdict.heartbeat_age_s is not None:
                 row.heartbeat_age_s = round(verdict.heartbeat_age_s, 1)
-        if beat is not None:
-            row.heard_live, row.clock_offset_s = True, round(beat.clock_offset_s, 1)
+        if facts is not None and facts.is_heard_live and facts.clock_offset_s is not None:
+            row.heard_live, row.clock_offset_s = True, round(facts.clock_offset_s, 1)
         if row.desired_generation is not None and row.converged is not None:  # both sides known
             row.applied = row.converged is True and row.generation == row.desired_generation
         for name in row.environments:

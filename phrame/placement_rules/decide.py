@@ -51,7 +51,7 @@ def decide(
         # Full disruption, as Kubernetes' node controller treats it: when not one node is
         # alive, our own view (broker, network) is the likelier fault than every node failing
         # at once, and there is nowhere to move to anyway; keep node.json as it is. When one
-        # is alive again, Liveness.note_decision first gives every node a whole timeout.
+        # is alive again, PlacementHealth.note_decision first gives every node a whole timeout.
         held = f"no node of the inventory is alive ({len(nodes)} nodes): nothing moves until one is"
         return Decision(_normalised(environment, current), held=held)
     ledger = Ledger(nodes, health)

@@ -1,6 +1,6 @@
 """Placement against a real bare git remote: auto commits, fixed point, node loss and return,
 cordon, infeasible replicas, a concurrent commit (rebase-and-retry), tags refused, review
-branches. Liveness is fed directly with a fake clock; no broker here (see test_placement_loop)."""
+branches. PlacementHealth is fed directly with a fake clock; no broker here (see test_placement_loop)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ import pytest
 from phrame.config_repo import load_git, validate
 from phrame.git import GitError, TagTargetError
 from placement.git_repo import PlacementRepo, branch_ref
-from placement.liveness import Liveness
+from placement.health import PlacementHealth
 from placement.reconcile import PlacementReconciler
 from schemas import check_payload
+from tests.support.actual import heartbeat, placement_health
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "fixtures" / "phrame-config"
@@ -109,15 +110,15 @@ class ConfigRemote:
         return int(done.stdout)
 
 
-def beat(live: Liveness, clock: Clock, nodes: tuple[str, ...] = NODES) -> None:
+def beat(live: PlacementHealth, clock: Clock, nodes: tuple[str, ...] = NODES) -> None:
     for node in nodes:
-        live.heartbeat(node, clock.now, received_at=clock.now, is_retained=False)
+        heartbeat(live, node, clock.now, received_at=clock.now, is_retained=False)
 
 
 def make(
     tmp: Path, remote: ConfigRemote, clock: Clock, git_cls: type[PlacementRepo] = PlacementRepo, **kw: Any
 ) -> PlacementReconciler:
-    live = Liveness(timeout_s=20, started_at=clock.now)
+    live = placement_health(timeout_s=20, started_at=clock.now)
     beat(live, clock)
     return PlacementReconciler(
         git_cls(str(remote.bare), tmp / "cache.git"),

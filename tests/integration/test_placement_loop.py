@@ -14,11 +14,11 @@ import pytest
 
 from phrame.mqtt import MqttClient, MqttSettings
 from placement.git_repo import PlacementRepo
-from placement.liveness import Liveness
 from placement.loop import PlacementLoop
 from placement.reconcile import PlacementReconciler
 from schemas import Topics, check_payload
 from tests.integration.test_placement_git import NODES, Clock, ConfigRemote
+from tests.support.actual import placement_health
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import wait_until
 
@@ -52,7 +52,7 @@ class Harness:
         self.nodes.start()
         self.watcher = MqttClient(desired_settings, "test-watcher")
         self.watcher.start()
-        self.liveness = Liveness(timeout_s=20, started_at=self.clock.now)
+        self.liveness = placement_health(timeout_s=20, started_at=self.clock.now, clock=self.clock)
         client = MqttClient(settings, "test-placement")
         self.desired = MqttClient(desired_settings, "test-placement-desired") if desired else client
         reconciler = PlacementReconciler(

@@ -245,7 +245,7 @@ def test_merge_request_plan_previews_placement_with_the_nodes_config_sync_hears(
     with reader(mosquitto.url, "fake-agents") as agents:
         beats = [(topics.heartbeat(n), json.dumps(heartbeat(time.time())).encode()) for n in heard]
         agents.publish_batch(beats, retain=False)
-        watch = running.service.syncer.deployer.nodes
+        watch = running.service.view
         assert eventually(lambda: all(watch.verdict(n).is_online for n in heard))
     mixer = "environments/studio-a/services/mixer.yaml"
     text = (SAMPLE / mixer).read_text().replace("replicas: 2", "replicas: 3")

@@ -15,9 +15,9 @@ from node_agent.settings import AgentSettings
 from phrame.placement_rules.models import Decision, Move
 from phrame.settings import SettingsError
 from phrame.settings.metrics_listen import Listen, parse_listen
-from placement.liveness import Liveness
 from placement.metrics import PlacementMetrics
 from placement.reconcile import EnvResult
+from tests.support.actual import heartbeat, placement_health
 
 
 def test_the_listener_setting_is_host_port_or_empty() -> None:
@@ -54,8 +54,8 @@ def test_an_agent_pass_counts_actions_pulls_and_what_still_differs() -> None:
 
 
 def test_placement_counts_moves_held_decisions_and_heartbeat_age() -> None:
-    liveness = Liveness(timeout_s=20, started_at=1000.0)
-    liveness.heartbeat("n1", 1000.0, received_at=1000.0, is_retained=False)
+    liveness = placement_health(timeout_s=20, started_at=1000.0)
+    heartbeat(liveness, "n1", 1000.0, received_at=1000.0, is_retained=False)
     m = PlacementMetrics(liveness, clock=lambda: 1005.0)
     held = EnvResult("a", decision=Decision({}, held="no node alive"))
     moved = Move("web", 0, "n2", "n1", "n2 offline")

@@ -1,4 +1,4 @@
-"""Leaving a full disruption (placement.liveness.Liveness.note_decision before the decision):
+"""Leaving a full disruption (placement.health.PlacementHealth.note_decision before the decision):
 when the first node is heard again after a pass found none alive, every node gets a whole
 timeout from then, so the nodes still reconnecting do not lose their replicas to the first
 node back; a node silent before the disruption began stays offline. Fake clock, no broker."""
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from phrame.placement_rules.decide import decide
 from phrame.placement_rules.models import Decision, NodeHealth
-from placement.liveness import Liveness
+from placement.health import PlacementHealth
+from tests.support.actual import heartbeat, placement_health
 from tests.unit.test_placement_decide import EDGES, doc, node, svc
 
 T0 = 1_000_000.0
@@ -16,27 +17,27 @@ NODES = {n.name: n for n in [*EDGES, node("edge-04")]}
 SERVICES = [svc("mixer"), svc("probe"), svc("meter")]
 
 
-def fleet() -> Liveness:
+def fleet() -> PlacementHealth:
     """Every node heard at T0, except edge-04: silent since T0 - 45, offline before it began."""
-    live = Liveness(timeout_s=TIMEOUT, started_at=T0 - 100)
+    live = placement_health(timeout_s=TIMEOUT, started_at=T0 - 100)
     for name in NODES:
         at = T0 - 45 if name == "edge-04" else T0
-        live.heartbeat(name, at, received_at=at, is_retained=False)
+        heartbeat(live, name, at, received_at=at, is_retained=False)
     return live
 
 
-def beat(live: Liveness, now: float, *names: str) -> None:
+def beat(live: PlacementHealth, now: float, *names: str) -> None:
     for name in names:
-        live.heartbeat(name, now, received_at=now, is_retained=False)
+        heartbeat(live, name, now, received_at=now, is_retained=False)
 
 
-def noted_health(live: Liveness, scope: str, nodes: list[str], now: float) -> dict[str, NodeHealth]:
+def noted_health(live: PlacementHealth, scope: str, nodes: list[str], now: float) -> dict[str, NodeHealth]:
     """What the reconciler does before each decision: note it, then read the health."""
     live.note_decision(scope, nodes, now)
     return live.health(nodes, now)
 
 
-def run(live: Liveness, now: float, current: dict[str, object], scope: str = "lab") -> Decision:
+def run(live: PlacementHealth, now: float, current: dict[str, object], scope: str = "lab") -> Decision:
     health = noted_health(live, scope, list(NODES), now)
     return decide(
         "lab",
@@ -94,7 +95,7 @@ def test_a_decision_with_live_nodes_never_restarts_the_grace_period() -> None:
 
 
 def test_a_node_that_never_answered_gets_a_timeout_from_the_end_of_the_disruption() -> None:
-    live = Liveness(timeout_s=TIMEOUT, started_at=T0)  # started during the disruption
+    live = placement_health(timeout_s=TIMEOUT, started_at=T0)  # started during the disruption
     current = doc(mixer=["edge-02"], probe=["edge-01"], meter=["edge-01"])
     assert run(live, T0 + 100, current).held is not None
     beat(live, T0 + 101, "edge-01")

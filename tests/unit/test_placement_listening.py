@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from placement.listening import Listening
-from placement.liveness import Liveness
+from tests.support.actual import heartbeat, placement_health
 
 T0 = 1_000.0
 
@@ -30,10 +30,10 @@ class Clock:
 
 def test_not_connected_is_not_listening_and_a_reconnect_resumes_liveness() -> None:
     clock, link = Clock(), Link()
-    live = Liveness(timeout_s=20, started_at=T0)
-    listening = Listening(link, live, clock=clock, where="mqtt://127.0.0.1:1883")
+    live = placement_health(timeout_s=20, started_at=T0)
+    listening = Listening(link, live.view, clock=clock, where="mqtt://127.0.0.1:1883")
     listening.resume()
-    live.heartbeat("a", T0, received_at=T0, is_retained=False)
+    heartbeat(live, "a", T0, received_at=T0, is_retained=False)
     assert listening.check() and listening.deaf_since is None
 
     link.is_connected = False
@@ -51,10 +51,10 @@ def test_not_connected_is_not_listening_and_a_reconnect_resumes_liveness() -> No
 
 def test_a_reconnect_between_two_checks_still_resumes() -> None:
     clock, link = Clock(), Link()
-    live = Liveness(timeout_s=20, started_at=T0)
-    listening = Listening(link, live, clock=clock, where="b")
+    live = placement_health(timeout_s=20, started_at=T0)
+    listening = Listening(link, live.view, clock=clock, where="b")
     listening.resume()
-    live.heartbeat("a", T0, received_at=T0, is_retained=False)
+    heartbeat(live, "a", T0, received_at=T0, is_retained=False)
     assert listening.check()
     # down and up again before the next pass, and the broker had lost our session
     clock.now, link.connect_count, link.session_resumed = T0 + 90, 2, False
@@ -69,17 +69,17 @@ def test_a_reconnect_that_resumed_its_session_keeps_known_offline_nodes_offline(
     were queued and delivered, nothing was missed, so a dead node's grace goes on; a reconnect
     without the session (or after a gap a check saw) may have missed some, so it resumes."""
     clock, link = Clock(), Link()
-    live = Liveness(timeout_s=20, started_at=T0)
-    listening = Listening(link, live, clock=clock, where="b")
+    live = placement_health(timeout_s=20, started_at=T0)
+    listening = Listening(link, live.view, clock=clock, where="b")
     listening.resume()
-    live.heartbeat("dead", T0, received_at=T0, is_retained=False)
-    live.heartbeat("a", T0, received_at=T0, is_retained=False)
+    heartbeat(live, "dead", T0, received_at=T0, is_retained=False)
+    heartbeat(live, "a", T0, received_at=T0, is_retained=False)
     clock.now = T0 + 50
     assert listening.check() and live.health(["dead"], T0 + 50)["dead"].offline_since == T0 + 20
 
     link.connect_count = 2  # a token switch between two checks: the session was kept
     clock.now = T0 + 55
-    live.heartbeat("a", T0 + 55, received_at=T0 + 55, is_retained=False)
+    heartbeat(live, "a", T0 + 55, received_at=T0 + 55, is_retained=False)
     assert listening.check()
     assert live.health(["dead"], T0 + 90)["dead"].offline_since == T0 + 20  # 70 s: its replicas move
 
@@ -100,10 +100,10 @@ def test_a_reconnect_that_resumed_its_session_keeps_known_offline_nodes_offline(
 
 def test_token_switches_every_45_s_never_stop_a_dead_node_s_replicas_from_moving() -> None:
     clock, link = Clock(), Link()
-    live = Liveness(timeout_s=20, started_at=T0)
-    listening = Listening(link, live, clock=clock, where="b")
+    live = placement_health(timeout_s=20, started_at=T0)
+    listening = Listening(link, live.view, clock=clock, where="b")
     listening.resume()
-    live.heartbeat("dead", T0, received_at=T0, is_retained=False)
+    heartbeat(live, "dead", T0, received_at=T0, is_retained=False)
     longest = 0.0
     for step in range(1, 40):  # a pass every 5 s; a token switch, session kept, every 45 s
         clock.now = T0 + 5 * step

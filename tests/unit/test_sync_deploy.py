@@ -61,7 +61,7 @@ def test_two_refs_on_one_node_both_succeed_when_it_converges_on_the_last() -> No
     watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
     watcher.watch("main", SHA, {"edge-01": 4})
     watcher.watch("release", OLD, {"edge-01": 5})
-    watcher.on_status(status("edge-01", commit=OLD, generation=5, converged=True))
+    watcher.view.on_message(status("edge-01", commit=OLD, generation=5, converged=True))
     clock.now += 61
     watcher.check()
     assert not watcher.active
@@ -83,11 +83,11 @@ def test_running_then_success_when_every_node_converged() -> None:
     watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
     watcher.watch("main", SHA, {"edge-01": 1, "core-01": 1})
     assert deploys(reporter) == [("a", "running", "waiting for core-01, edge-01")]
-    watcher.on_status(status("edge-01", commit=SHA, converged=True))
-    watcher.on_status(status("core-01", commit=SHA, converged=False))
+    watcher.view.on_message(status("edge-01", commit=SHA, converged=True))
+    watcher.view.on_message(status("core-01", commit=SHA, converged=False))
     watcher.check()
     assert watcher.active
-    watcher.on_status(status("core-01", commit=SHA, converged=True))
+    watcher.view.on_message(status("core-01", commit=SHA, converged=True))
     watcher.check()
     assert not watcher.active
     assert deploys(reporter)[-1] == ("a", "success", f"2 node(s) converged on {SHA[:12]}")
@@ -97,7 +97,7 @@ def test_failed_with_node_and_error_after_the_timeout() -> None:
     reporter, clock = LocalReporter(), Clock()
     watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
     watcher.watch("main", SHA, {"edge-01": 1})
-    watcher.on_status(status("edge-01", commit=SHA, converged=False, errors=["port 9200 in use"]))
+    watcher.view.on_message(status("edge-01", commit=SHA, converged=False, errors=["port 9200 in use"]))
     clock.now += 59
     watcher.check()
     assert deploys(reporter)[-1][1] == "running"
@@ -112,8 +112,8 @@ def test_newer_deploy_cancels_the_older_and_garbage_is_ignored() -> None:
     watcher.watch("main", OLD, {"edge-01": 1})
     watcher.watch("main", SHA, {"edge-01": 1})
     assert ("b", "canceled", f"superseded by {SHA[:12]}") in deploys(reporter)
-    watcher.on_status(Message(T.status("edge-01"), b"not json", True))
-    watcher.on_status(Message("elsewhere/x", b"{}", True))
+    watcher.view.on_message(Message(T.status("edge-01"), b"not json", True))
+    watcher.view.on_message(Message("elsewhere/x", b"{}", True))
     assert watcher.statuses == {}
 
 
@@ -138,8 +138,8 @@ def test_one_failed_report_leaves_no_other_deployment_running() -> None:
     watcher = DeployWatcher(reporter, T, timeout_s=60, clock=Clock())
     watcher.watch("hotfix", OLD, {"edge-02": 1})  # its "running" report fails, it is watched anyway
     watcher.watch("main", SHA, {"edge-01": 1})
-    watcher.on_status(status("edge-02", commit=OLD, converged=True))
-    watcher.on_status(status("edge-01", commit=SHA, converged=True))
+    watcher.view.on_message(status("edge-02", commit=OLD, converged=True))
+    watcher.view.on_message(status("edge-01", commit=SHA, converged=True))
     watcher.check()
     # both finished in the same check: the first report fails, the second is still sent
     assert not watcher.active
@@ -167,12 +167,12 @@ def test_the_highest_generation_each_agent_applied_is_remembered() -> None:
     """What the publisher numbers changed manifests above: kept when a status is cleared or
     goes back (an agent restarted on an older state), booleans and garbage ignored."""
     watcher = DeployWatcher(LocalReporter(), T, timeout_s=60, clock=Clock())
-    watcher.on_status(status("edge-01", commit=OLD, generation=7, converged=True))
-    watcher.on_status(status("edge-01", commit=OLD, generation=3, converged=True))
-    watcher.on_status(status("edge-02", commit=OLD, generation=True, converged=True))
-    watcher.on_status(status("edge-03", commit=OLD, generation="9", converged=True))
-    watcher.on_status(status("core-01", commit=OLD, converged=True))
-    watcher.on_status(Message(T.status("edge-01"), b"", True))
+    watcher.view.on_message(status("edge-01", commit=OLD, generation=7, converged=True))
+    watcher.view.on_message(status("edge-01", commit=OLD, generation=3, converged=True))
+    watcher.view.on_message(status("edge-02", commit=OLD, generation=True, converged=True))
+    watcher.view.on_message(status("edge-03", commit=OLD, generation="9", converged=True))
+    watcher.view.on_message(status("core-01", commit=OLD, converged=True))
+    watcher.view.on_message(Message(T.status("edge-01"), b"", True))
     assert watcher.applied_generations() == {"edge-01": 7}
     assert "edge-01" not in watcher.statuses
 
@@ -184,10 +184,10 @@ def test_a_status_from_before_a_restart_that_lost_the_manifests_is_not_success()
     reporter, clock = LocalReporter(), Clock()
     watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
     watcher.watch("main", SHA, {"edge-01": 1})
-    watcher.on_status(status("edge-01", commit=OLD, generation=2, converged=True))
+    watcher.view.on_message(status("edge-01", commit=OLD, generation=2, converged=True))
     watcher.check()
     assert watcher.active, "an old status finished the deploy"
-    watcher.on_status(status("edge-01", commit=SHA, generation=1, converged=True))
+    watcher.view.on_message(status("edge-01", commit=SHA, generation=1, converged=True))
     watcher.check()
     assert not watcher.active and deploys(reporter)[-1][:2] == ("a", "success")
 
@@ -205,13 +205,15 @@ def test_a_commit_that_changed_no_node_succeeds_at_once_or_takes_over_a_running_
         ("b", "canceled", f"superseded by {later[:12]}"),
         ("c", "running", "waiting for edge-01"),
     ]
-    watcher.on_status(status("edge-01", commit=OLD, generation=4, converged=True))
+    watcher.view.on_message(status("edge-01", commit=OLD, generation=4, converged=True))
     watcher.check()
     assert deploys(reporter)[-1] == ("c", "success", f"1 node(s) converged on {later[:12]}")
 
 
 def heartbeat(node: str, ts: float = 0.0, *, retained: bool = False) -> Message:
-    return Message(T.heartbeat(node), json.dumps({"ts": ts, "seq": 1, "interval_s": 5}).encode(), retained)
+    host = dict.fromkeys(["cpu_percent", "load1", "mem_total", "mem_used", "disk_total", "disk_used"], 1)
+    doc = {"ts": ts, "seq": 1, "interval_s": 5, "host": host}
+    return Message(T.heartbeat(node), json.dumps(doc).encode(), retained)
 
 
 class Recording(LocalReporter):
@@ -235,17 +237,17 @@ def test_a_deploy_waiting_on_an_offline_node_says_so_and_still_times_out() -> No
     reporter, clock = Recording(), Clock()
     watcher = DeployWatcher(reporter, T, timeout_s=600, clock=clock, node_timeout_s=20)
     for node in ("edge-01", "edge-02"):
-        watcher.on_heartbeat(heartbeat(node))
+        watcher.view.on_message(heartbeat(node))
     watcher.watch("main", SHA, {"edge-01": 1, "edge-02": 1})
     assert reporter.sent == [("a", "running", "waiting for edge-01, edge-02")]
-    watcher.on_status(status("edge-01", commit=SHA, converged=True, generation=1))
+    watcher.view.on_message(status("edge-01", commit=SHA, converged=True, generation=1))
     clock.now += 45
-    watcher.on_heartbeat(heartbeat("edge-01"))
+    watcher.view.on_message(heartbeat("edge-01"))
     watcher.check()
     clock.now += 1
     watcher.check()  # still offline: no new report
     assert reporter.sent[1:] == [("a", "running", "waiting for edge-02 (offline: no heartbeat for 45 s)")]
-    watcher.on_heartbeat(heartbeat("edge-02"))
+    watcher.view.on_message(heartbeat("edge-02"))
     watcher.check()
     assert reporter.sent[-1] == ("a", "running", "waiting for edge-02")
     clock.now += 30
@@ -260,10 +262,10 @@ def test_a_deploy_waiting_on_an_offline_node_says_so_and_still_times_out() -> No
 def test_the_will_or_a_retained_stale_heartbeat_is_offline_at_once() -> None:
     reporter, clock = LocalReporter(), Clock()
     watcher = DeployWatcher(reporter, T, timeout_s=600, clock=clock, node_timeout_s=20, wall=lambda: 5000.0)
-    watcher.on_heartbeat(heartbeat("edge-01", 5000.0 - 90, retained=True))  # sent 90 s before we listened
-    watcher.on_heartbeat(heartbeat("edge-02", 5000.0 - 2, retained=True))
-    watcher.on_status(Message(T.status("edge-02"), json.dumps({"state": "offline"}).encode(), True))
-    watcher.on_heartbeat(heartbeat("core-01", 5000.0 - 2, retained=True))
+    watcher.view.on_message(heartbeat("edge-01", 5000.0 - 90, retained=True))  # sent 90 s before we listened
+    watcher.view.on_message(heartbeat("edge-02", 5000.0 - 2, retained=True))
+    watcher.view.on_message(Message(T.status("edge-02"), json.dumps({"state": "offline"}).encode(), True))
+    watcher.view.on_message(heartbeat("core-01", 5000.0 - 2, retained=True))
     watcher.watch("main", SHA, {"edge-01": 1, "edge-02": 1, "core-01": 1})
     assert deploys(reporter) == [("a", "running", "waiting for core-01, edge-01 (offline: no heartbeat for 90 s), "
                                   "edge-02 (offline: its status says offline)")]  # fmt: skip

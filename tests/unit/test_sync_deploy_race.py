@@ -35,7 +35,7 @@ def test_a_converged_deploy_ends_success_whatever_the_tick_does_meanwhile() -> N
     watcher = DeployWatcher(reporter, T, timeout_s=60)
     reporter.watcher = watcher
     doc = {"state": "online", "commit": SHA, "converged": True, "generation": 7}
-    watcher.on_status(Message(T.status("n1"), json.dumps(doc).encode(), True))
+    watcher.view.on_message(Message(T.status("n1"), json.dumps(doc).encode(), True))
     watcher.watch("main", SHA, {"n1": 7})
     states = [s["state"] for s in reporter.snapshot()["statuses"] if s["name"] == "phrame/deploy"]
     assert states[-1] == "success", states

@@ -1,0 +1,38 @@
+"""One item report taken in: how long it has been healthy, on the receiver's clock.
+
+Called by :class:`phrame.actual.view.ActualView` for every ``actual/nodes/<node>/<kind>/<id>``
+report. ``healthy_since`` is the receiver's clock when it first saw the item running and
+healthy on its current digest and start, never the node's: a retained report read after a
+restart starts the count again (a rollout never jumps ahead). Pure: never reads a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from phrame.actual.records import ItemReport
+
+
+def next_report(
+    before: ItemReport | None, node: str, kind: str, item_id: str, doc: Mapping[str, Any], now: float
+) -> ItemReport:
+    """The report that replaces ``before`` for ``doc`` received at ``now``."""
+    report = ItemReport(node, kind, item_id, doc, now)
+    if not report.is_healthy:
+        return report
+    # the same container, healthy since we last looked: the count goes on; a new digest or a
+    # restart (another started_at) starts it again
+    same = before is not None and (before.text("digest"), before.started_at) == (
+        report.text("digest"),
+        report.started_at,
+    )
+    since = before.healthy_since if same and before is not None else None
+    return ItemReport(node, kind, item_id, doc, now, now if since is None else since)
+
+
+def same_state(a: ItemReport | None, b: ItemReport | None) -> bool:
+    """Whether two reports say the same (their arrival time aside): no change to tell."""
+    if a is None or b is None:
+        return a is b
+    return (a.doc, a.healthy_since) == (b.doc, b.healthy_since)
