@@ -26,8 +26,7 @@ from config_sync.deploys.verdict import failure, verdict, waiting_for, waiting_t
 from config_sync.reporting import CommitReporter
 from phrame.actual import ActualView, Change
 from phrame.gitlab import GitLabError
-from phrame.mqtt import Message
-from schemas import Topics, load_json
+from schemas import Topics
 
 log = logging.getLogger(__name__)
 NAME = "phrame/deploy"

@@ -54,8 +54,9 @@ def test_a_deadline_a_container_change_and_the_tick_each_queue_a_pass_of_the_ref
         clock.now += 0.1
         controller.runner.queue.wake()
         assert ran.acquire(timeout=5) and passes == ["main"]
-        controller._on_actual("lab", "other")  # not rolling: nothing
-        controller._on_actual("lab", "web")  # its containers changed: at once
+        running = {"state": "running", "digest": "sha256:" + "1" * 64}
+        controller.view.item("n1", "containers", "lab.other.0", running)  # not rolling: nothing
+        controller.view.item("n1", "containers", "lab.web.0", running)  # its container changed: at once
         assert ran.acquire(timeout=5) and passes == ["main", "main"]
         assert eventually(controller.runner.queue.is_idle)
         clock.now += 60  # a tick with nothing else: every active rollout once
