@@ -27,3 +27,15 @@ def test_the_image_is_rebuilt_when_any_packaged_file_changes() -> None:
     inputs = build_inputs()
     assert packages <= set(inputs), f"not hashed by scripts/build-image: {sorted(packages - set(inputs))}"
     assert [i for i in inputs if not (ROOT / i).exists()] == []
+
+
+def test_the_env_example_names_every_variable_the_compose_files_read() -> None:
+    compose = ROOT / "compose"
+    used = set()
+    for name in ("docker-compose.yml", "docker-compose.override.example.yml"):
+        used |= set(re.findall(r"\$\{(PHRAME_[A-Z0-9_]+)", (compose / name).read_text()))
+    example = (compose / ".env.example").read_text()
+    named = set(re.findall(r"^#?(PHRAME_[A-Z0-9_]+)=", example, re.M))
+    assert used - named == set(), "add these to compose/.env.example"
+    assert named - used == set(), "compose/.env.example names settings no compose file reads"
+    assert re.search(r"^COMPOSE_PROJECT_NAME=\S+$", example, re.M)
