@@ -1,12 +1,13 @@
 """The production compose stack, built and run for real: a pushed commit reaches a container.
 
 ``scripts/build-image`` builds the project image (mmdebstrap base, host-built wheels);
-``docker-compose`` starts ``compose/docker-compose.yml`` with a test override: the broker
-config exactly as ``phrame broker-config`` writes it (TLS listeners, throw-away
-certificates), a local bare repository, ``--profile agent``. A push plus a GitLab-shaped webhook must end with the agent's
-container running the busybox service with the commit's labels and the node's status on
-the broker saying converged at that commit. README "Production: the compose stack" lists
-what this proves and what it does not.
+``docker-compose`` starts ``compose/docker-compose.yml`` with a test override. The files are
+made as docs/operations/production.md makes them: the bare repository by
+``scripts/config-repo-init``, secrets, certificates and passwd by ``scripts/compose-secrets``,
+the broker config by ``phrame broker-config``; ``--profile agent``. A push plus a
+GitLab-shaped webhook must end with the agent's container running the busybox service with
+the commit's labels and the node's status on the broker saying converged at that commit.
+docs/operations/compose-stack.md lists what this proves and what it does not.
 """
 
 from __future__ import annotations
@@ -76,12 +77,13 @@ def stack(
 ) -> Iterator[ComposeStack]:
     compose = require_binary("docker-compose", "docker-compose")
     require_binary("mmdebstrap", "mmdebstrap")
-    mosquitto_passwd = require_binary("mosquitto_passwd", "mosquitto")
+    require_binary("mosquitto_passwd", "mosquitto")
+    require_binary("openssl", "openssl")
     require(host_socket() == "/var/run/docker.sock", "the compose file mounts /var/run/docker.sock")
     require(os.geteuid() == 0, "needs root: the test gives its bare repo to the image's uid 10001")
     build_images()
     running = ComposeStack(tmp_path, docker_client, label=test_label, compose=compose)
-    running.write_files(mosquitto_passwd, phrame=str(Path(sys.executable).parent / "phrame"))
+    running.write_files(phrame=str(Path(sys.executable).parent / "phrame"))
     try:
         yield running
     finally:
@@ -94,9 +96,8 @@ def node_status(stack: ComposeStack, url: str) -> dict[str, Any]:
 
     As ``observer``, not as the node's user: the broker makes the user name the client id,
     so a second login as ``node-<node>`` would take the running agent's place."""
-    assert stack.pki is not None
     user = "observer"
-    settings = MqttSettings(url=url, username=user, password=stack.passwords[user], tls_ca=str(stack.pki.ca))
+    settings = MqttSettings(url=url, username=user, password=stack.password(user), tls_ca=str(stack.ca))
     client = MqttClient(settings, f"compose-test-{stack.node}")
     client.start(timeout=10)
     try:
