@@ -50,7 +50,9 @@ def refused(files: Mapping[Path, str]) -> list[Path]:
         if not path.exists():
             continue
         old = path.read_bytes().decode("utf-8", errors="replace")
-        if old != text and not is_generated(old):
+        # the same text without the stamp: written before files were stamped, never edited
+        unstamped = text.partition("\n")[2]
+        if old not in (text, unstamped) and not is_generated(old):
             out.append(path)
     return out
 
@@ -61,6 +63,7 @@ def check_replaceable(files: Mapping[Path, str], *, force: bool) -> None:
     if kept:
         names = ", ".join(str(p) for p in kept)
         raise SettingsError(
-            f"refusing to replace {names}: not written by {GENERATOR}, or edited since."
-            " Move it away, or pass --force to overwrite it"
+            f"refusing to replace {names}: not written by {GENERATOR}, or edited since"
+            f" (or written by an older {GENERATOR}, before it stamped its files, for another"
+            " inventory). Move it away, or pass --force to overwrite it"
         )

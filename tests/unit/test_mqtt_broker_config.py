@@ -153,3 +153,18 @@ def test_a_whole_planes_burst_fits_the_brokers_queue():
     # mosquitto queues 1000 QoS 1 messages per client by default and drops the rest: a mirror
     # or config-sync reading a whole plane missed half of a 10,000-update burst
     assert "max_queued_messages 100000" in mosquitto_conf(BrokerOptions()).splitlines()
+
+
+def test_an_unstamped_file_of_an_older_version_is_replaced_only_when_it_says_the_same(tmp_path: Path) -> None:
+    """Files written before the stamp existed: unchanged ones (same inventory) are rewritten
+    with the stamp; others are kept, as a file of unknown origin is."""
+    repo, out = inventory(tmp_path, "n1"), tmp_path / "out"
+    args = ["broker-config", "--inventory", str(repo), "--out", str(out)]
+    assert main(args) == 0
+    for name in ("acl", "mosquitto.conf"):  # as an older version wrote them
+        (out / name).write_text((out / name).read_text().partition("\n")[2])
+    assert main(args) == 0
+    assert (out / "acl").read_text().startswith("# sha256 of the lines below")
+    (out / "acl").write_text((out / "acl").read_text().partition("\n")[2])
+    (repo / "nodes" / "n2.yaml").write_text("name: n2\n")
+    assert main(args) == 2  # unstamped and no longer what this inventory gives
