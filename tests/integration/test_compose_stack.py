@@ -1,13 +1,12 @@
 """The production compose stack, built and run for real: a pushed commit reaches a container.
 
 ``scripts/build-image`` builds the project image (mmdebstrap base, host-built wheels);
-``docker-compose`` starts ``compose/docker-compose.yml`` with a test override. The files are
-made as docs/operations/production.md makes them: the bare repository by
-``scripts/config-repo-init``, secrets, certificates and passwd by ``scripts/compose-secrets``,
-the broker config by ``phrame broker-config``; ``--profile agent``. A push plus a
-GitLab-shaped webhook must end with the agent's container running the busybox service with
-the commit's labels and the node's status on the broker saying converged at that commit.
-docs/operations/compose-stack.md lists what this proves and what it does not.
+``docker-compose`` starts ``compose/docker-compose.yml`` with a test override: the broker
+config exactly as ``phrame broker-config`` writes it (TLS listeners, throw-away
+certificates), a local bare repository, ``--profile agent``. A push plus a GitLab-shaped webhook must end with the agent's
+container running the busybox service with the commit's labels and the node's status on
+the broker saying converged at that commit. docs/operations/compose-stack.md lists
+what this proves and what it does not.
 """
 
 from __future__ import annotations
