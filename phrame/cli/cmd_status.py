@@ -58,16 +58,14 @@ def run(args: argparse.Namespace) -> int:
         # each node's manifest: whether the node applied what was published for it
         manifests = f"{topics.prefix}/desired/nodes/+/manifest"
         planes.append(("desired", [topics.environments_filter(), manifests]))
-        by_settings: dict[MqttSettings, MqttClient] = {}
+        if MqttSettings.from_env(plane="desired") == MqttSettings.from_env(plane="actual"):
+            # one broker, one connection: a broker that makes the user name the client id (as
+            # broker-config's does) throws out the first of two logins with one account
+            planes = [("actual", planes[0][1] + planes[1][1])]
         for plane, filters in planes:
-            # one connection per broker: a broker that makes the user name the client id
-            # (as broker-config's does) throws out the first of two logins with one account
-            settings = MqttSettings.from_env(plane=plane)
-            client = by_settings.get(settings) or MqttClient(settings, f"phrame-status-{os.getpid()}-{plane}")
-            if settings not in by_settings:
-                by_settings[settings] = client
-                clients.append(client)
-                client.start(timeout=args.timeout)
+            client = MqttClient(MqttSettings.from_env(plane=plane), f"phrame-status-{os.getpid()}-{plane}")
+            clients.append(client)
+            client.start(timeout=args.timeout)
             if plane == "actual":  # live heartbeats from here on, aged on this host's clock
                 client.subscribe(topics.heartbeat_filter(), live.on_message, timeout=args.timeout)
                 live.begin()
