@@ -4,7 +4,8 @@
 ARG BASE=phrame/base:bookworm
 FROM ${BASE}
 
-# A fixed uid so bind-mounted state and repositories can be given to it (README "Production").
+# A fixed uid so bind-mounted state and repositories can be given to it
+# (scripts/config-repo-init, scripts/compose-secrets; docs/operations/production.md).
 RUN groupadd --system --gid 10001 phrame \
  && useradd --system --uid 10001 --gid phrame --home-dir /var/lib/phrame --create-home \
       --shell /usr/sbin/nologin phrame

@@ -3,8 +3,9 @@
 Writes ``DIR/mosquitto.conf`` and ``DIR/acl`` for the hub (the one broker, by default) or,
 with ``--role site --site NAME``, for a site broker bridged to the hub. Passwords and
 certificates are never generated here (create ``passwd`` with ``mosquitto_passwd``; the
-bridge's own password is read from ``--hub-password-file``). Exit 0 written, 2 usage
-(unreadable inventory, bad option).
+bridge's own password is read from ``--hub-password-file``). Files in ``--out`` that it did
+not write are kept unless ``--force``. Exit 0 written, 2 usage (unreadable inventory, bad
+option, a file it would not overwrite).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inventory", required=True, metavar="REPO",
                         help="config repo directory holding nodes/<node>.yaml")  # fmt: skip
     parser.add_argument("--out", required=True, metavar="DIR", help="where to write the files")
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite files in DIR that broker-config did not write "
+                             "(or that were edited since); by default they are kept")  # fmt: skip
     parser.add_argument("--prefix", default=os.environ.get("PHRAME_TOPIC_PREFIX", d.prefix),
                         help="topic prefix (default PHRAME_TOPIC_PREFIX or phrame)")  # fmt: skip
     parser.add_argument("--bind", default=d.bind, help="listener address (default: all)")
@@ -116,13 +120,15 @@ def run(args: argparse.Namespace) -> int:
         labels = inventory_labels(args.inventory)
         if args.role == "site":
             nodes, acl, block = _site_files(args, labels, options)
-            written = write_broker_config(nodes, args.out, options, acl=acl, extra_conf=block)
+            written = write_broker_config(
+                nodes, args.out, options, acl=acl, extra_conf=block, force=args.force
+            )
         else:
             if args.hub_url or args.hub_password_file or args.hub_ca:
                 raise SettingsError("--hub-url, --hub-password-file and --hub-ca are for --role site")
             sites = {s: nodes_of_site(labels, s, args.site_label) for s in args.site}
             acl = acl_text(sorted(labels), options.prefix) + hub_bridge_acl(sites, options.prefix)
-            written = write_broker_config(sorted(labels), args.out, options, acl=acl)
+            written = write_broker_config(sorted(labels), args.out, options, acl=acl, force=args.force)
     except (SettingsError, OSError) as e:
         print(f"phrame broker-config: {e}", file=sys.stderr)
         return 2

@@ -61,6 +61,10 @@ def run(args: argparse.Namespace) -> int:
         # each node's manifest: whether the node applied what was published for it
         manifests = f"{topics.prefix}/desired/nodes/+/manifest"
         planes.append(("desired", [topics.environments_filter(), manifests]))
+        if MqttSettings.from_env(plane="desired") == MqttSettings.from_env(plane="actual"):
+            # one broker, one connection: a broker that makes the user name the client id (as
+            # broker-config's does) throws out the first of two logins with one account
+            planes = [("actual", planes[0][1] + planes[1][1])]
         for plane, filters in planes:
             client = MqttClient(MqttSettings.from_env(plane=plane), f"phrame-status-{os.getpid()}-{plane}")
             clients.append(client)

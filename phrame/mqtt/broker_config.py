@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from phrame.mqtt.errors import SettingsError
+from phrame.mqtt.generated_files import check_replaceable, stamped
 
 _NODE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
@@ -150,18 +151,23 @@ def mosquitto_conf(options: BrokerOptions) -> str:
 
 def write_broker_config(
     nodes: list[str], out: str | os.PathLike[str], options: BrokerOptions, *, acl: str | None = None,
-    extra_conf: list[str] | None = None,
+    extra_conf: list[str] | None = None, force: bool = False,
 ) -> list[Path]:  # fmt: skip
     """Write ``mosquitto.conf`` and ``acl`` for these inventory nodes into ``out``; ``acl``
     replaces the generated ACL text, ``extra_conf`` lines (a bridge) end the config, which
-    is then private (0600): it holds the bridge's password."""
+    is then private (0600): it holds the bridge's password. A file there that this function
+    did not write (or that was edited since) is kept and :class:`SettingsError` raised,
+    unless ``force``."""
     out_dir = Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
     conf, acl_path = out_dir / "mosquitto.conf", out_dir / "acl"
     text = mosquitto_conf(options) + ("\n".join(extra_conf) + "\n" if extra_conf else "")
+    acl = acl if acl is not None else acl_text(nodes, options.prefix)
+    files = {conf: stamped(text), acl_path: stamped(acl)}
+    check_replaceable(files, force=force)
+    out_dir.mkdir(parents=True, exist_ok=True)
     if extra_conf:
         conf.touch(mode=0o600)
         conf.chmod(0o600)
-    conf.write_text(text)
-    acl_path.write_text(acl if acl is not None else acl_text(nodes, options.prefix))
+    for path, content in files.items():
+        path.write_text(content)
     return [conf, acl_path]

@@ -76,12 +76,13 @@ def stack(
 ) -> Iterator[ComposeStack]:
     compose = require_binary("docker-compose", "docker-compose")
     require_binary("mmdebstrap", "mmdebstrap")
-    mosquitto_passwd = require_binary("mosquitto_passwd", "mosquitto")
+    require_binary("mosquitto_passwd", "mosquitto")
+    require_binary("openssl", "openssl")
     require(host_socket() == "/var/run/docker.sock", "the compose file mounts /var/run/docker.sock")
     require(os.geteuid() == 0, "needs root: the test gives its bare repo to the image's uid 10001")
     build_images()
     running = ComposeStack(tmp_path, docker_client, label=test_label, compose=compose)
-    running.write_files(mosquitto_passwd, phrame=str(Path(sys.executable).parent / "phrame"))
+    running.write_files(phrame=str(Path(sys.executable).parent / "phrame"))
     try:
         yield running
     finally:
@@ -94,9 +95,8 @@ def node_status(stack: ComposeStack, url: str) -> dict[str, Any]:
 
     As ``observer``, not as the node's user: the broker makes the user name the client id,
     so a second login as ``node-<node>`` would take the running agent's place."""
-    assert stack.pki is not None
     user = "observer"
-    settings = MqttSettings(url=url, username=user, password=stack.passwords[user], tls_ca=str(stack.pki.ca))
+    settings = MqttSettings(url=url, username=user, password=stack.password(user), tls_ca=str(stack.ca))
     client = MqttClient(settings, f"compose-test-{stack.node}")
     client.start(timeout=10)
     try:

@@ -180,3 +180,25 @@ def test_a_bad_node_timeout_exits_2_naming_it() -> None:
     done = run_status(f"mqtt://127.0.0.1:{free_port()}", {"PHRAME_NODE_TIMEOUT_S": "soon"})
     assert done.returncode == 2
     assert "PHRAME_NODE_TIMEOUT_S='soon' is not a number" in done.stderr
+
+
+def test_one_login_reads_both_planes_of_one_broker() -> None:
+    """The generated broker config makes the user name the client id: two connections as
+    ``observer`` (one per plane) threw each other off ("disconnected ... reconnecting")."""
+    broker = Mosquitto(["use_username_as_clientid true"]).start()
+    writer = MqttClient(MqttSettings(url=broker.url, username="writer"), "test-status-writer")
+    writer.start(timeout=5)
+    try:
+        writer.publish_batch([
+            (T.status("edge-01"), canonical_json({"state": "online", "converged": True, "generation": 2, "commit": "c1"})),
+            (T.heartbeat("edge-01"), heartbeat(time.time())),
+        ])  # fmt: skip
+        done = run_status(broker.url, {"PHRAME_MQTT_USERNAME": "observer"}, timeout=3)
+        assert done.returncode == 0, done.stderr
+        assert "disconnected" not in done.stderr, done.stderr
+        assert json.loads(done.stdout)["nodes"][0]["state"] == "online"
+    finally:
+        writer.stop()
+        broker.stop()
+        if broker.proc is not None and broker.proc.stderr is not None:
+            broker.proc.stderr.close()

@@ -2,7 +2,9 @@
 
 Used by ``tests/integration/test_compose_stack.py``. Each stack has its own compose project
 name, node and environment names, free 127.0.0.1 ports and a bare config repository in the
-test's tmp folder. :meth:`ComposeStack.down` removes exactly what it created: the compose
+test's tmp folder, made as the production guide makes them: ``scripts/config-repo-init`` (its
+``safe.directory`` in a system git config of the test's own), ``scripts/compose-secrets``
+and ``phrame broker-config``. :meth:`ComposeStack.down` removes exactly what it created: the compose
 project (containers, network, volumes, by its project label) and the containers the agent
 made for its node (by ``io.phrame.node``); never any other object on the shared daemon.
 """
@@ -20,22 +22,13 @@ import docker
 import docker.errors
 import git
 
-from tests.support.certs import Pki, make_pki
 from tests.support.docker import TEST_LABEL
 from tests.support.services import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "compose" / "docker-compose.yml"
-IMAGE_UID = 10001  # the `phrame` user of the Dockerfile
 REPO_IN_CONTAINER = "/srv/phrame-config.git"
-USERS = (
-    "config-sync",
-    "placement",
-    "mirror-desired",
-    "mirror-actual",
-    "topic-api",
-    "observer",
-)  # observer: the test's own reads
+SCRIPTS = ROOT / "scripts"
 
 
 def run(argv: list[str], *, timeout: float, **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -58,52 +51,46 @@ class ComposeStack:
         self.bare = self.root / "phrame-config.git"
         self.broker_dir = self.root / "mosquitto"
         self.mqtts_port, self.wss_port, self.sync_port = free_port(), free_port(), free_port()
-        self.secret = uuid.uuid4().hex
-        self.api_token = uuid.uuid4().hex
         self.api_port = free_port()
-        self.pki: Pki | None = None
-        self.passwords = {user: uuid.uuid4().hex for user in (*USERS, f"node-{self.node}")}
-        # our git works on a repo owned by the image's user (git refuses that without this)
-        self.git_env = {**os.environ, "GIT_CONFIG_GLOBAL": str(self.root / "gitconfig")}
+        self.secrets = self.root / "secrets"
+        # our git trusts the repository owned by the image's user as the host's would, through
+        # the system config (scripts/config-repo-init), here a file of this test's own
+        self.git_env = {**os.environ, "GIT_CONFIG_SYSTEM": str(self.root / "system-gitconfig")}
+
+    @property
+    def ca(self) -> Path:
+        return self.broker_dir / "certs" / "ca.crt"
+
+    def password(self, account: str) -> str:
+        """An MQTT account's password as scripts/compose-secrets made it."""
+        if account.startswith("node-"):
+            return (self.secrets / "nodes" / account.removeprefix("node-")).read_text().strip()
+        return (self.secrets / f"{account.replace('-', '_')}_mqtt_password").read_text().strip()
+
+    @property
+    def secret(self) -> str:
+        return (self.secrets / "webhook_secret").read_text().strip()
+
+    @property
+    def api_token(self) -> str:
+        return (self.secrets / "api_token").read_text().strip()
 
     # -- files
-    def write_files(self, mosquitto_passwd: str, phrame: str) -> None:
-        """The broker config exactly as `phrame broker-config` writes it (TLS listeners, ACL),
-        a passwd file, certificates naming `mosquitto` and 127.0.0.1, secrets, env, override."""
+    def write_files(self, phrame: str) -> None:
+        """The files of the production guide: the bare repository (config-repo-init), the
+        secrets, certificates and passwd (compose-secrets), the broker config exactly as
+        `phrame broker-config` writes it; then env and override."""
         self.root.mkdir(parents=True)
         self.root.chmod(0o755)
-        (self.root / "gitconfig").write_text(f"[safe]\n\tdirectory = {self.bare}\n")
+        run([str(SCRIPTS / "config-repo-init"), str(self.bare)], timeout=60, env=self.git_env)
         work = self.init_repo()
+        run([str(SCRIPTS / "compose-secrets"), "--dir", str(self.root), "--agent", self.node], timeout=120)
         run([phrame, "broker-config", "--inventory", str(work), "--out", str(self.broker_dir)], timeout=60)
-        passwd = self.broker_dir / "passwd"
-        for user, password in self.passwords.items():
-            create = [] if passwd.exists() else ["-c"]
-            run([mosquitto_passwd, *create, "-b", str(passwd), user, password], timeout=30)
-        self.pki = make_pki(("mosquitto", "127.0.0.1"), directory=self.root / "certs")
-        secrets = {
-            "config_sync_mqtt_password": self.passwords["config-sync"],
-            "placement_mqtt_password": self.passwords["placement"],
-            "node_agent_mqtt_password": self.passwords[f"node-{self.node}"],
-            "webhook_secret": self.secret,
-            "gitlab_token": "unused-with-the-local-git-host",
-            "mirror_desired_mqtt_password": self.passwords["mirror-desired"],
-            "mirror_actual_mqtt_password": self.passwords["mirror-actual"],
-            "topic_api_mqtt_password": self.passwords["topic-api"],
-            "api_token": self.api_token,
-        }
-        (self.root / "secrets").mkdir()
         (self.root / "node-secrets").mkdir()
-        for name, value in secrets.items():
-            (self.root / "secrets" / name).write_text(value)
-        for folder in (self.broker_dir, self.root / "certs", self.root / "secrets"):
-            folder.chmod(0o755)
-            for path in folder.iterdir():
-                path.chmod(0o644)  # read by the mosquitto user and uid 10001 in the containers
         self.env_file.write_text(self.env_text())
         self.override_file.write_text(self.override_text())
 
     def init_repo(self) -> Path:
-        git.Repo.init(self.bare, bare=True, initial_branch="main")
         work = self.root / "work"
         self.work = git.Repo.clone_from(str(self.bare), work, env=self.git_env)
         with self.work.config_writer() as cw:
@@ -124,10 +111,8 @@ class ComposeStack:
             (work / rel).write_text(text)
         self.work.git.add(A=True)
         self.work.git.commit("-m", message)
-        with self.work.git.custom_environment(GIT_CONFIG_GLOBAL=self.git_env["GIT_CONFIG_GLOBAL"]):
+        with self.work.git.custom_environment(GIT_CONFIG_SYSTEM=self.git_env["GIT_CONFIG_SYSTEM"]):
             self.work.git.push("origin", "HEAD:refs/heads/main")
-        # config-sync and placement run as uid 10001: the repository must be theirs
-        run(["chown", "-R", f"{IMAGE_UID}:{IMAGE_UID}", str(self.bare)], timeout=30)
         return str(self.work.head.commit.hexsha)
 
     @property
@@ -143,8 +128,8 @@ class ComposeStack:
             "PHRAME_IMAGE": "phrame/phrame:local",
             "PHRAME_MOSQUITTO_IMAGE": "phrame/mosquitto:local",
             "PHRAME_MOSQUITTO_CONFIG": str(self.broker_dir),
-            "PHRAME_MOSQUITTO_CERTS": str(self.root / "certs"),
-            "PHRAME_COMPOSE_SECRETS": str(self.root / "secrets"),
+            "PHRAME_MOSQUITTO_CERTS": str(self.broker_dir / "certs"),
+            "PHRAME_COMPOSE_SECRETS": str(self.secrets),
             "PHRAME_NODE_SECRETS": str(self.root / "node-secrets"),
             "PHRAME_MQTTS_PORT": str(self.mqtts_port),
             "PHRAME_WSS_PORT": str(self.wss_port),

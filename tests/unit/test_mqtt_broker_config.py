@@ -87,12 +87,52 @@ def test_command_without_inventory_is_a_usage_error(tmp_path: Path) -> None:
     assert main(["broker-config", "--inventory", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
 
 
-def test_sample_example_in_compose_is_current() -> None:
+def test_sample_example_in_compose_is_current(tmp_path: Path) -> None:
     root = Path(__file__).parents[2]
-    from phrame.cli.cmd_broker_config import inventory_nodes
+    sample, out = root / "compose" / "examples" / "mosquitto", tmp_path / "out"
+    inventory = root / "fixtures" / "phrame-config"
+    assert main(["broker-config", "--inventory", str(inventory), "--out", str(out)]) == 0
+    for name in ("acl", "mosquitto.conf"):
+        assert (sample / name).read_text() == (out / name).read_text(), f"regenerate {sample / name}"
 
-    expected = acl_text(inventory_nodes(root / "fixtures" / "phrame-config"))
-    assert (root / "compose" / "mosquitto" / "acl").read_text() == expected
+
+def inventory(tmp_path: Path, *nodes: str) -> Path:
+    repo = tmp_path / "repo"
+    (repo / "nodes").mkdir(parents=True, exist_ok=True)
+    for node in nodes:
+        (repo / "nodes" / f"{node}.yaml").write_text(f"name: {node}\n")
+    return repo
+
+
+def test_a_file_it_did_not_write_is_kept_unless_forced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--out pointed at a folder holding someone else's mosquitto.conf (the distribution's,
+    a hand-written one, a generated one edited since) must not destroy it."""
+    repo, out = inventory(tmp_path, "n1"), tmp_path / "out"
+    out.mkdir()
+    (out / "mosquitto.conf").write_text("listener 1883\nallow_anonymous true\n")
+    args = ["broker-config", "--inventory", str(repo), "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{out / 'mosquitto.conf'}" in err and "--force" in err
+    assert (out / "mosquitto.conf").read_text() == "listener 1883\nallow_anonymous true\n"
+    assert not (out / "acl").exists()  # nothing written when one file is refused
+    assert main([*args, "--force"]) == 0
+    assert "allow_anonymous false" in (out / "mosquitto.conf").read_text()
+
+
+def test_its_own_unedited_output_is_regenerated(tmp_path: Path) -> None:
+    repo, out = inventory(tmp_path, "n1"), tmp_path / "out"
+    args = ["broker-config", "--inventory", str(repo), "--out", str(out)]
+    assert main(args) == 0
+    (repo / "nodes" / "n2.yaml").write_text("name: n2\n")
+    assert main(args) == 0  # a new node: the same files, rewritten
+    assert "user node-n2" in (out / "acl").read_text()
+    with (out / "acl").open("a") as f:
+        f.write("\nuser someone\ntopic readwrite #\n")  # an edit by hand
+    assert main(args) == 2
+    assert "user someone" in (out / "acl").read_text()
 
 
 def test_every_listener_ties_the_client_id_to_the_user_name() -> None:
@@ -113,3 +153,18 @@ def test_a_whole_planes_burst_fits_the_brokers_queue():
     # mosquitto queues 1000 QoS 1 messages per client by default and drops the rest: a mirror
     # or config-sync reading a whole plane missed half of a 10,000-update burst
     assert "max_queued_messages 100000" in mosquitto_conf(BrokerOptions()).splitlines()
+
+
+def test_an_unstamped_file_of_an_older_version_is_replaced_only_when_it_says_the_same(tmp_path: Path) -> None:
+    """Files written before the stamp existed: unchanged ones (same inventory) are rewritten
+    with the stamp; others are kept, as a file of unknown origin is."""
+    repo, out = inventory(tmp_path, "n1"), tmp_path / "out"
+    args = ["broker-config", "--inventory", str(repo), "--out", str(out)]
+    assert main(args) == 0
+    for name in ("acl", "mosquitto.conf"):  # as an older version wrote them
+        (out / name).write_text((out / name).read_text().partition("\n")[2])
+    assert main(args) == 0
+    assert (out / "acl").read_text().startswith("# sha256 of the lines below")
+    (out / "acl").write_text((out / "acl").read_text().partition("\n")[2])
+    (repo / "nodes" / "n2.yaml").write_text("name: n2\n")
+    assert main(args) == 2  # unstamped and no longer what this inventory gives
