@@ -235,12 +235,13 @@ def markdown() -> str:
     return "\n".join(out)
 
 
-def splice(text: str, block: str) -> str:
-    """``text`` with the part between BEGIN and END replaced by ``block``."""
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"the text has no {BEGIN} ... {END} markers")
-    return text[: start + len(BEGIN)] + "\n" + block.rstrip("\n") + "\n" + text[end:]
+def splice(text: str, block: str, *, begin: str = BEGIN, end: str = END) -> str:
+    """``text`` with the part between ``begin`` and ``end`` (this page's markers unless told)
+    replaced by ``block``."""
+    at, until = text.find(begin), text.find(end)
+    if at < 0 or until < at:
+        raise ValueError(f"the text has no {begin} ... {end} markers")
+    return text[: at + len(begin)] + "\n" + block.rstrip("\n") + "\n" + text[until:]
 
 
 def main(argv: list[str] | None = None) -> int:

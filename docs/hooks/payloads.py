@@ -83,10 +83,11 @@ def markdown() -> str:
 
 
 def splice(text: str, block: str) -> str:
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"the text has no {BEGIN} ... {END} markers")
-    return text[: start + len(BEGIN)] + "\n" + block.rstrip("\n") + "\n" + text[end:]
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))  # this checkout's schemas, not an installed copy
+    from schemas import reference
+
+    return reference.splice(text, block, begin=BEGIN, end=END)
 
 
 def on_page_markdown(markdown_text: str, page: Any, **_: Any) -> str:
