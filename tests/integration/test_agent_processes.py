@@ -99,10 +99,13 @@ def test_a_new_agent_re_adopts_running_processes(tmp_path: Path, supervisors):
         "ProcessSupervisor(Path(sys.argv[1])).start(json.loads(sys.argv[2]))"
     )
     subprocess.run([sys.executable, "-c", code, str(tmp_path), json.dumps(job)], check=True)
-    pid = json.loads((tmp_path / "processes" / "e.job.0" / "meta.json").read_text())["pid"]
+    meta = json.loads((tmp_path / "processes" / "e.job.0" / "meta.json").read_text())
+    pid = meta["pid"]
     assert psutil.pid_exists(pid)
-    # up for longer than the new agent's stable_after_s (0.2 s) before it first looks
-    wait_for(lambda: time.time() - psutil.Process(pid).create_time() > 0.3, "the job up for 0.3 s", 5)
+    # up for longer than the new agent's stable_after_s (0.2 s) before it first looks, by the
+    # clock the agent counts with: the record's started_at. psutil's create_time() is not it
+    # (boot time + jiffies, with /proc/stat's boot time cut to whole seconds: up to 1 s early)
+    wait_for(lambda: time.time() - meta["started_at"] > 0.3, "the job up for 0.3 s", 5)
     new = ProcessSupervisor(tmp_path, stable_after_s=0.2)  # the agent restarted
     supervisors.append(new)
     seen = new.check()["e.job.0"]
