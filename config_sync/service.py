@@ -72,7 +72,10 @@ class ConfigSync:
         self.history.on_finished = self.metrics.deploy_finished
         # staged rollouts: a rolled-back replica's earlier spec is re-rendered from its commit
         self.rollouts = RolloutController(
-            self.topics, self.reporter, spec_at=lambda sha: self.syncer.read(sha).rendered
+            self.topics,
+            self.reporter,
+            spec_at=lambda sha: self.syncer.read(sha).rendered,
+            node_timeout_s=node_s,
         )
         self.rollouts.trigger = self._trigger_rollout
         self.syncer = Syncer(
@@ -142,6 +145,7 @@ class ConfigSync:
         self.actual.subscribe(self.deployer.status_filter(), self.deployer.on_status)
         self.actual.subscribe(self.deployer.heartbeat_filter(), self.deployer.on_heartbeat)
         self.actual.subscribe(self.rollouts.actual.filter(), self.rollouts.actual.on_item)
+        self.actual.subscribe(self.rollouts.actual.heartbeat_filter(), self.rollouts.actual.on_heartbeat)
         self.deployer.start()
         self.rollouts.start()
         delay = 1.0

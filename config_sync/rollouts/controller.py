@@ -38,6 +38,7 @@ class RolloutController:
         spec_at: Callable[[str], Mapping[str, dict[str, Any]] | None],
         clock: Callable[[], float] = time.time,
         tick_s: float = 2.0,
+        node_timeout_s: float = 20.0,
     ) -> None:
         self.topics, self.reporter, self.spec_at, self.clock, self.tick_s = (
             topics,
@@ -46,7 +47,10 @@ class RolloutController:
             clock,
             tick_s,
         )
-        self.actual = ActualWatch(topics, clock=clock, on_change=self._on_actual)
+        # node_timeout_s: how long a node is taken as reporting after its last message
+        self.actual = ActualWatch(
+            topics, clock=clock, on_change=self._on_actual, node_timeout_s=node_timeout_s
+        )
         self.trigger: Callable[[str], None] | None = None  # queue a pass of a ref (no fetch)
         self.active: dict[Key, str] = {}  # rollouts to re-evaluate -> the ref that publishes them
         self.promotions: set[Key] = set()  # asked for, not yet seen in a pass
@@ -84,6 +88,7 @@ class RolloutController:
                 spec_at=self.spec_at,
                 promote=promote,
                 remembered=remembered,
+                silent=self.actual.silent,
             )
 
         return gate
