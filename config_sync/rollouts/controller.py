@@ -94,6 +94,7 @@ class RolloutController:
                 spec_at=self.spec_at,
                 promote=promote,
                 remembered=remembered,
+                silent=self.view.silent,
             )
 
         return gate
@@ -229,4 +230,5 @@ def observed_of(report: ItemReport | None) -> Observed | None:
         report.restart_count,
         report.healthy_since,
         report.started_at,
+        report.running_since,
     )

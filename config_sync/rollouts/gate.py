@@ -23,7 +23,7 @@ from config_sync.models import Message
 from config_sync.publication.order import json_object
 from config_sync.publication.plane import owned_topic
 from config_sync.rollouts.models import Observed, ReplicaView, state_from_doc
-from config_sync.rollouts.waves import RolloutPlan, plan_rollout
+from config_sync.rollouts.waves import RolloutPlan, Silent, never_silent, plan_rollout
 from phrame.config_repo.update_policy import UpdatePolicy
 from schemas import Topics, canonical_json
 
@@ -58,6 +58,7 @@ def gate_rollouts(
     spec_at: Callable[[str], Rendered | None],
     promote: Collection[Key] = (),
     remembered: Mapping[Key, dict[str, Any]] | None = None,
+    silent: Silent = never_silent,
 ) -> Gated:
     """``rendered`` with every rollout's held-back replicas put back (see the module docstring)."""
     out = dict(rendered)
@@ -115,6 +116,7 @@ def gate_rollouts(
             commit=commit,
             now=now,
             promote=key in promote,
+            silent=silent,
         )
         gated.plans[key] = plan
         if plan.state is not None:

@@ -20,7 +20,8 @@ ACTIVE = ("progressing", "waiting-promotion")  # re-evaluated on every change of
 @dataclass(frozen=True)
 class Observed:
     """A replica as its node reports it (``actual/.../containers/<id>``), plus since when
-    config-sync has seen it healthy on its current digest (``None``: not healthy now)."""
+    config-sync has seen it healthy on its current digest (``None``: not healthy now) and
+    running on it (``running_since``, the replica's start; ``None``: never seen running)."""
 
     digest: str | None = None
     state: str | None = None
@@ -28,6 +29,7 @@ class Observed:
     restart_count: int | None = None
     healthy_since: float | None = None
     started_at: str | float | None = None  # the node's (a new value: the container restarted)
+    running_since: float | None = None
 
 
 @dataclass(frozen=True)

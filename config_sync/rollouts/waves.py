@@ -5,20 +5,27 @@ published, what the commit renders, what the nodes report), the rollout's retain
 and ``now``; it returns the replicas released (they get the rendered spec), those to put
 back (rollback) and the new state. Config-sync's gate (:mod:`config_sync.rollouts.gate`) calls it
 on every sync and on every change of the actual plane; the same inputs give the same answer,
-so a restart resumes from the retained state. It never releases a wave while a released
-replica is not healthy, never un-releases one (except by rollback) and never passes a canary
-wave without a promotion.
+so a restart resumes from the retained state. ``healthy_deadline_s`` counts from the
+replica's start on the new spec (from its release until it starts) and only while its node
+reports (``silent``). It never releases a wave while a released replica is not healthy, never
+un-releases one (except by rollback) and never passes a canary wave without a promotion.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from config_sync.rollouts.models import Observed, Reason, ReplicaView, RolloutState
 from phrame.config_repo.update_policy import UpdatePolicy
 
 CRASH_LOOP_RESTARTS = 3  # restarts on the new spec that count as crash-looping
+Silent = Callable[[str, float, float], float]  # (node, since, now) -> seconds it was not reporting
+
+
+def never_silent(_node: str, _since: float, _now: float) -> float:
+    """``silent`` for callers that know nothing of node liveness: every node always reports."""
+    return 0.0
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,7 @@ def plan_rollout(
     commit: str,
     now: float,
     promote: bool = False,
+    silent: Silent = never_silent,
 ) -> RolloutPlan:
     """The next step of ``service``'s rollout (see the module docstring)."""
     by_item = {r.item: r for r in replicas}
@@ -72,12 +80,18 @@ def plan_rollout(
         )
     if promote and state.is_active:
         state = replace(state, promoted=True)
+    if state.is_active:
+        # a released replica placement moved is a new replica on its new node: its deadline
+        # starts again there (its old node's reports say nothing of it)
+        moved = [i for i in state.released() if state.nodes.get(i, by_item[i].node) != by_item[i].node]
+        if moved:
+            state = replace(state, released_at={**state.released_at, **dict.fromkeys(moved, now)})
     state = replace(state, nodes={i: by_item[i].node for i in state.items}, updated_at=now)
     if state.state == "rolled-back":
         return RolloutPlan(state, restore=frozenset(state.released()), current=True)
     if state.state in ("paused", "complete"):
         return RolloutPlan(state, released=frozenset(state.released()), current=True)
-    return _advance(policy, state, by_item, now)
+    return _advance(policy, state, by_item, now, silent)
 
 
 def _continues(state: RolloutState, by_item: dict[str, ReplicaView], differing: list[ReplicaView]) -> bool:
@@ -88,7 +102,7 @@ def _continues(state: RolloutState, by_item: dict[str, ReplicaView], differing: 
 
 
 def _advance(
-    policy: UpdatePolicy, state: RolloutState, by_item: dict[str, ReplicaView], now: float
+    policy: UpdatePolicy, state: RolloutState, by_item: dict[str, ReplicaView], now: float, silent: Silent
 ) -> RolloutPlan:
     released_at = dict(state.released_at)
     previous = dict(state.previous)
@@ -101,7 +115,9 @@ def _advance(
     released = [i for i in state.items if i in released_at]
     healthy, failures = 0, []
     for item in released:
-        verdict = _judge(by_item[item].actual, state.target[item], released_at[item], policy, now)
+        view = by_item[item]
+        counted = _counted(view, state.target[item], released_at[item], now, silent)
+        verdict = _judge(view.actual, state.target[item], counted, policy, now)
         if verdict == "healthy":
             healthy += 1
         elif verdict != "waiting":
@@ -114,7 +130,7 @@ def _advance(
             return RolloutPlan(state, restore=frozenset(released), current=True)
         return RolloutPlan(state, released=frozenset(released), current=True)
     if healthy < len(released):
-        due = _due(policy, [by_item[i].actual for i in released], [released_at[i] for i in released])
+        due = _due(policy, [by_item[i] for i in released], state, released_at, now, silent)
         return RolloutPlan(
             replace(state, state="progressing"), released=frozenset(released), current=True, due=due
         )
@@ -143,14 +159,34 @@ def _advance(
     return RolloutPlan(state, released=frozenset(released), current=True, due=now + policy.healthy_deadline_s)
 
 
-def _due(policy: UpdatePolicy, actuals: list[Observed | None], released_at: list[float]) -> float:
+def _counted(view: ReplicaView, target: str, released_at: float, now: float, silent: Silent) -> float:
+    """Seconds counted against the replica's ``healthy_deadline_s``: from its start on the
+    new spec (before that, from its release), less the time its node was not reporting."""
+    since = released_at
+    actual = view.actual
+    if actual is not None and actual.digest == target and actual.running_since is not None:
+        since = max(since, actual.running_since)
+    return max(0.0, now - since - silent(view.node, since, now))
+
+
+def _due(
+    policy: UpdatePolicy,
+    views: list[ReplicaView],
+    state: RolloutState,
+    released_at: dict[str, float],
+    now: float,
+    silent: Silent,
+) -> float:
     """The earliest time a released replica turns healthy (``min_healthy_s`` after it was
-    first seen healthy) or fails its deadline, were nothing else reported."""
+    first seen healthy) or fails its deadline, were nothing else reported (and its node
+    reporting all along)."""
     times = []
-    for actual, at in zip(actuals, released_at, strict=True):
+    for view in views:
+        actual = view.actual
         if actual is not None and actual.healthy_since is not None:
             times.append(actual.healthy_since + policy.min_healthy_s)
-        times.append(at + policy.healthy_deadline_s)
+        counted = _counted(view, state.target[view.item], released_at[view.item], now, silent)
+        times.append(now + max(0.0, policy.healthy_deadline_s - counted))
     return min(times)
 
 
@@ -163,9 +199,10 @@ def _wave_of(policy: UpdatePolicy, released: int) -> int:
     return wave
 
 
-def _judge(actual: Observed | None, target: str, released_at: float, policy: UpdatePolicy, now: float) -> str:
-    """``healthy``, ``waiting``, or why the replica fails its wave."""
-    late = now - released_at >= policy.healthy_deadline_s
+def _judge(actual: Observed | None, target: str, counted: float, policy: UpdatePolicy, now: float) -> str:
+    """``healthy``, ``waiting``, or why the replica fails its wave (``counted``: the seconds
+    of its deadline gone, see :func:`_counted`)."""
+    late = counted >= policy.healthy_deadline_s
     if actual is None or actual.digest != target:
         if late:
             state = actual.state if actual is not None else "not reported"
@@ -181,7 +218,7 @@ def _judge(actual: Observed | None, target: str, released_at: float, policy: Upd
         return "healthy" if now - actual.healthy_since >= policy.min_healthy_s else "waiting"
     if late:
         return (
-            f"not healthy {policy.healthy_deadline_s:g} s after its wave started "
+            f"not healthy {policy.healthy_deadline_s:g} s after it started "
             f"(state {actual.state}, health {actual.health})"
         )
     return "waiting"

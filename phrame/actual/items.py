@@ -19,20 +19,27 @@ def next_report(
 ) -> ItemReport:
     """The report that replaces ``before`` for ``doc`` received at ``now``."""
     report = ItemReport(node, kind, item_id, doc, now)
-    if not report.is_healthy:
-        return report
-    # the same container, healthy since we last looked: the count goes on; a new digest or a
-    # restart (another started_at) starts it again
-    same = before is not None and (before.text("digest"), before.started_at) == (
-        report.text("digest"),
-        report.started_at,
-    )
-    since = before.healthy_since if same and before is not None else None
-    return ItemReport(node, kind, item_id, doc, now, now if since is None else since)
+    # its start on this digest: kept across restarts, so a restarting replica does not push a
+    # rollout's deadline back
+    digest = report.text("digest")
+    running = before.running_since if before is not None and before.text("digest") == digest else None
+    if running is None and doc.get("state") == "running":
+        running = now
+    since = None
+    if report.is_healthy:
+        # the same container, healthy since we last looked: the count goes on; a new digest or
+        # a restart (another started_at) starts it again
+        same = before is not None and (before.text("digest"), before.started_at) == (
+            digest,
+            report.started_at,
+        )
+        since = before.healthy_since if same and before is not None else None
+        since = now if since is None else since
+    return ItemReport(node, kind, item_id, doc, now, since, running)
 
 
 def same_state(a: ItemReport | None, b: ItemReport | None) -> bool:
     """Whether two reports say the same (their arrival time aside): no change to tell."""
     if a is None or b is None:
         return a is b
-    return (a.doc, a.healthy_since) == (b.doc, b.healthy_since)
+    return (a.doc, a.healthy_since, a.running_since) == (b.doc, b.healthy_since, b.running_since)

@@ -57,7 +57,9 @@ class NodeFacts:
 class ItemReport:
     """One ``actual/nodes/<node>/<kind>/<id>`` report. ``healthy_since``: on the receiver's
     clock, since when it has been seen running and healthy on its current digest and start
-    (``None``: not healthy now); a restart or a new digest starts the count again."""
+    (``None``: not healthy now); a restart or a new digest starts the count again.
+    ``running_since``: since when it has been running on its current digest (kept across its
+    restarts: crash loops have their own verdict; ``None``: never seen running on it)."""
 
     node: str
     kind: str
@@ -65,6 +67,7 @@ class ItemReport:
     doc: Mapping[str, Any] = field(default_factory=dict)
     received_at: float = 0.0
     healthy_since: float | None = None
+    running_since: float | None = None
 
     def text(self, key: str) -> str | None:
         value = self.doc.get(key)

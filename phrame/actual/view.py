@@ -21,6 +21,7 @@ from phrame.actual.facts import resumed, with_heartbeat, with_status
 from phrame.actual.items import next_report, same_state
 from phrame.actual.judging import is_settled, is_unconfirmed, judge, missed_after
 from phrame.actual.records import Change, ItemReport, NodeFacts, Report
+from phrame.actual.silence import NodeSilence
 from phrame.settings.logs import ConditionLog
 from schemas import PayloadError, Topics, check_payload, load_json
 from schemas.node_health import NodeVerdict
@@ -50,6 +51,7 @@ class ActualView:
         self._listeners: list[Listener] = []
         self._lock = threading.RLock()
         self._notes = ConditionLog(log)
+        self.silence = NodeSilence(timeout_s)  # when each node was not reporting
 
     # -- feeding
     def listen(self, listener: Listener) -> None:
@@ -78,7 +80,7 @@ class ActualView:
         elif topic.kind == "status":
             self.status(topic.node, doc, retained=msg.retain)
         elif topic.item_id is not None:
-            self.item(topic.node, topic.kind, topic.item_id, doc)
+            self.item(topic.node, topic.kind, topic.item_id, doc, retained=msg.retain)
 
     def heartbeat(
         self, node: str, doc: Mapping[str, Any], *, retained: bool, received_at: float | None = None
@@ -87,6 +89,8 @@ class ActualView:
         retained one from its own ``ts``, never later than its arrival, and not at all when
         dated past the timeout or ahead of its arrival (:data:`phrame.actual.Trust`)."""
         now = self.clock() if received_at is None else received_at
+        if not retained:
+            self.silence.heard(node, now)
         ts, interval = float(doc["ts"]), float(doc.get("interval_s") or 0) or None
         wall_now = now if self.wall is None or received_at is not None else self.wall()
         with self._lock:
@@ -122,12 +126,16 @@ class ActualView:
         self._tell(listeners, Change("status", node, status=doc))
         self._tell_liveness([node])
 
-    def item(self, node: str, kind: str, item_id: str, doc: Mapping[str, Any] | None) -> None:
-        """One item report (``None``: the item is gone)."""
-        key = (node, kind, item_id)
+    def item(
+        self, node: str, kind: str, item_id: str, doc: Mapping[str, Any] | None, *, retained: bool = False
+    ) -> None:
+        """One item report (``None``: the item is gone); a live one says its node reports."""
+        key, now = (node, kind, item_id), self.clock()
+        if not retained:
+            self.silence.heard(node, now)
         with self._lock:
             before = self._items.get(key)
-            after = None if doc is None else next_report(before, node, kind, item_id, doc, self.clock())
+            after = None if doc is None else next_report(before, node, kind, item_id, doc, now)
             if after is None:
                 self._items.pop(key, None)
             else:
@@ -180,6 +188,10 @@ class ActualView:
     def statuses(self) -> dict[str, Mapping[str, Any]]:
         with self._lock:
             return {n: f.status for n, f in self._nodes.items() if f.status is not None}
+
+    def silent(self, node: str, since: float, now: float) -> float:
+        """Seconds of ``[since, now]`` during which ``node`` sent no live report."""
+        return self.silence.silent(node, since, now)
 
     def report(self, node: str, kind: str, item_id: str) -> ItemReport | None:
         with self._lock:

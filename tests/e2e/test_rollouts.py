@@ -29,10 +29,13 @@ LOOP = "trap 'exit 0' TERM; while true; do sleep 3600 & wait; done"
 
 def spec(round_: str, *, healthy: bool = True, update: str = "", min_healthy_s: int = 1) -> str:
     check = "exit 0" if healthy else "exit 1"  # a string test runs in the image's sh
+    # retries 3: on a loaded machine one probe of a fresh container can take over its 1 s
+    # timeout, and with retries 1 Docker then calls a healthy replica unhealthy (a real
+    # verdict, which pauses the rollout); a failing check still pauses within ~3 s
     return (
         f'name: {SERVICE}\nimage: phrame-quickstart/busybox:1\ncommand: [sh, -c, "{LOOP}"]\n'
         f"replicas: {REPLICAS}\nenv:\n  ROUND: '{round_}'\nplacement:\n  labels:\n    pool: dev\n"
-        f"healthcheck:\n  test: '{check}'\n  interval: 1s\n  timeout: 1s\n  retries: 1\n"
+        f"healthcheck:\n  test: '{check}'\n  interval: 1s\n  timeout: 1s\n  retries: 3\n"
         f"update:\n  max_parallel: 1\n  min_healthy_s: {min_healthy_s}\n  healthy_deadline_s: 25\n{update}"
     )
 

@@ -103,7 +103,7 @@ def test_hub_and_site_carry_the_planes_and_survive_a_site_restart(
     tmp_path: Path, env: AgentEnv, docker_client: docker.DockerClient, clients: list[MqttClient]
 ) -> None:
     remote = ConfigRemote(tmp_path / "git")
-    remote.commit("bridged: first", files=repo_files(env, version=1))
+    first = remote.commit("bridged: first", files=repo_files(env, version=1))
     hub, site = generate(remote.work_path, site_nodes=[env.node, f"{env.node}-2"])
     procs = []
     agent: AgentProcess | None = None
@@ -123,12 +123,18 @@ def test_hub_and_site_carry_the_planes_and_survive_a_site_restart(
             "PHRAME_STATE_DIR": str(tmp_path / "sync"), "PHRAME_POLL_S": "1", "PHRAME_DEBOUNCE_S": "0",
             "PHRAME_LISTEN": f"127.0.0.1:{free_port()}", "PHRAME_WEBHOOK_SECRET": "s3cret",
         }, logs / "config-sync.log"))  # fmt: skip
+        on_hub = hub.client("observer", clients)
+        # placement starts once the first commit is published: its own commit then changes the
+        # site's node alone, a deployment the agent can converge. Read first by config-sync,
+        # placement's commit would be one deployment with hq-01, which no agent runs: never converged
+        wait_for(lambda: retained(on_hub, T.manifest(env.node)).get(T.manifest(env.node), {}).get("commit") == first,
+                 "config-sync published the first commit on the hub", 30, observe=why)  # fmt: skip
         procs.append(service(["placement"], repo | hub.env("placement") | {
             "PHRAME_STATE_DIR": str(tmp_path / "placement"), "PHRAME_PLACEMENT_INTERVAL_S": "0.5",
         }, logs / "placement.log"))  # fmt: skip
         agent_env = env.process_env(str(tmp_path / "agent"), **site.env(f"node-{env.node}"))
         agent = AgentProcess(agent_env, str(logs / "agent.log"))
-        on_hub, on_site = hub.client("observer", clients), site.client("observer", clients)
+        on_site = site.client("observer", clients)
 
         # placement on the hub saw the agent's heartbeats through the bridge and placed
         # `placed` on the site's node; config-sync's deploy record saw it converge
