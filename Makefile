@@ -13,9 +13,10 @@ BENCH_HELPERS := benchmarks/repo_gen.py benchmarks/fleet_repo.py benchmarks/flee
   benchmarks/fleet_sim.py benchmarks/sim_docker.py benchmarks/figures.py benchmarks/report.py
 PHRAME_REQUIRE_SERVICES ?=
 export PHRAME_REQUIRE_SERVICES
-# pytest-xdist: one worker per core (WORKERS=1 runs them one by one). A group of tests that
-# shares a stack runs on one worker, in file order (tests/conftest.py: xdist_group).
-WORKERS ?= auto
+# pytest-xdist workers: two per core, as the integration tests mostly wait (a serial run: wall
+# 5x its CPU time); WORKERS=0 runs in one process. Tests that share a stack or a fixture run on
+# one worker, in file order (tests/support/xdist_groups.py).
+WORKERS ?= $(shell echo $$((2 * $$(nproc))))
 XDIST := -n $(WORKERS) --dist loadgroup
 
 .PHONY: help deps up down status check test test-fast test-slow lint validate bench bench-readme clean replay plan
@@ -41,7 +42,7 @@ down: deps ## stop the dev stack and remove its containers and networks (PURGE=1
 status: deps ## nodes and environments as the dev stack's broker reports them
 	$(VENV)/phrame status
 
-check: lint ## lint, then the fast tier (unit + integration not marked slow) on every core: ~1 min
+check: lint ## lint, then the fast tier (unit + integration not marked slow) on every core
 	@scripts/ensure-dockerd
 	$(VENV)/pytest $(XDIST) -m "not slow"
 

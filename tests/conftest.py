@@ -8,7 +8,7 @@ every Docker object labelled ``TEST_LABEL=<test_label>`` is removed, never anyth
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
@@ -39,39 +39,22 @@ def pytest_configure(config: pytest.Config) -> None:
             config.addinivalue_line("markers", f"{name}: {text}")
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    grouped = config.pluginmanager.hasplugin("xdist")
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         for marker in sorted({m for f, m in FIXTURE_MARKERS.items() if f in names}):
             item.add_marker(marker)
-        group = xdist_group(item) if grouped else None
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
-TESTS = Path(__file__).parent
-# Under pytest-xdist's --dist loadgroup one group runs on one worker, in file order: the fault
-# suite shares one stack across its files, and a module with a module-scoped fixture (a whole
-# dev stack, a browser) or numbered cases that build on each other must not be split.
-ONE_WORKER_PACKAGES = ("faults",)
-ONE_WORKER_PER_MODULE = ("e2e", "ui")
-
-
-def xdist_group(item: pytest.Item) -> str | None:
-    """The xdist group ``item`` must run in, or None when any worker may take it alone."""
-    path = Path(str(item.fspath))
-    if not path.is_relative_to(TESTS):
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent under -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadgroup``, tests that share a stack or a fixture run on one worker
+    (tests/support/xdist_groups.py); any other --dist keeps xdist's own scheduler."""
+    if config.getoption("dist") != "loadgroup":
         return None
-    parts = path.relative_to(TESTS).parts
-    if parts[0] in ONE_WORKER_PACKAGES:
-        return parts[0]
-    # the fixtures this test uses, as pytest resolved them (scope "module", "package", ...)
-    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    shares_a_fixture = any(defs[-1].scope in ("module", "package") for defs in definitions.values() if defs)
-    if parts[0] in ONE_WORKER_PER_MODULE or shares_a_fixture:
-        return "/".join(parts)
-    return None
+    from tests.support.xdist_groups import GroupScheduling
+
+    return GroupScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
