@@ -13,15 +13,22 @@ BENCH_HELPERS := benchmarks/repo_gen.py benchmarks/fleet_repo.py benchmarks/flee
   benchmarks/fleet_sim.py benchmarks/sim_docker.py benchmarks/figures.py benchmarks/report.py
 PHRAME_REQUIRE_SERVICES ?=
 export PHRAME_REQUIRE_SERVICES
+# pytest-xdist workers: two per core, as the integration tests mostly wait (a serial run: wall
+# 5x its CPU time); WORKERS=0 runs in one process. Tests that share a stack or a fixture run on
+# one worker, in file order (tests/support/xdist_groups.py).
+WORKERS ?= $(shell echo $$((2 * $$(nproc))))
+# Bytecode caches on even where PYTHONDONTWRITEBYTECODE is set: otherwise each worker rewrites
+# the asserts of every test module anew (collection 8 s instead of 3 s of CPU, per worker).
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(VENV)/pytest -n $(WORKERS) --dist loadgroup
 
-.PHONY: help deps up down status test lint docs validate bench bench-docs clean replay plan
+.PHONY: help deps up down status check test test-fast test-slow lint docs validate bench bench-docs clean replay plan
 
 help: ## list the targets
 	@echo "Phrame GitOps - make targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 	  awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
 	@echo "Variables: DEV_ARGS='--listen ... --broker-port ...' (up, down), PURGE=1 (down),"
-	@echo "  REPO=path (validate), PYTEST_ARGS='...' and PHRAME_REQUIRE_SERVICES=1 (test)."
+	@echo "  REPO=path (validate), PYTEST_ARGS='...', WORKERS=n and PHRAME_REQUIRE_SERVICES=1 (test)."
 
 deps: ## install Debian packages and the .venv where missing
 	@scripts/install-deps
@@ -37,10 +44,29 @@ down: deps ## stop the dev stack and remove its containers and networks (PURGE=1
 status: deps ## nodes and environments as the dev stack's broker reports them
 	$(VENV)/phrame status
 
-test: ## run the tests (PYTEST_ARGS=..., PHRAME_REQUIRE_SERVICES=1 to fail, not skip)
+check: lint ## lint, then the fast tier (unit + integration not marked slow) on every core
+	@scripts/ensure-dockerd
+	$(PYTEST) -m "not slow"
+
+test: ## every test: the fast tier, then the slow one (PYTEST_ARGS=...: only those, one pytest run)
 	@scripts/install-deps --ui
 	@scripts/ensure-dockerd
+ifeq ($(strip $(PYTEST_ARGS)),)
+	$(PYTEST) -m "not slow"
+	$(PYTEST) -m slow
+else
 	$(VENV)/pytest $(PYTEST_ARGS)
+endif
+
+test-fast: ## the fast tier alone: unit and integration tests not marked slow, on every core
+	@scripts/install-deps
+	@scripts/ensure-dockerd
+	$(PYTEST) -m "not slow"
+
+test-slow: ## the slow tier alone: stacks, fault cases, fuzzing, browsers, waits of many seconds
+	@scripts/install-deps --ui
+	@scripts/ensure-dockerd
+	$(PYTEST) -m slow
 
 lint: deps ## ruff check, ruff format --check, mypy, lint-imports (layers, SDKs only in adapters)
 	$(VENV)/ruff check .

@@ -8,6 +8,7 @@ every Docker object labelled ``TEST_LABEL=<test_label>`` is removed, never anyth
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import docker
 import pytest
@@ -43,6 +44,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         names = set(getattr(item, "fixturenames", ()))
         for marker in sorted({m for f, m in FIXTURE_MARKERS.items() if f in names}):
             item.add_marker(marker)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent under -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadgroup``, tests that share a stack or a fixture run on one worker
+    (tests/support/xdist_groups.py); any other --dist keeps xdist's own scheduler."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from tests.support.xdist_groups import GroupScheduling
+
+    return GroupScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -127,8 +127,13 @@ def stack(client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory)
 
 
 @pytest.fixture(scope="module")
-def sampler(client: docker.DockerClient, stack: DevStackProcess) -> Sampler:
-    return Sampler(client, stack)
+def sampler(client: docker.DockerClient, stack: DevStackProcess) -> Iterator[Sampler]:
+    s = Sampler(client, stack)
+    yield s
+    # A case that failed before its stop() left the thread sampling Docker; under xdist the
+    # worker goes on to other modules' tests (one mocks `requests`, and saw these calls).
+    if s._thread is not None:
+        s.stop()
 
 
 def rollout(stack: DevStackProcess) -> dict[str, Any]:

@@ -27,3 +27,4 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if str(item.fspath).startswith(here):
             item.add_marker(pytest.mark.timeout(TIMEOUT_S))
+            item.add_marker(pytest.mark.slow)  # a search of FUZZ_EXAMPLES each: the slow tier

@@ -137,6 +137,7 @@ def unsaved_metric(port: int) -> float:
     return float(line.split()[1])
 
 
+@pytest.mark.slow
 def test_the_agent_converges_its_containers_and_reports_a_process_it_cannot_record(
     mosquitto, env: AgentEnv, watcher: ActualWatcher, tmp_path: Path
 ) -> None:

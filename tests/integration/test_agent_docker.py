@@ -194,6 +194,7 @@ def push_test_image(env: Env, registry: Registry) -> str:
     return repo
 
 
+@pytest.mark.slow
 def test_authenticated_pull_from_the_registry(env: Env, registry):
     repo = push_test_image(env, registry)
     web = env.container("web", image=f"{repo}:1")
@@ -211,6 +212,7 @@ def test_authenticated_pull_from_the_registry(env: Env, registry):
         env.client.images.remove(f"{repo}:1", force=True)
 
 
+@pytest.mark.slow
 def test_credentials_are_not_sent_to_another_registry(env: Env, registry):
     # A second registry that would accept the same credentials: a pull from it succeeds only
     # if they are sent, so a failure proves they were not.
@@ -240,6 +242,7 @@ def test_credentials_are_not_sent_to_another_registry(env: Env, registry):
                 env.client.images.remove(f"{repo}:1", force=True)
 
 
+@pytest.mark.slow
 def test_two_nodes_on_one_daemon_share_a_network_name(env: Env):
     """Tests run several agents on one daemon: `<env>.<net>` is one network for all."""
     net = env.network("shared")

@@ -45,6 +45,7 @@ def _spec(node: str, image: str, round_: str) -> dict[str, object]:
     )
 
 
+@pytest.mark.slow
 def test_a_change_made_while_the_daemon_was_down_is_applied_once_it_answers(
     mosquitto: Mosquitto, dockerd: PrivateDockerd, tmp_path: Path
 ):
@@ -98,6 +99,7 @@ def live_dockerd() -> Iterator[PrivateDockerd]:
         d.close()
 
 
+@pytest.mark.slow
 def test_an_idle_agent_says_at_once_that_its_daemon_went_away_and_came_back(
     mosquitto: Mosquitto, live_dockerd: PrivateDockerd, tmp_path: Path
 ):
@@ -174,6 +176,7 @@ def idle(watcher: ActualWatcher, beats: int = 6, timeout: float = 30.0) -> None:
     watcher.wait_for(quiet, timeout, f"{beats} heartbeats without a new pass")
 
 
+@pytest.mark.slow
 def test_the_private_daemon_keeps_its_containers_across_a_restart(dockerd: PrivateDockerd):
     """The helper itself: a restart on the same data root keeps containers (by their restart
     policy) and leaves the shared daemon's bridge alone."""

@@ -41,6 +41,7 @@ def converged(watcher: ActualWatcher) -> bool:
     return bool(s) and s["state"] == "online" and s["converged"] and s["generation"] == 1
 
 
+@pytest.mark.slow
 def test_a_killed_container_is_back_within_a_second_and_reported_so(
     env: AgentEnv, watcher: ActualWatcher, node_b: ActualWatcher, mosquitto, tmp_path: Path
 ):
@@ -83,6 +84,7 @@ def test_a_killed_container_is_back_within_a_second_and_reported_so(
             assert agent.terminate() == 0, agent.log()
 
 
+@pytest.mark.slow
 def test_a_container_docker_restarts_by_its_policy_is_left_to_docker(env: AgentEnv):
     """A crash under ``restart: always`` is Docker's to restart (it shows ``restarting``):
     passes run right after each ``die`` (as the loop runs them) never start it themselves."""

@@ -47,6 +47,7 @@ def converged_on(watcher: ActualWatcher, generation: int = 1) -> bool:
     return bool(s) and s["state"] == "online" and s["converged"] and s["generation"] == generation
 
 
+@pytest.mark.slow
 def test_loop_converges_reports_repairs_and_exits_cleanly(
     env: AgentEnv, watcher: ActualWatcher, agent: AgentProcess
 ):
@@ -92,6 +93,7 @@ def test_loop_converges_reports_repairs_and_exits_cleanly(
     assert "refused command" in agent.log()
 
 
+@pytest.mark.slow
 def test_bad_payloads_are_reported_and_change_nothing(
     env: AgentEnv, watcher: ActualWatcher, agent: AgentProcess
 ):
@@ -152,6 +154,7 @@ def test_a_message_for_another_node_is_reported_and_changes_nothing(
         agent.actual_client.stop()
 
 
+@pytest.mark.slow
 def test_broker_restart_without_persistence_keeps_everything_running(
     env: AgentEnv, watcher: ActualWatcher, agent: AgentProcess, mosquitto
 ):
@@ -190,6 +193,7 @@ def test_sigkilled_agent_is_reported_offline_by_its_will(
     watcher.wait_for(lambda: watcher.status()["state"] == "offline", 20, "will: offline")
 
 
+@pytest.mark.slow
 def test_rendered_replaces_through_the_loop_with_no_gap(
     env: AgentEnv, watcher: ActualWatcher, agent: AgentProcess, tmp_path: Path
 ):

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from schemas import Topics
 from tests.support import agent_support as spec
 from tests.support.agent_support import ActualWatcher, AgentEnv
@@ -35,6 +37,7 @@ def once(env: AgentEnv, tmp_path: Path, path: str, **extra: str) -> tuple[int, d
     return proc.returncode, json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_once_converges_then_reports_an_empty_plan(env: AgentEnv, tmp_path: Path):
     specs = [env.network("n"), env.container("web", networks=[f"{env.env}.n"])]
     path = write(tmp_path, spec.topics_doc(env.node, specs))
@@ -60,6 +63,7 @@ def test_invalid_payloads_are_reported_and_ignored(env: AgentEnv, tmp_path: Path
     assert [c.name for c in env.managed()] == [good["name"]]
 
 
+@pytest.mark.slow
 def test_sigkill_mid_converge_then_the_next_run_finishes_without_duplicates(env: AgentEnv, tmp_path: Path):
     specs = [env.container(f"s{i}") for i in range(10)]
     path = write(tmp_path, spec.topics_doc(env.node, specs))
@@ -83,6 +87,7 @@ def test_sigkill_mid_converge_then_the_next_run_finishes_without_duplicates(env:
     assert all(c.status == "running" for c in env.managed())
 
 
+@pytest.mark.slow
 def test_once_reads_the_desired_state_from_the_broker(env: AgentEnv, tmp_path: Path, mosquitto):
     web = env.container("web")
     publisher = ActualWatcher(mosquitto.url, env.node)

@@ -135,6 +135,7 @@ def check_keeps_itself(env: AgentEnv, watcher: ActualWatcher, box: Any, twin: An
     return web
 
 
+@pytest.mark.slow
 def test_agent_in_a_container_keeps_itself_and_refuses_to_restart_it(
     env: AgentEnv, watcher: ActualWatcher, start_agent: StartAgent, twin: Any
 ):
@@ -148,6 +149,7 @@ def test_agent_in_a_container_keeps_itself_and_refuses_to_restart_it(
     assert env.get(web["name"]).status == "running"  # containers are left running
 
 
+@pytest.mark.slow
 def test_agent_sharing_another_containers_network_still_knows_itself(
     env: AgentEnv, watcher: ActualWatcher, start_agent: StartAgent, twin: Any
 ):

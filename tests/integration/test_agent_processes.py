@@ -157,6 +157,7 @@ def passes_like_the_loop(
     return ops
 
 
+@pytest.mark.slow
 def test_rendered_replaces_keeps_the_container_until_the_process_is_stable(
     rendered_env: AgentEnv, tmp_path: Path, supervisors
 ):
@@ -188,6 +189,7 @@ def test_rendered_replaces_keeps_the_container_until_the_process_is_stable(
     assert reconciler.run_pass(desired).converged
 
 
+@pytest.mark.slow
 def test_a_process_that_dies_soon_after_starting_never_takes_over(
     rendered_env: AgentEnv, tmp_path: Path, supervisors
 ):

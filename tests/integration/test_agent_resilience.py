@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
+import pytest
 
 from node_agent.docker_port import DockerPort
 from node_agent.loop import Agent
@@ -76,6 +77,7 @@ def test_a_restart_while_docker_is_down_fails_the_pass_not_the_loop(
         nowhere.close()
 
 
+@pytest.mark.slow
 def test_the_restart_command_refuses_the_agents_own_container(env: AgentEnv, mosquitto, tmp_path: Path):
     me, other = env.container("agent"), env.container("other")
     env.reconciler().run_pass(spec.desired([me, other]))
@@ -93,6 +95,7 @@ def test_the_restart_command_refuses_the_agents_own_container(env: AgentEnv, mos
         agent.actual_client.stop()
 
 
+@pytest.mark.slow
 def test_a_managed_container_with_a_bad_name_is_reported_and_skipped(
     env: AgentEnv, mosquitto, watcher: ActualWatcher, tmp_path: Path
 ):
@@ -120,6 +123,7 @@ def test_a_managed_container_with_a_bad_name_is_reported_and_skipped(
         assert agent.terminate() == 0, agent.log()
 
 
+@pytest.mark.slow
 def test_heartbeats_flow_while_a_pass_waits_and_sigterm_ends_the_wait(
     env: AgentEnv, mosquitto, watcher: ActualWatcher, tmp_path: Path
 ):
@@ -159,6 +163,7 @@ def test_heartbeats_flow_while_a_pass_waits_and_sigterm_ends_the_wait(
     watcher.wait_for(lambda: watcher.status()["state"] == "offline", 5, "offline status")
 
 
+@pytest.mark.slow
 def test_an_agent_that_boots_before_its_broker_waits_for_it(env: AgentEnv, mosquitto, tmp_path: Path):
     """A host often boots before its broker: the agent waits, then converges; it never exits."""
     mosquitto.stop()

@@ -13,6 +13,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess, topics_doc
 from tests.support.services import wait_until
 
@@ -33,6 +35,7 @@ def converged(watcher: ActualWatcher) -> bool:
     return bool(s) and s["state"] == "online" and s["converged"] and s["generation"] == 1
 
 
+@pytest.mark.slow
 def test_a_killed_container_restarted_by_the_agent_reports_its_exit(
     env: AgentEnv, watcher: ActualWatcher, mosquitto, tmp_path: Path
 ):

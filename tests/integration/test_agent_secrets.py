@@ -68,6 +68,7 @@ def _env_of(env: AgentEnv, name: str) -> dict[str, str]:
     return dict(p.split("=", 1) for p in pairs)
 
 
+@pytest.mark.slow
 def test_only_regular_utf8_files_inside_the_secrets_dir_are_read(
     env: AgentEnv, watcher: ActualWatcher, agent: AgentProcess, secrets: Path
 ):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
 from node_agent.docker_port import DockerPort
 from node_agent.reconcile import NodeReconciler
 from tests.support import agent_support as spec
@@ -41,6 +43,7 @@ def _replace_seconds(env: Env, **fields: Any) -> float:
     return seconds
 
 
+@pytest.mark.slow
 def test_stop_grace_period_shortens_the_replacement_of_a_process_ignoring_sigterm(env: Env) -> None:
     seconds = _replace_seconds(env, stop_grace_period="1s")
     assert seconds < 5, f"replacing took {seconds:.1f}s: the 1s grace was not used"

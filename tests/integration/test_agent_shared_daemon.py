@@ -10,6 +10,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+
 from node_agent.container_config import managed_labels
 from node_agent.models import NETWORK, NODE
 from node_agent.reconcile import NodeReconciler
@@ -62,6 +64,7 @@ def first_pass(
     results[key] = rec.run_pass(desired)
 
 
+@pytest.mark.slow
 def test_racing_first_passes_converge_on_one_network(env: AgentEnv):
     """Two nodes' first passes at the same instant, each creating ``<env>.<net>`` (the first run's
     race): one network remains and both containers run on it, within three more passes
@@ -97,6 +100,7 @@ def test_racing_first_passes_converge_on_one_network(env: AgentEnv):
         pb.assert_only_touched_own()
 
 
+@pytest.mark.slow
 def test_a_duplicate_network_is_removed_by_its_creator_only(env: AgentEnv):
     """Left by the race: the older network wins for everyone; the newer one's creator
     removes it; the other node never touches it."""
@@ -134,6 +138,7 @@ def test_a_dead_nodes_duplicate_is_reported_and_never_removed(env: AgentEnv):
     pa.assert_only_touched_own()
 
 
+@pytest.mark.slow
 def test_a_network_another_node_uses_is_left_and_the_node_converges(env: AgentEnv):
     """Node a created the network, node b's container runs on it, node a's
     new manifest drops it. Node a leaves it (converged, no retries), and removes it once free."""
@@ -205,6 +210,7 @@ def test_recording_port_sees_a_foreign_touch(env: AgentEnv):
     pa.assert_only_touched_own()
 
 
+@pytest.mark.slow
 def test_the_dev_stack_case_through_two_agent_loops(env: AgentEnv, mosquitto, tmp_path):
     """Two ``phrame node-agent`` processes with PHRAME_SHARED_DAEMON=true start together on
     one daemon (one network for both), node a is lost, its replica moves to node b, node b

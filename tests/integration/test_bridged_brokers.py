@@ -99,6 +99,7 @@ def acl_of_bridge_account(hub: Broker, node: str, clients: list[MqttClient]) -> 
     clients.remove(bridge)
 
 
+@pytest.mark.slow
 def test_hub_and_site_carry_the_planes_and_survive_a_site_restart(
     tmp_path: Path, env: AgentEnv, docker_client: docker.DockerClient, clients: list[MqttClient]
 ) -> None:

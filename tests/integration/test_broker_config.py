@@ -42,7 +42,7 @@ from tests.support.mosquitto import Mosquitto
 from tests.support.mqtt import Inbox
 from tests.support.services import free_port, require_binary, wait_for_port, wait_until
 
-pytestmark = pytest.mark.mqtt
+pytestmark = [pytest.mark.mqtt, pytest.mark.slow]
 
 INVENTORY = Path(__file__).parents[2] / "fixtures" / "phrame-config"
 ACCOUNTS = (

@@ -82,6 +82,7 @@ def _get(port: int) -> str:
         return f"not yet: {e}"
 
 
+@pytest.mark.slow
 def test_an_exported_file_runs_under_docker_compose_up(
     tmp_path: Path, docker_client: docker.DockerClient, busybox_image: str, test_label: str
 ) -> None:

@@ -97,6 +97,7 @@ def _view(c: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_agent_and_docker_compose_run_the_same_containers(
     tmp_path: Path, docker_client: docker.DockerClient, busybox_image: str, docker_cleanup: str
 ) -> None:

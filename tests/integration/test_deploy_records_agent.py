@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from schemas import Topics, check_payload
 from tests.support.agent_support import AgentEnv, AgentProcess
 from tests.support.mosquitto import Mosquitto
@@ -44,6 +46,7 @@ def records(client: Any, env: AgentEnv) -> list[dict[str, Any]]:
     return list(doc["deploys"])
 
 
+@pytest.mark.slow
 def test_records_follow_a_real_agent(tmp_path: Path, mosquitto: Mosquitto, env: AgentEnv) -> None:
     remote = ConfigRemote(tmp_path / "git")
     first = remote.commit("web: first", files=repo_files(env, image=env.image, version=1))

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support import waiting
 from tests.support.services import free_port, require_binary
 
@@ -50,6 +52,7 @@ def test_a_taken_port_is_a_clear_error_before_anything_starts(tmp_path: Path):
     assert not (tmp_path / "state" / "config.git").exists()  # nothing was started or created
 
 
+@pytest.mark.slow
 def test_without_docker_the_stack_runs_processes_restarts_a_crash_and_stops_in_order(tmp_path: Path):
     require_binary("mosquitto", "mosquitto")
     state, out = tmp_path / "state", tmp_path / "dev.out"
@@ -102,6 +105,7 @@ def test_without_docker_the_stack_runs_processes_restarts_a_crash_and_stops_in_o
     ], lines
 
 
+@pytest.mark.slow
 def test_a_closed_console_still_stops_every_part(tmp_path: Path):
     # `make up | tee log` and Ctrl-C: tee dies first, so the supervisor's next line meets a
     # closed pipe. It must go on stopping its parts rather than die and leave them running.

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import git
 import httpx
+import pytest
 
 from tests.integration.test_dev_cli import clean_env, wait_for
 from tests.support.services import free_port, require_binary
@@ -19,6 +20,7 @@ from tests.support.services import free_port, require_binary
 ROOT = Path(__file__).parents[2]
 
 
+@pytest.mark.slow
 def test_a_compose_import_on_the_dev_stack_opens_a_branch_git_fetch_shows(tmp_path: Path) -> None:
     require_binary("mosquitto", "mosquitto")
     state, out, api_port = tmp_path / "state", tmp_path / "dev.out", free_port()

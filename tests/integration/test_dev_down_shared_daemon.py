@@ -18,6 +18,7 @@ NODE = "io.phrame.node"
 OTHERS = 40
 
 
+@pytest.mark.slow
 def test_containers_removed_by_others_meanwhile_do_not_stop_the_removal_of_ours(
     docker_client: docker.DockerClient, busybox_image: str, docker_cleanup: str
 ) -> None:

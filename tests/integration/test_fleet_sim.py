@@ -48,6 +48,7 @@ def assignments(fleet: Fleet, sha: str) -> dict[str, list[str | None]]:
     return doc
 
 
+@pytest.mark.slow
 def test_twenty_simulated_nodes_converge_and_a_lost_one_loses_only_its_replicas(fleet: Fleet) -> None:
     fleet.start_config_sync()
     fleet.start_nodes()
@@ -87,6 +88,7 @@ def test_twenty_simulated_nodes_converge_and_a_lost_one_loses_only_its_replicas(
     assert changed == on_lost and on_lost, (changed, on_lost)
 
 
+@pytest.mark.slow
 def test_a_killed_worker_s_nodes_go_by_their_last_wills_and_lose_only_their_replicas(fleet: Fleet) -> None:
     fleet.start_config_sync()
     fleet.start_nodes()

@@ -30,6 +30,8 @@ from tests.support.git_http import GitHttpServer
 from tests.support.services import require_binary
 from tests.support.sync_support import ConfigRemote
 
+pytestmark = pytest.mark.slow
+
 TOKEN = "glpat-Phr4me-https-test-token"
 WRONG = "glpat-not-the-right-one-0000"
 NODE_JSON = "environments/studio-a/node.json"

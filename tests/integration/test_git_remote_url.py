@@ -38,6 +38,8 @@ from tests.support.mosquitto import Mosquitto
 from tests.support.services import require_binary, wait_until
 from tests.support.sync_support import SAMPLE, SECRET, ConfigRemote, reader, running_sync
 
+pytestmark = pytest.mark.slow
+
 TOKEN = "glpat-Phr4me-url-token-0001"
 WRONG = "glpat-Phr4me-wrong-url-0002"
 REPO = "phrame-config.git"

@@ -111,6 +111,7 @@ def env(docker_client, busybox_image, docker_cleanup) -> Iterator[AgentEnv]:
     yield AgentEnv(docker_client, busybox_image, docker_cleanup)
 
 
+@pytest.mark.slow
 def test_every_service_counts_real_activity(tmp_path: Path, mosquitto: Mosquitto, env: AgentEnv) -> None:
     remote = ConfigRemote(tmp_path / "git")
     remote.commit("web: first", files=repo_files(env, image=env.image, version=1))
@@ -205,6 +206,7 @@ def test_every_service_counts_real_activity(tmp_path: Path, mosquitto: Mosquitto
         remote.work.close()  # gitpython's cat-file helpers
 
 
+@pytest.mark.slow
 def test_no_listener_without_the_setting(tmp_path: Path, mosquitto: Mosquitto) -> None:
     remote = ConfigRemote(tmp_path / "git")
     remote.commit("empty", files={"README": "x\n"})

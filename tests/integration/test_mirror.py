@@ -57,6 +57,7 @@ def deep_broker() -> Iterator[Mosquitto]:
         proc.stderr.close()
 
 
+@pytest.mark.slow
 def test_burst_is_debounced_and_the_last_snapshot_is_the_retained_state(
     deep_broker: Mosquitto, clients: list, tmp_path: Path
 ) -> None:

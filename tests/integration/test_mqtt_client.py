@@ -213,6 +213,7 @@ def test_will_is_published_after_the_delay_when_the_agent_dies(broker: Mosquitto
     assert time.monotonic() - died >= 0.8, "the will ignored its delay"
 
 
+@pytest.mark.slow
 def test_quick_restart_within_the_will_delay_does_not_flap(broker: Mosquitto, clients: list) -> None:
     inbox = Inbox()
     connect(clients, settings(broker.url), "observer").subscribe("a/status", inbox)
@@ -288,6 +289,7 @@ def test_a_broker_shutdown_is_logged_as_one_clear_sentence(
     assert "the broker closed the connection" in said[0] and "reconnecting" in said[0]
 
 
+@pytest.mark.slow
 def test_a_silent_broker_is_logged_as_one_lost_connection(
     broker: Mosquitto, clients: list, caplog: pytest.LogCaptureFixture
 ) -> None:

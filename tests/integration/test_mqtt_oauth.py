@@ -72,6 +72,7 @@ def observer(clients: list[MqttClient], broker: TokenBroker) -> MqttClient:
     return start(clients, token_settings(broker, "observer", token), "observer")
 
 
+@pytest.mark.slow
 def test_a_valid_token_connects_expired_and_forged_are_refused(broker: TokenBroker) -> None:
     valid = mint_token(SECRET, "agent-a", time.time() + 30)
     client = MqttClient(token_settings(broker, "agent-a", valid), "agent-a")
@@ -86,6 +87,7 @@ def test_a_valid_token_connects_expired_and_forged_are_refused(broker: TokenBrok
     assert broker.decisions("agent-a") == ["ok", "refused", "refused", "refused"]
 
 
+@pytest.mark.slow
 def test_wrong_client_secret_gets_no_token(token_server: TokenServer, broker: TokenBroker) -> None:
     settings = oauth_settings(broker, token_server, "agent-a", "not-the-secret")
     with pytest.raises(MqttError, match="no OAuth2 token"):
@@ -93,6 +95,7 @@ def test_wrong_client_secret_gets_no_token(token_server: TokenServer, broker: To
     assert token_server.issued() == 0
 
 
+@pytest.mark.slow
 def test_refresh_before_expiry_keeps_subscriptions_and_inflight_messages(
     token_server: TokenServer, broker: TokenBroker, clients: list[MqttClient]
 ) -> None:
@@ -130,6 +133,7 @@ def test_refresh_before_expiry_keeps_subscriptions_and_inflight_messages(
     assert inbox_agent.wait_for(payload=b"still-subscribed")
 
 
+@pytest.mark.slow
 def test_token_endpoint_down_for_10s_is_retried_then_recovered(
     token_server: TokenServer, broker: TokenBroker, clients: list[MqttClient]
 ) -> None:
@@ -208,6 +212,7 @@ def test_a_cut_or_garbled_token_answer_is_retried_never_the_end_of_refresh() -> 
         thread.join(5)
 
 
+@pytest.mark.slow
 def test_refresh_under_mqtt5_keeps_the_session_both_ways(
     token_server: TokenServer, mosquitto, clients: list[MqttClient]
 ) -> None:

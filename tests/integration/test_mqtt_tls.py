@@ -19,7 +19,7 @@ from tests.support.certs import Pki, make_pki
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import free_port
 
-pytestmark = pytest.mark.mqtt
+pytestmark = [pytest.mark.mqtt, pytest.mark.slow]
 
 
 @dataclass

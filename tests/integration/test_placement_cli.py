@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from phrame.mqtt import MqttClient, MqttSettings
 from schemas import Topics
 from tests.integration.test_placement_git import NODES, ConfigRemote
@@ -26,6 +28,7 @@ def placement_once(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_once_places_prints_and_publishes(mosquitto: Mosquitto, tmp_path: Path) -> None:
     remote = ConfigRemote(tmp_path)
     client = MqttClient(MqttSettings(url=mosquitto.url), "test-cli")

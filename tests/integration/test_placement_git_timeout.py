@@ -6,12 +6,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from phrame.git import GitError
 from placement.git_repo import PlacementRepo
 from tests.integration.test_placement_git import ConfigRemote
 from tests.support.sync_support import finishes_within, silent_git_server
 
 
+@pytest.mark.slow
 def test_fetch_and_push_to_a_silent_host_time_out(tmp_path: Path) -> None:
     remote = ConfigRemote(tmp_path)
     cache = tmp_path / "cache.git"

@@ -99,6 +99,7 @@ def trailers(remote: ConfigRemote) -> list[str]:
     return [line for line in out.splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_two_instances_one_acts_the_other_takes_over_when_it_is_killed(
     mosquitto: Mosquitto, tmp_path: Path, instances: list[Instance]
 ) -> None:
@@ -181,6 +182,7 @@ def test_lock_is_exclusive_and_released(tmp_path: Path) -> None:
     second.release()
 
 
+@pytest.mark.slow
 def test_an_instance_started_before_its_broker_waits_then_places(
     mosquitto: Mosquitto, tmp_path: Path, instances: list[Instance]
 ) -> None:

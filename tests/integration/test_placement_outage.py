@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.integration.test_placement_loop import Harness
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import wait_until
@@ -57,6 +59,7 @@ def test_broker_outage_moves_nothing_and_a_reconnect_restarts_the_timeout(
         h.close()
 
 
+@pytest.mark.slow
 def test_deaf_placement_says_so_on_a_separate_desired_broker(mosquitto: Mosquitto, tmp_path: Path) -> None:
     desired = Mosquitto().start()
     h = Harness(mosquitto, tmp_path, desired=desired)

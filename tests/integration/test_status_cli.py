@@ -37,6 +37,7 @@ def run_status(
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_status_reads_the_fleet_and_sets_the_exit_code(mosquitto: Mosquitto) -> None:
     client = MqttClient(MqttSettings(url=mosquitto.url), "test-status-writer")
     client.start(timeout=5)
@@ -61,6 +62,7 @@ def test_status_reads_the_fleet_and_sets_the_exit_code(mosquitto: Mosquitto) -> 
         client.stop()
 
 
+@pytest.mark.slow
 def test_status_shows_the_environment_commit_and_which_nodes_applied_it(mosquitto: Mosquitto) -> None:
     """Over a real broker: manifests (desired plane) against statuses."""
     old, new = "a" * 40, "b" * 40
@@ -97,6 +99,7 @@ def test_status_shows_the_environment_commit_and_which_nodes_applied_it(mosquitt
         client.stop()
 
 
+@pytest.mark.slow
 def test_a_node_online_by_its_status_but_with_a_stale_heartbeat_shows_offline(mosquitto: Mosquitto) -> None:
     """One node-health rule. The retained status says online, the retained
     heartbeat is older than PHRAME_NODE_TIMEOUT_S: ``phrame status`` says offline and why."""
@@ -124,6 +127,7 @@ def test_a_node_online_by_its_status_but_with_a_stale_heartbeat_shows_offline(mo
         client.stop()
 
 
+@pytest.mark.slow
 def test_a_node_whose_clock_is_10_minutes_off_is_online_and_a_silent_one_goes_offline(
     mosquitto: Mosquitto,
 ) -> None:
@@ -166,6 +170,7 @@ def test_a_node_whose_clock_is_10_minutes_off_is_online_and_a_silent_one_goes_of
         client.stop()
 
 
+@pytest.mark.slow
 def test_status_without_a_broker_exits_2() -> None:
     from tests.support.services import free_port
 

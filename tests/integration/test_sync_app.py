@@ -143,6 +143,7 @@ def test_bad_requests_get_4xx_and_the_service_stays_healthy(running: Running) ->
     assert running.syncs == 2
 
 
+@pytest.mark.slow
 def test_out_of_order_and_stale_deliveries_end_on_the_head(running: Running, mosquitto: Mosquitto) -> None:
     a = running.remote.commit("a", files={"environments/studio-a/services/egress.yaml": None})
     b = running.remote.commit("b", files={"environments/studio-a/services/tams.yaml": None})
@@ -253,6 +254,7 @@ def test_phrame_replay_posts_a_recorded_delivery(
     assert phrame_main(["replay", event, "--url", closed]) == 2
 
 
+@pytest.mark.slow
 def test_started_before_its_broker_it_serves_unready_then_syncs_once_the_broker_answers(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:
@@ -279,6 +281,7 @@ def test_started_before_its_broker_it_serves_unready_then_syncs_once_the_broker_
         assert json.loads(next(iter(sync.values())))["ok"] is True
 
 
+@pytest.mark.slow
 def test_a_login_refused_after_start_up_turns_healthz_red(tmp_path: Path) -> None:
     """The broker was down at start; when it comes up and refuses our login, waiting would
     not help: /healthz says so (503), so a supervisor restarts us with the fixed secret."""

@@ -148,6 +148,7 @@ def test_a_client_hanging_up_mid_body_logs_one_line_and_no_traceback(hostile: Ru
     assert text.count("hung up") == 1, text
 
 
+@pytest.mark.slow
 def test_a_kept_alive_connection_trickling_its_next_head_is_closed(hostile: Running) -> None:
     """uvicorn's keep-alive timer restarts on every byte; the head deadline does not."""
     port = int(hostile.url.rsplit(":", 1)[1])

@@ -8,6 +8,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
+
 from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from schemas import Topics
@@ -32,6 +34,7 @@ def converged_on(commit: str, generations: Mapping[str, int]) -> list[tuple[str,
     return [(T.status(n), json.dumps({**status, "generation": g}).encode()) for n, g in generations.items()]
 
 
+@pytest.mark.slow
 def test_deploy_success_when_agents_report_the_commit_and_failed_after_timeout(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:

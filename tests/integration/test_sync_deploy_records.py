@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from phrame.mqtt import MqttClient
@@ -59,6 +61,7 @@ def start(remote: ConfigRemote, tmp_path: Path, url: str, **kw: Any) -> ConfigSy
     return service
 
 
+@pytest.mark.slow
 def test_records_follow_the_agents_and_name_the_commit_from_git(tmp_path: Path, mosquitto: Mosquitto) -> None:
     remote = ConfigRemote(tmp_path)
     first = remote.commit("sample", copy_from=SAMPLE)
@@ -150,6 +153,7 @@ def test_history_survives_a_restart_and_a_pending_record_is_resolved(
         three.stop()
 
 
+@pytest.mark.slow
 def test_at_most_twenty_records_are_retained(tmp_path: Path, mosquitto: Mosquitto) -> None:
     remote = ConfigRemote(tmp_path)
     remote.commit("sample", copy_from=SAMPLE)
@@ -168,6 +172,7 @@ def test_at_most_twenty_records_are_retained(tmp_path: Path, mosquitto: Mosquitt
         service.stop()
 
 
+@pytest.mark.slow
 def test_phrame_status_shows_the_last_deployments(tmp_path: Path, mosquitto: Mosquitto) -> None:
     remote = ConfigRemote(tmp_path)
     first = remote.commit("sample", copy_from=SAMPLE)

@@ -127,6 +127,7 @@ def test_a_commit_that_changes_nothing_gets_deploy_success(
     assert mine == [("phrame/validate", "success", "main"), ("phrame/deploy", "success", "main")]
 
 
+@pytest.mark.slow
 def test_merge_request_open_then_update_keeps_one_note(gitlab_running: tuple[Running, CannedGitLab]) -> None:
     running, gitlab = gitlab_running
     running.remote.commit(
@@ -155,6 +156,7 @@ def test_merge_request_open_then_update_keeps_one_note(gitlab_running: tuple[Run
     )
 
 
+@pytest.mark.slow
 def test_merge_request_plan_is_against_the_merge_base(gitlab_running: tuple[Running, CannedGitLab]) -> None:
     """feature/x adds asset-cache; meanwhile main gains probe. Merging would not remove
     probe, so the plan (like GitLab's own MR diff) compares with the merge base."""
@@ -201,6 +203,7 @@ def test_gitlab_down_never_holds_a_deployment_back(tmp_path: Path, mosquitto: Mo
             service.stop()
 
 
+@pytest.mark.slow
 def test_gitlab_unreachable_still_publishes_exactly_the_rendering(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:

@@ -110,6 +110,7 @@ def _wait_all_closed(socks: list[socket.socket], timeout: float) -> int:
     return open_
 
 
+@pytest.mark.slow
 def test_half_open_connections_do_not_take_config_sync_down(tmp_path: Path, mosquitto: Mosquitto) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < HALF_OPEN + 200:  # this test's own sockets
@@ -137,6 +138,7 @@ def test_half_open_connections_do_not_take_config_sync_down(tmp_path: Path, mosq
     assert "header timeout" in text  # the condition is said, once per interval
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("secret", "needle"),
     [("", "PHRAME_WEBHOOK_SECRET"), ("file:", "empty")],

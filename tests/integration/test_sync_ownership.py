@@ -15,6 +15,8 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
+
 from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from schemas import Topics
@@ -94,6 +96,7 @@ def test_main_taking_an_environment_back_ends_the_release_worker(
         service.stop()
 
 
+@pytest.mark.slow
 def test_a_ref_still_tracked_never_publishes_what_main_took_back(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:
@@ -165,6 +168,7 @@ def test_an_environment_main_deletes_is_cleared_though_release_published_it(
         service.stop()
 
 
+@pytest.mark.slow
 def test_a_ref_publishes_what_main_hands_it_though_its_own_tree_says_main(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:

@@ -43,6 +43,7 @@ def synced_commit(url: str) -> str | None:
     return json.loads(raw)["commit"] if raw else None
 
 
+@pytest.mark.slow
 def test_a_sync_that_failed_on_an_unreachable_remote_is_retried_once_it_is_back(
     remote: ConfigRemote, service: ConfigSync, mosquitto: Mosquitto
 ) -> None:
@@ -69,6 +70,7 @@ def sync_doc(url: str) -> dict | None:
     return json.loads(raw) if raw else None
 
 
+@pytest.mark.slow
 def test_an_unreachable_remote_shows_in_the_sync_topic_and_clears_when_it_is_back(
     remote: ConfigRemote, service: ConfigSync, mosquitto: Mosquitto
 ) -> None:

@@ -128,6 +128,7 @@ def _deploy(service: ConfigSync, sha: str) -> tuple[str, str] | None:
     return found[-1] if found else None
 
 
+@pytest.mark.slow
 def test_waves_of_one_each_after_the_previous_is_healthy(
     tmp_path: Path, mosquitto: Mosquitto, remote: ConfigRemote, fleet: Fleet
 ) -> None:
@@ -207,6 +208,7 @@ def test_waves_of_one_each_after_the_previous_is_healthy(
         service.stop()
 
 
+@pytest.mark.slow
 def test_unhealthy_first_wave_pauses_the_rest_untouched(
     tmp_path: Path, mosquitto: Mosquitto, remote: ConfigRemote, fleet: Fleet
 ) -> None:
@@ -272,6 +274,7 @@ def test_rollback_returns_the_first_replica_to_its_old_spec(
         service.stop()
 
 
+@pytest.mark.slow
 def test_canary_waits_for_promotion_and_restart_resumes(
     tmp_path: Path, mosquitto: Mosquitto, remote: ConfigRemote, fleet: Fleet
 ) -> None:
@@ -332,6 +335,7 @@ def _promote_cli(url: str, token: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_promote_over_http_and_the_cli(
     tmp_path: Path, mosquitto: Mosquitto, remote: ConfigRemote, fleet: Fleet
 ) -> None:
@@ -374,6 +378,7 @@ def test_promote_over_http_and_the_cli(
             service.stop()
 
 
+@pytest.mark.slow
 def test_a_broker_restarted_without_its_retained_plane_keeps_the_waves(
     tmp_path: Path, mosquitto: Mosquitto, remote: ConfigRemote, fleet: Fleet
 ) -> None:

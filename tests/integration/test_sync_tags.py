@@ -97,6 +97,7 @@ def remote(tmp_path: Path) -> ConfigRemote:
     return remote
 
 
+@pytest.mark.slow
 def test_a_tag_tracked_environment_follows_its_tag(
     tmp_path: Path, remote: ConfigRemote, mosquitto: Mosquitto, caplog: pytest.LogCaptureFixture
 ) -> None:

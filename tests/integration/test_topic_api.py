@@ -20,7 +20,7 @@ from tests.support.mosquitto import Mosquitto
 from tests.support.topic_api import ApiStack, SseReader, fleet, heartbeat
 from tests.support.waiting import wait_for
 
-pytestmark = pytest.mark.mqtt
+pytestmark = [pytest.mark.mqtt, pytest.mark.slow]
 T = Topics()
 NODES = ["api-1", "api-2"]
 C2 = "d" * 40

@@ -26,7 +26,7 @@ from tests.support.mosquitto import Mosquitto
 from tests.support.sync_support import ConfigRemote
 from tests.support.topic_api import ROOT, ApiStack
 
-pytestmark = pytest.mark.mqtt
+pytestmark = [pytest.mark.mqtt, pytest.mark.slow]
 COMPOSE = ROOT / "fixtures" / "compose"
 FLASK = (COMPOSE / "flask-redis.yml").read_text()
 VOTING = (COMPOSE / "voting-app-stack.yml").read_text()

@@ -26,6 +26,7 @@ CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,re
 EXAMPLES = "50"  # per operation; keeps the run well under a minute on 2 cores
 
 
+@pytest.mark.slow
 def test_schemathesis_finds_no_5xx_and_no_schema_violation(
     mosquitto: Mosquitto, clients: list, tmp_path: Path
 ) -> None:

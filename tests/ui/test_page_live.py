@@ -20,7 +20,7 @@ from tests.support.topic_api import ApiStack, fleet, heartbeat
 from tests.support.waiting import wait_for
 from tests.ui.conftest import Opener
 
-pytestmark = pytest.mark.mqtt
+pytestmark = [pytest.mark.mqtt, pytest.mark.slow]  # a browser: the slow tier
 T = Topics()
 NODES = ["ui-1", "ui-2"]
 XSS = '<img src=x onerror="window.__xss=1">'
