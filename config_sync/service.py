@@ -16,12 +16,13 @@ from typing import Any
 
 from config_sync.deploys.history import DeployHistory
 from config_sync.deploys.watcher import DeployWatcher
+from config_sync.errors import PublishError
 from config_sync.intake.clone import SyncRepo
 from config_sync.intake.queue import WorkQueue
 from config_sync.intake.syncing import Syncer
 from config_sync.intake.webhooks import Route
 from config_sync.metrics import Metrics
-from config_sync.publication.sender import DesiredPublisher, PublishError, SyncOutcome
+from config_sync.publication.sender import DesiredPublisher, SyncOutcome
 from config_sync.reporting import CommitReporter, GitLabReporter, LocalReporter
 from config_sync.rollouts.controller import RolloutController
 from config_sync.settings import SyncSettings

@@ -45,13 +45,13 @@ class DesiredStore:
             if kind == "manifest":
                 before: Any = self._manifest
                 self._manifest = None if doc is None else _manifest(doc)
-                return before != self._manifest
+                return bool(before != self._manifest)
             items = self._items[kind]
             if doc is None:
                 return items.pop(key, None) is not None
             before = items.get(key)
             items[key] = doc
-            return before != doc
+            return bool(before != doc)
 
     def apply_all(self, messages: Mapping[str, bytes]) -> None:
         for topic, payload in sorted(messages.items()):

@@ -261,6 +261,6 @@ def _alive(pid: int | None, create_time: float | None) -> bool:
     try:
         p = psutil.Process(pid)
         same = create_time is None or abs(p.create_time() - create_time) < 0.01
-        return same and p.status() != psutil.STATUS_ZOMBIE
+        return same and bool(p.status() != psutil.STATUS_ZOMBIE)
     except psutil.Error:
         return False
