@@ -111,8 +111,10 @@ def test_full_disks_are_reported_lose_nothing_and_recover_when_space_returns(fau
         served = s.api("api/nodes")
         assert served["generated_at"] == served_at and {n["node"] for n in served["nodes"]} >= set(s.nodes)
         assert {p: snapshot(disks.mirror / f"{p}.json") for p in planes} == good
+        # no half-written snapshot left behind: the snapshots, the filler and each running
+        # mirror's notice socket only
         assert sorted(x.name for x in disks.mirror.iterdir()) == sorted(
-            [FILLER, "actual.json", "desired.json"]
+            [FILLER, "actual.json", "desired.json", "actual.sock", "desired.sock"]
         )
         full_for = time.monotonic() - full_at
     at = time.monotonic()
