@@ -2,7 +2,7 @@
 
 :class:`~placement.loop.PlacementLoop` subscribes :meth:`Triggers.on_actual` to the actual
 plane's heartbeats and statuses and :meth:`Triggers.on_sync` to every environment's ``sync``
-(MQTT network thread: quick, never raises). They update liveness and only add keys to the
+(MQTT network thread: quick, never raises). They feed the actual view and only add keys to the
 loop's work queue: :data:`EVERY` (all environments) when a message changes whether a node
 is alive, one environment when config-sync reports a new commit of it. Never decides.
 """
@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from phrame.actual import Change
 from phrame.mqtt import Message
 from placement.health import PlacementHealth
 from schemas import PayloadError, Topics, check_payload, load_json
@@ -35,6 +36,7 @@ class Triggers:
         self.last_retained = 0.0  # monotonic time of the last retained message seen
         self._commits: dict[str, str] = {}  # environment -> the commit its last sync state named
         self._lock = threading.Lock()
+        liveness.view.listen(self._on_change)
 
     def actual_filters(self) -> list[str]:
         return [self.topics.heartbeat_filter(), self.topics.node_status_filter()]
@@ -48,20 +50,16 @@ class Triggers:
             return self._commits.get(env)
 
     def on_actual(self, msg: Message) -> None:
-        """A heartbeat or status: into the actual view (which validates, logs and ignores an
-        invalid report); a pass of everything if it changed whether a node is alive."""
+        """A heartbeat or status: into the actual view, which validates it (an invalid report
+        is logged and ignored) and tells :meth:`_on_change` when a node's liveness changed."""
         if msg.retain:
             self.last_retained = time.monotonic()
-        try:
-            topic = self.topics.parse(msg.topic)
-        except ValueError:
-            return
-        if topic.plane != "actual" or topic.kind not in ("heartbeat", "status") or topic.node is None:
-            return
-        now = self.clock()
-        was = self.liveness.health([topic.node], now)[topic.node]
         self.liveness.view.on_message(msg)
-        if self.liveness.health([topic.node], now)[topic.node] != was:
+
+    def _on_change(self, change: Change) -> None:
+        # the view judges liveness once per message already: a pass of everything only when
+        # that judgement changed (the usual heartbeat changes nothing and costs no pass)
+        if change.what == "liveness":
             self.enqueue(EVERY)
 
     def on_sync(self, msg: Message) -> None:
