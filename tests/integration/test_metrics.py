@@ -106,11 +106,6 @@ def base_env(state: Path, broker: str, **extra: str) -> dict[str, str]:
     return env | {"PHRAME_DESIRED_MQTT_URL": broker, "PHRAME_STATE_DIR": str(state)} | extra
 
 
-@pytest.fixture
-def env(docker_client, busybox_image, docker_cleanup) -> Iterator[AgentEnv]:
-    yield AgentEnv(docker_client, busybox_image, docker_cleanup)
-
-
 @pytest.mark.slow
 def test_every_service_counts_real_activity(tmp_path: Path, mosquitto: Mosquitto, env: AgentEnv) -> None:
     remote = ConfigRemote(tmp_path / "git")
