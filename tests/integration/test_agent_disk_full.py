@@ -54,11 +54,13 @@ def job(marker: str, env: str = "e") -> dict:
 
 
 def running_with(marker: str) -> list[int]:
-    found = []
-    for p in psutil.process_iter(["pid", "cmdline", "status"]):
+    """The pids of the shells carrying ``marker``. Not their children: a shell's fork shows
+    the shell's command line until it execs ``sleep``, so a look at that moment sees two."""
+    found: dict[int, int] = {}
+    for p in psutil.process_iter(["pid", "ppid", "cmdline", "status"]):
         if marker in " ".join(p.info["cmdline"] or ()) and p.info["status"] != psutil.STATUS_ZOMBIE:
-            found.append(p.info["pid"])
-    return found
+            found[p.info["pid"]] = p.info["ppid"]
+    return sorted(pid for pid, parent in found.items() if parent not in found)
 
 
 def record(disk: Path, item: str = ITEM) -> dict:

@@ -59,7 +59,8 @@ class Instance:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "placement"],
                 cwd=ROOT,
-                env=env | {"PHRAME_STATE_DIR": str(tmp / f"state-{name}")},
+                # faulthandler: a SIGABRT dumps every thread's stack into the log (see terminate)
+                env=env | {"PHRAME_STATE_DIR": str(tmp / f"state-{name}"), "PYTHONFAULTHANDLER": "1"},
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
@@ -67,6 +68,17 @@ class Instance:
 
     def text(self) -> str:
         return self.log.read_text(errors="replace")
+
+    def terminate(self, timeout: float = 10.0) -> int:
+        """SIGTERM, and the exit code; one that does not end in ``timeout`` fails the test
+        with its log and the stacks of all its threads (where it hangs)."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)
+            self.proc.wait(10)
+            pytest.fail(f"no exit {timeout:g} s after SIGTERM; its log and stacks:\n{self.text()}")
 
     def end(self) -> None:
         if self.proc.poll() is None:
@@ -145,8 +157,7 @@ def test_two_instances_one_acts_the_other_takes_over_when_it_is_killed(
         assert "edge-03 offline" in remote.message()
         assert "edge-03" not in remote.node_json()["assignments"]["mixer"]
 
-        b.proc.send_signal(signal.SIGTERM)
-        assert b.proc.wait(10) == 0
+        assert b.terminate() == 0
     finally:
         beats.stop()
 
