@@ -104,7 +104,7 @@ class SyncSettings:
             node_timeout_s=e.number("PHRAME_NODE_TIMEOUT_S", 20.0, minimum=0.1),
             git_timeout_s=e.number("PHRAME_GIT_TIMEOUT_S", 120.0, minimum=1.0),
             git_ca_file=e.text("PHRAME_GIT_CA_FILE"),
-            topic_prefix=e.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",
+            topic_prefix=e.topic_prefix(),
             default_ref=e.text("PHRAME_TRACK_REF", "main") or "main",
             max_body_bytes=e.integer("PHRAME_MAX_BODY_BYTES", MAX_BODY_BYTES, minimum=1024),
             http=HttpLimits.from_env(e),

@@ -58,6 +58,6 @@ class MirrorSettings:
             directory_is_default=is_default,
             debounce_s=debounce_ms / 1000,
             max_delay_s=max_delay_ms / 1000,
-            topic_prefix=r.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",
+            topic_prefix=r.topic_prefix(),
             metrics_listen=read_listen(r, error=SettingsError),
         )

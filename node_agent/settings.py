@@ -59,7 +59,7 @@ class AgentSettings:
             registry_url=registry_url,
             registry_username=username,
             registry_password=password,
-            topic_prefix=r.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",
+            topic_prefix=r.topic_prefix(),
             debounce_s=r.number("PHRAME_DEBOUNCE_S", 0.2),
             stop_timeout_s=r.integer("PHRAME_STOP_TIMEOUT_S", 10),
             max_payload_bytes=r.integer("PHRAME_MAX_PAYLOAD_BYTES", 1024 * 1024, minimum=1024),

@@ -55,7 +55,7 @@ class PlacementSettings:
             interval_s=r.number("PHRAME_PLACEMENT_INTERVAL_S", 10.0, minimum=0.05),
             lock_file=r.path("PHRAME_LOCK_FILE"),
             state_dir=r.path("PHRAME_STATE_DIR", DEFAULT_STATE_DIR) or Path(DEFAULT_STATE_DIR),
-            topic_prefix=r.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",
+            topic_prefix=r.topic_prefix(),
             git_timeout_s=r.number("PHRAME_GIT_TIMEOUT_S", 120.0, minimum=1.0),
             git_ca_file=r.path("PHRAME_GIT_CA_FILE"),
             # ``refs/heads/main`` is the branch ``main``, as in Environment.track().

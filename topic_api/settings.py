@@ -73,7 +73,7 @@ class ApiSettings:
             token=e.secret("PHRAME_API_TOKEN"),
             read_token_required=e.flag("PHRAME_API_READ_TOKEN_REQUIRED", False),
             listen=e.text("PHRAME_LISTEN", DEFAULT_LISTEN) or DEFAULT_LISTEN,
-            topic_prefix=e.text("PHRAME_TOPIC_PREFIX", "phrame") or "phrame",
+            topic_prefix=e.topic_prefix(),
             write_prefixes=prefixes,
             max_body_bytes=e.integer("PHRAME_API_MAX_BODY_BYTES", MAX_BODY_BYTES, minimum=1024),
             max_streams=e.integer("PHRAME_API_MAX_STREAMS", 100, minimum=1),

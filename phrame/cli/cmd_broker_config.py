@@ -25,6 +25,7 @@ from phrame.mqtt.broker_sites import (
     site_acl_text,
 )
 from phrame.mqtt.errors import SettingsError
+from phrame.settings import EnvReader
 
 
 def inventory_labels(repo: str | os.PathLike[str]) -> dict[str, dict[str, object]]:
@@ -55,7 +56,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="overwrite files in DIR that broker-config did not write "
                              "(or that were edited since); by default they are kept")  # fmt: skip
-    parser.add_argument("--prefix", default=os.environ.get("PHRAME_TOPIC_PREFIX", d.prefix),
+    parser.add_argument("--prefix", default=EnvReader().topic_prefix(),
                         help="topic prefix (default PHRAME_TOPIC_PREFIX or phrame)")  # fmt: skip
     parser.add_argument("--bind", default=d.bind, help="listener address (default: all)")
     parser.add_argument("--mqtt-port", type=int, default=d.mqtt_port, help="MQTT over TLS")

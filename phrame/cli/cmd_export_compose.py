@@ -8,11 +8,10 @@ Secrets stay references; an invalid repo prints its problems and exits 1.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
-from phrame.cli.repo_args import valid_repo_from_args
+from phrame.cli.repo_args import add_prefix_arg, valid_repo_from_args
 from phrame.compose import export_node
 from phrame.config_repo import render
 from schemas import Topics
@@ -25,9 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--ref", help="read this git ref (branch, tag, sha) instead of the files on disk")
     parser.add_argument("--out", help="write the file here instead of standard output")
-    parser.add_argument(
-        "--prefix", default=os.environ.get("PHRAME_TOPIC_PREFIX") or "phrame", help="topic prefix"
-    )
+    add_prefix_arg(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,12 +13,11 @@ Exits 0 valid, 1 invalid, 2 usage.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
 from config_sync.review_note import item_changes, review_note, rollout_waves
-from phrame.cli.repo_args import open_source
+from phrame.cli.repo_args import add_prefix_arg, open_source
 from phrame.config_repo import ConfigError, load, render, validate
 from phrame.config_repo.sources import GitSource
 from phrame.config_repo.update_policy import policies
@@ -31,9 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", nargs="?", default=".", help="config repo: a directory or a git repository")
     parser.add_argument("--from", dest="from_ref", default="main", help="the deployed ref (default main)")
     parser.add_argument("--to", dest="to_ref", help="the proposed ref (default: the files on disk)")
-    parser.add_argument(
-        "--prefix", default=os.environ.get("PHRAME_TOPIC_PREFIX") or "phrame", help="topic prefix"
-    )
+    add_prefix_arg(parser)
 
 
 def _topics_at(

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
-from phrame.cli.repo_args import add_repo_args, valid_repo_from_args
+from phrame.cli.repo_args import add_prefix_arg, add_repo_args, valid_repo_from_args
 from phrame.config_repo import render
 from schemas import Topics
 
@@ -22,9 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_repo_args(parser)
     parser.add_argument("--node", help="only this node's documents")
     parser.add_argument("--format", choices=("documents", "topics"), default="documents")
-    parser.add_argument(
-        "--prefix", default=os.environ.get("PHRAME_TOPIC_PREFIX") or "phrame", help="topic prefix"
-    )
+    add_prefix_arg(parser)
 
 
 def run(args: argparse.Namespace) -> int:

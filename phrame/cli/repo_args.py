@@ -1,4 +1,4 @@
-"""The ``PATH [--ref REF]`` arguments shared by sub-commands that read a config repo."""
+"""The ``PATH [--ref REF]`` and ``--prefix`` arguments shared by sub-commands that read a config repo."""
 
 from __future__ import annotations
 
@@ -8,11 +8,20 @@ from pathlib import Path
 
 from phrame.config_repo import ConfigError, ConfigRepo, Problem, load, validate
 from phrame.config_repo.sources import DirectorySource, GitSource, Source
+from phrame.settings import EnvReader
 
 
 def add_repo_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", nargs="?", default=".", help="config repo: a directory or a git repository")
     parser.add_argument("--ref", help="read this git ref (branch, tag, sha) instead of the files on disk")
+
+
+def add_prefix_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--prefix",
+        default=EnvReader().topic_prefix(),
+        help="topic prefix (default PHRAME_TOPIC_PREFIX or phrame)",
+    )
 
 
 def _is_bare(path: Path) -> bool:

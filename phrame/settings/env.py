@@ -9,6 +9,7 @@ from pathlib import Path
 
 from phrame.settings.errors import SettingsError
 
+DEFAULT_TOPIC_PREFIX = "phrame"
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -29,6 +30,11 @@ class EnvReader:
     def text(self, name: str, default: str | None = None) -> str | None:
         value = self.env.get(name, "").strip()
         return value or default
+
+    def topic_prefix(self) -> str:
+        """``PHRAME_TOPIC_PREFIX``, the first level of every topic (its form is checked where
+        topics are built, by ``schemas.Topics``)."""
+        return self.text("PHRAME_TOPIC_PREFIX", DEFAULT_TOPIC_PREFIX) or DEFAULT_TOPIC_PREFIX
 
     def required(self, name: str, what: str) -> str:
         """``name``'s value; unset or empty raises the error, saying ``what`` it should hold."""
