@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -25,16 +26,21 @@ T = Topics()
 DEBOUNCE_MS = 4000
 
 
+@dataclass
+class Running:
+    """A slow-snapshot API stack over a fleet of one node (two items), its broker writer and
+    an open event stream (after its hello)."""
+
+    writer: MqttClient
+    stack: ApiStack
+    reader: SseReader
+    snapshot: Path
+
+
 @pytest.fixture
-def broker() -> Iterator[Mosquitto]:
-    b = Mosquitto().start()
-    yield b
-    b.stop()
-
-
-def test_a_change_reaches_the_event_stream_before_the_debounced_snapshot(broker: Mosquitto, tmp_path: Path):
+def running(tmp_path: Path) -> Iterator[Running]:
+    broker = Mosquitto().start()
     writer = MqttClient(MqttSettings(url=broker.url), "notices-writer")
-    writer.start(timeout=5)
     stack = ApiStack(
         broker.url,
         tmp_path,
@@ -43,72 +49,56 @@ def test_a_change_reaches_the_event_stream_before_the_debounced_snapshot(broker:
     )
     reader = None
     try:
+        writer.start(timeout=5)
         writer.publish_batch(fleet(["tell-1"], 2).items(), timeout=10)
         stack.start()
         stack.wait_json("/healthz", lambda d: all(d["snapshots"].values()), "both snapshots read", 30)
         stack.wait_json("/api/nodes", lambda d: [n["node"] for n in d["nodes"]] == ["tell-1"], "the node", 30)
-        snapshot = tmp_path / "mirror" / "actual.json"
-        written_before = snapshot.stat().st_mtime_ns
         reader = SseReader(stack.url + "/api/events")
         reader.next("hello")
-        topic = T.actual_item("tell-1", "containers", "demo.svc0.0")
-        doc = {"state": "exited", "exit_code": 7, "restart_count": 1}
-        sent = time.monotonic()
-        writer.publish(topic, json.dumps(doc).encode())
-        change, arrived = reader.next("change", DEBOUNCE_MS / 1000, lambda d: topic in d["changed"])
-        assert change["plane"] == "actual" and arrived - sent < DEBOUNCE_MS / 1000, arrived - sent
-        assert snapshot.stat().st_mtime_ns == written_before, f"the snapshot was written: {stack.logs()}"
-        assert exit_code(stack) == 7
-        # the snapshot holding it comes after the debounce; read (on its notice), it keeps the change
-        reads = snapshot_reads(stack)
-        stack.wait_json("/healthz", lambda _: snapshot_reads(stack) > reads, "the snapshot read", 15)
-        assert snapshot.stat().st_mtime_ns != written_before and exit_code(stack) == 7
+        yield Running(writer, stack, reader, tmp_path / "mirror" / "actual.json")
     finally:
         if reader is not None:
             reader.close()
         stack.stop()
         writer.stop()
+        broker.stop()
 
 
-def test_the_api_hears_a_restarted_mirror_again(broker: Mosquitto, tmp_path: Path):
+def test_a_change_reaches_the_event_stream_before_the_debounced_snapshot(running: Running):
+    stack, snapshot = running.stack, running.snapshot
+    written_before = snapshot.stat().st_mtime_ns
+    topic = T.actual_item("tell-1", "containers", "demo.svc0.0")
+    doc = {"state": "exited", "exit_code": 7, "restart_count": 1}
+    sent = time.monotonic()
+    running.writer.publish(topic, json.dumps(doc).encode())
+    change, arrived = running.reader.next("change", DEBOUNCE_MS / 1000, lambda d: topic in d["changed"])
+    assert change["plane"] == "actual" and arrived - sent < DEBOUNCE_MS / 1000, arrived - sent
+    assert snapshot.stat().st_mtime_ns == written_before, f"the snapshot was written: {stack.logs()}"
+    assert exit_code(stack) == 7
+    # the snapshot holding it comes after the debounce; read (on its notice), it keeps the change
+    reads = snapshot_reads(stack)
+    stack.wait_json("/healthz", lambda _: snapshot_reads(stack) > reads, "the snapshot read", 15)
+    assert snapshot.stat().st_mtime_ns != written_before and exit_code(stack) == 7
+
+
+def test_the_api_hears_a_restarted_mirror_again(running: Running):
     """The actual mirror stops and runs again (a new run, a new socket): the API polls the
     files meanwhile, connects to the new mirror and is told of its changes at once again."""
-    writer = MqttClient(MqttSettings(url=broker.url), "notices-writer-2")
-    writer.start(timeout=5)
-    stack = ApiStack(
-        broker.url,
-        tmp_path,
-        PHRAME_MIRROR_DEBOUNCE_MS=str(DEBOUNCE_MS),
-        PHRAME_MIRROR_MAX_DELAY_MS=str(2 * DEBOUNCE_MS),
-    )
-    reader = None
-    try:
-        writer.publish_batch(fleet(["tell-1"], 2).items(), timeout=10)
-        stack.start()
-        stack.wait_json("/healthz", lambda d: all(d["snapshots"].values()), "both snapshots read", 30)
-        snapshot = tmp_path / "mirror" / "actual.json"
-        old_run = json.loads(snapshot.read_text())["instance"]
-        stop_process(stack.procs["mirror-actual"])
-        assert not (tmp_path / "mirror" / "actual.sock").exists()  # it took its socket along
-        reader = SseReader(stack.url + "/api/events")
-        reader.next("hello")
-        stack._spawn("mirror-actual", "mirror", "--plane", "actual")
-        # the new run's first snapshot comes after its debounce; the API reads it (an event)
-        wait_for(
-            lambda: json.loads(snapshot.read_text())["instance"] != old_run, "the new run's snapshot", 30
-        )
-        written = datetime.fromisoformat(json.loads(snapshot.read_text())["generated_at"]).timestamp()
-        reader.next("change", 10, lambda d: d["plane"] == "actual" and d["generated_at"] == written)
-        topic = T.actual_item("tell-1", "containers", "demo.svc1.0")
-        sent = time.monotonic()
-        writer.publish(topic, json.dumps({"state": "exited", "exit_code": 9}).encode())
-        _, arrived = reader.next("change", DEBOUNCE_MS / 1000, lambda d: topic in d["changed"])
-        assert arrived - sent < DEBOUNCE_MS / 1000, arrived - sent
-    finally:
-        if reader is not None:
-            reader.close()
-        stack.stop()
-        writer.stop()
+    stack, snapshot, reader = running.stack, running.snapshot, running.reader
+    old_run = json.loads(snapshot.read_text())["instance"]
+    stop_process(stack.procs["mirror-actual"])
+    assert not (snapshot.parent / "actual.sock").exists()  # it took its socket along
+    stack._spawn("mirror-actual", "mirror", "--plane", "actual")
+    # the new run's first snapshot comes after its debounce; the API reads it (an event)
+    wait_for(lambda: json.loads(snapshot.read_text())["instance"] != old_run, "the new run's snapshot", 30)
+    written = datetime.fromisoformat(json.loads(snapshot.read_text())["generated_at"]).timestamp()
+    reader.next("change", 10, lambda d: d["plane"] == "actual" and d["generated_at"] == written)
+    topic = T.actual_item("tell-1", "containers", "demo.svc1.0")
+    sent = time.monotonic()
+    running.writer.publish(topic, json.dumps({"state": "exited", "exit_code": 9}).encode())
+    _, arrived = reader.next("change", DEBOUNCE_MS / 1000, lambda d: topic in d["changed"])
+    assert arrived - sent < DEBOUNCE_MS / 1000, arrived - sent
 
 
 def exit_code(stack: ApiStack) -> object:
