@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from phrame.actual.records import CLOCK_NOTE_S, NodeFacts
+from phrame.actual.records import CLOCK_NOTE_S, NodeFacts, Trust
 
 
 def with_heartbeat(
@@ -20,21 +20,27 @@ def with_heartbeat(
     retained: bool, timeout_s: float,
 ) -> NodeFacts | None:  # fmt: skip
     """After a heartbeat sent at ``ts`` that said it was ``dated_age_s`` old on arrival."""
-    new: dict[str, Any] = dict(received_at=received_at, ts=ts, interval_s=interval_s, dated_age_s=dated_age_s)
+    trust: Trust
+    at, offset = facts.heard_at, facts.clock_offset_s
     if not retained:
-        new |= dict(trust="live", heard_at=received_at, clock_offset_s=-dated_age_s)
+        trust, at, offset = "live", received_at, -dated_age_s
     elif dated_age_s > timeout_s or dated_age_s < -CLOCK_NOTE_S:
         if facts.heard_at is not None:
             return None  # we heard it better already: an old copy says nothing new
-        new |= dict(trust="behind" if dated_age_s > 0 else "ahead")
+        trust = "behind" if dated_age_s > 0 else "ahead"
     else:
-        new |= dict(trust="retained", heard_at=received_at - max(0.0, dated_age_s))
-    at = new.get("heard_at")
+        trust, at = "retained", received_at - max(0.0, dated_age_s)
     if at is not None and facts.heard_at is not None and at < facts.heard_at:
         return None  # an older heartbeat never rewinds a newer one
-    if at is not None and facts.offline_at is not None and at >= facts.offline_at:
-        new["offline_at"] = None  # heard after its will: it came back
-    return dataclasses.replace(facts, **new)
+    offline_at = facts.offline_at
+    if at is not None and offline_at is not None and at >= offline_at:
+        offline_at = None  # heard after its will: it came back
+    # built field by field, not with dataclasses.replace: this runs for every beat of a fleet
+    return NodeFacts(
+        facts.node, heard_at=at, trust=trust, received_at=received_at, ts=ts, dated_age_s=dated_age_s,
+        interval_s=interval_s, clock_offset_s=offset, offline_at=offline_at, status=facts.status,
+        status_at=facts.status_at,
+    )  # fmt: skip
 
 
 def with_status(

@@ -23,11 +23,12 @@ from phrame.actual.judging import is_settled, is_unconfirmed, judge, missed_afte
 from phrame.actual.records import Change, ItemReport, NodeFacts, Report
 from phrame.actual.silence import NodeSilence
 from phrame.settings.logs import ConditionLog
-from schemas import PayloadError, Topics, check_payload, load_json
+from schemas import PayloadError, Topic, Topics, check_payload, load_json
 from schemas.node_health import NodeVerdict
 
 log = logging.getLogger(__name__)
 Listener = Callable[[Change], None]
+MAX_TOPICS_SEEN = 100_000
 
 
 class ActualView:
@@ -52,6 +53,7 @@ class ActualView:
         self._lock = threading.RLock()
         self._notes = ConditionLog(log)
         self.silence = NodeSilence(timeout_s)  # when each node was not reporting
+        self._topics_seen: dict[str, Topic] = {}
 
     # -- feeding
     def listen(self, listener: Listener) -> None:
@@ -62,7 +64,7 @@ class ActualView:
     def on_message(self, msg: Report) -> None:
         """MQTT callback: one actual-plane message; anything else or invalid is ignored."""
         try:
-            topic = self.topics.parse(msg.topic)
+            topic = self._parse(msg.topic)
             doc = load_json(msg.payload) if msg.payload else None
             if doc is not None:
                 check_payload(topic.schema_name, doc)
@@ -81,6 +83,17 @@ class ActualView:
             self.status(topic.node, doc, retained=msg.retain)
         elif topic.item_id is not None:
             self.item(topic.node, topic.kind, topic.item_id, doc, retained=msg.retain)
+
+    def _parse(self, name: str) -> Topic:
+        # a fleet's topics repeat every beat: each is parsed once (bounded: a flood of new
+        # names only starts the cache over)
+        topic = self._topics_seen.get(name)
+        if topic is None:
+            topic = self.topics.parse(name)
+            if len(self._topics_seen) >= MAX_TOPICS_SEEN:
+                self._topics_seen.clear()
+            self._topics_seen[name] = topic
+        return topic
 
     def heartbeat(
         self, node: str, doc: Mapping[str, Any], *, retained: bool, received_at: float | None = None
@@ -102,6 +115,9 @@ class ActualView:
             if new is None:
                 return
             self._nodes[node] = new
+            # the usual case, a live beat of a node online: heard now, no will, so online still
+            if not retained and new.offline_at is None and self._states.get(node) == "online":
+                return
         self._tell_liveness([node])
 
     def status(

@@ -250,3 +250,49 @@ def test_due_says_when_a_verdict_may_next_change_by_time_alone() -> None:
     assert v.due(T0 + 21) == T0 + 25  # a's heartbeat times out
     clock.now = T0 + 26
     assert [c.node for c in v.check()] == ["a"] and v.due(T0 + 26) is None
+
+
+def test_a_heartbeat_keeps_every_fact_it_does_not_carry() -> None:
+    """The heartbeat transition builds the node's facts field by field (it runs for every beat
+    of a fleet): a field added to NodeFacts must not be dropped by it."""
+    import dataclasses
+
+    from phrame.actual.facts import with_heartbeat
+    from phrame.actual.records import NodeFacts
+
+    carried = {"heard_at", "trust", "received_at", "ts", "dated_age_s", "interval_s", "clock_offset_s"}
+    before = NodeFacts(
+        "n1", heard_at=1.0, trust="live", received_at=1.0, ts=1.0, dated_age_s=0.0, interval_s=5.0,
+        clock_offset_s=0.0, offline_at=0.5, status={"state": "online"}, status_at=0.5,
+    )  # fmt: skip
+    after = with_heartbeat(before, 9.0, 5.0, received_at=9.0, dated_age_s=0.0, retained=True, timeout_s=20)
+    assert after is not None and after.offline_at is None  # heard after its will: back
+    for field in dataclasses.fields(NodeFacts):
+        if field.name not in carried | {"offline_at"}:
+            assert getattr(after, field.name) == getattr(before, field.name), field.name
+
+
+def test_live_beats_of_an_online_node_tell_no_one_and_a_beat_after_silence_does() -> None:
+    clock = Clock()
+    v = view(clock)
+    told: list[Change] = []
+    v.listen(told.append)
+    beat(v, "n1", clock.now, clock.now)
+    for _ in range(5):
+        clock.now += 5
+        beat(v, "n1", clock.now, clock.now)
+    assert [(c.what, c.verdict.state) for c in told if c.verdict] == [("liveness", "online")]
+    clock.now += 30
+    assert [c.verdict.state for c in v.check() if c.verdict] == ["offline"]
+    clock.now += 1
+    beat(v, "n1", clock.now, clock.now)
+    assert [c.verdict.state for c in told if c.verdict] == ["online", "offline", "online"]
+    will(v, "n1", clock.now + 1)  # a will, then a beat: offline and back, each told
+    beat(v, "n1", clock.now + 2, clock.now + 2)
+    assert [c.verdict.state for c in told if c.verdict] == [
+        "online",
+        "offline",
+        "online",
+        "offline",
+        "online",
+    ]
