@@ -45,7 +45,7 @@ def create_app(
 
     ``should_stop`` (the server's ``should_exit``) is polled by the watcher: when it turns
     true the event streams end, so the server's graceful shutdown does not wait on them."""
-    state = ApiState(settings.topic_prefix, history_s=settings.history_s)
+    state = ApiState(settings.topic_prefix, history_s=settings.history_s, timeout_s=settings.node_timeout_s)
     hub = EventHub(settings.max_streams)
     metrics = ApiMetrics(streams=lambda: len(hub.streams))
     ctx = ApiContext(settings, state, hub, metrics, broker)

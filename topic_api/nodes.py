@@ -1,8 +1,8 @@
 """The node views of ``/api/nodes`` and ``/api/nodes/{node}``: health, host stats, drift.
 
 Built by :mod:`topic_api.app` from :class:`topic_api.state.ApiState`'s indexes. Pure:
-node topics, receipt times and ``now`` in, JSON-ready dicts out. Health is
-``schemas.node_health.judge_node``, the one rule placement and config-sync use too.
+node topics, the node's verdict and ``now`` in, JSON-ready dicts out. The verdict is the
+actual view's (:class:`phrame.actual.ActualView`), the one rule placement and config-sync use too.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.container_exits import DEFAULT_WINDOW_S
-from schemas.node_health import judge_node
+from schemas.node_health import NodeVerdict, judge_node
 from topic_api.drift import node_items
 from topic_api.models import Commits, Generations, HistoryEntry, Host, ItemCounts, NodeSummary
 from topic_api.planes import NodeTopics
@@ -22,10 +22,10 @@ from topic_api.planes import NodeTopics
 
 @dataclass(frozen=True)
 class Receipts:
-    """When this API saw the node's current heartbeat and status (its own wall clock)."""
+    """What this API heard of the node: its liveness verdict (None: never heard) and its
+    recent heartbeats."""
 
-    heard_at: float | None = None
-    status_at: float | None = None
+    verdict: NodeVerdict | None = None
     history: list[HistoryEntry] = field(default_factory=list)
 
 
@@ -105,13 +105,7 @@ def node_summary(
 ) -> NodeSummary:
     """The NodeSummary of docs/api.md (``items``: :func:`items_of`, computed when not given)."""
     status = actual.status if actual else None
-    verdict = judge_node(
-        status if isinstance(status, Mapping) else None,
-        receipts.heard_at,
-        now,
-        timeout_s,
-        status_at=receipts.status_at,
-    )
+    verdict = receipts.verdict or judge_node(None, None, now, timeout_s)  # never heard: unknown
     st, manifest = _obj(status), _obj(desired.manifest if desired else None)
     if items is None:
         items = items_of(desired, actual, now=now, recent_exit_s=recent_exit_s)

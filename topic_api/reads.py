@@ -26,11 +26,7 @@ def _summary(ctx: ApiContext, name: str, now: float) -> tuple[models.NodeSummary
     state = ctx.state
     desired = state.planes["desired"].index.nodes.get(name)
     actual = state.planes["actual"].index.nodes.get(name)
-    receipts = Receipts(
-        heard_at=state.heard_at.get(name),
-        status_at=state.status_at.get(name),
-        history=state.history.of(name, now),
-    )
+    receipts = Receipts(verdict=state.view.verdict(name, now), history=state.history.of(name, now))
     items = items_of(desired, actual, now=now, recent_exit_s=ctx.settings.recent_exit_s)
     view = node_summary(
         name, desired, actual, receipts, now=now, timeout_s=ctx.settings.node_timeout_s, items=items

@@ -5,16 +5,22 @@ snapshot document and :meth:`ApiState.apply_notices` with the mirrors' notices o
 changes in between (on the event loop, one writer); request handlers read the fields it
 replaces whole (never mutated in place, so a handler never sees half an update). A notice
 newer than the snapshot (its ``seq`` above the snapshot's ``messages``, same mirror run) is
-laid over it until a snapshot holds it. It never reads a file or a clock itself.
+laid over it until a snapshot holds it. Each node's heartbeat and status feed one
+:class:`phrame.actual.ActualView` (the liveness rule placement and config-sync judge by),
+on the times the caller passes: the first read of a plane as retained copies, every later
+change as heard live. It never reads a file itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from phrame.actual import ActualView
+from schemas import PayloadError, Topics, check_payload
 from topic_api.history import HeartbeatHistory
 from topic_api.planes import PlaneIndex, diff_topics, index_plane
 
@@ -45,6 +51,14 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _is_valid(schema: str, doc: Mapping[str, Any]) -> bool:
+    try:
+        check_payload(schema, doc)
+    except PayloadError:
+        return False
+    return True
+
+
 def _stamp(value: Any) -> float | None:
     """A snapshot's ``generated_at`` as unix seconds: the mirror writes ISO 8601 text."""
     if isinstance(value, str):
@@ -56,12 +70,21 @@ def _stamp(value: Any) -> float | None:
 
 
 class ApiState:
-    def __init__(self, prefix: str, *, history_s: float = 600.0) -> None:
+    def __init__(
+        self,
+        prefix: str,
+        *,
+        history_s: float = 600.0,
+        timeout_s: float = 20.0,
+        clock: Callable[[], float] = time.time,
+        started_at: float | None = None,
+    ) -> None:
+        """``timeout_s``: PHRAME_NODE_TIMEOUT_S; ``clock`` (unix time) and ``started_at``: the
+        view's, for the liveness changes it works out by itself."""
         self.prefix = prefix
         self.planes: dict[str, PlaneView] = {p: PlaneView() for p in PLANES}
         self.history = HeartbeatHistory(keep_s=history_s)
-        self.heard_at: dict[str, float] = {}  # node -> when its current heartbeat was first seen
-        self.status_at: dict[str, float] = {}
+        self.view = ActualView(Topics(prefix), timeout_s=timeout_s, clock=clock, started_at=started_at)
         self.loaded: set[str] = set()  # planes read at least once
         self.runs: dict[str, tuple[str | None, int]] = {}  # plane -> (instance, messages) of its snapshot
         self.pending: dict[str, dict[str, tuple[int, Any]]] = {p: {} for p in PLANES}  # topic -> (seq, value)
@@ -142,29 +165,28 @@ class ApiState:
                 "truncated": len(changed) + len(removed) > MAX_LISTED}  # fmt: skip
 
     def _note_receipts(self, old: PlaneIndex, new: PlaneIndex, now: float, *, first: bool) -> None:
-        """When each node's heartbeat and status changed, on this API's clock.
+        """Each node's changed heartbeat and status into the actual view, received ``now``.
 
-        On the first read there is no receive history: a heartbeat counts from its own
-        ``ts`` (as ``phrame status`` does), never from the future."""
+        The first read of the plane holds what was there before we looked: retained copies,
+        a heartbeat dated by its own ``ts`` (as ``phrame status`` does). An invalid one is
+        left out of the view (the node's row says why: :mod:`topic_api.nodes`)."""
         for name, node in new.nodes.items():
             before = old.nodes.get(name)
             hb = node.heartbeat if isinstance(node.heartbeat, Mapping) else None
             if hb is not None and (before is None or before.heartbeat != node.heartbeat):
-                ts = _number(hb.get("ts"))
-                self.heard_at[name] = min(now, ts) if first and ts is not None else now
-                self.history.record(name, hb, now)
+                if _is_valid("actual-heartbeat", hb):
+                    self.view.heartbeat(name, hb, retained=first, received_at=now)
+                    self.history.record(name, hb, now)
             elif hb is None:
-                self.heard_at.pop(name, None)
+                self.view.forget(name)
             st = node.status if isinstance(node.status, Mapping) else None
             if st is not None and (before is None or before.status != node.status):
-                ts = _number(st.get("ts"))
-                self.status_at[name] = (min(now, ts) if ts is not None else now) if first else now
-            elif st is None:
-                self.status_at.pop(name, None)
-        gone = set(self.heard_at) - set(new.nodes)
-        for name in gone:
-            self.heard_at.pop(name, None)
-            self.status_at.pop(name, None)
+                if _is_valid("actual-status", st):
+                    self.view.status(name, st, retained=first, received_at=now)
+            elif st is None and before is not None and before.status is not None:
+                self.view.status(name, None, received_at=now)  # cleared: says nothing of liveness
+        for name in set(old.nodes) - set(new.nodes):
+            self.view.forget(name)
         self.history.forget_missing(set(new.nodes))
 
     def node_names(self) -> list[str]:

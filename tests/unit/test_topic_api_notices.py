@@ -57,6 +57,12 @@ def test_old_repeated_or_foreign_notices_change_nothing() -> None:
 def test_a_heartbeat_told_by_notice_counts_from_its_arrival() -> None:
     state = ApiState("phrame")
     hb = "phrame/actual/nodes/n1/heartbeat"
-    state.apply("actual", snapshot(1, {hb: {"ts": 100.0, "seq": 1}}), 100.0)
-    state.apply_notices("actual", "run1", [Notice(2, hb, {"ts": 50.0, "seq": 2})], 105.0)
-    assert state.heard_at["n1"] == 105.0
+    state.apply("actual", snapshot(1, {hb: beat(100.0, 1)}), 100.0)
+    state.apply_notices("actual", "run1", [Notice(2, hb, beat(50.0, 2))], 105.0)
+    facts = state.view.facts("n1")
+    assert facts is not None and facts.heard_at == 105.0
+
+
+def beat(ts: float, seq: int) -> dict[str, object]:
+    host = dict.fromkeys(["cpu_percent", "load1", "mem_total", "mem_used", "disk_total", "disk_used"], 1)
+    return {"ts": ts, "seq": seq, "interval_s": 5, "host": host}

@@ -75,7 +75,7 @@ def test_node_summary_from_a_state() -> None:
     state.apply("desired", desired_doc(), 1000.0)
     state.apply("actual", actual_doc(), 1001.0)
     d, a = state.planes["desired"].index.nodes["n1"], state.planes["actual"].index.nodes["n1"]
-    receipts = Receipts(state.heard_at["n1"], state.status_at["n1"], state.history.of("n1", 1002.0))
+    receipts = Receipts(state.view.verdict("n1", 1002.0), state.history.of("n1", 1002.0))
     view = node_summary("n1", d, a, receipts, now=1002.0, timeout_s=20.0)
     assert view["state"] == "online" and view["online"] is True
     assert view["heartbeat_age_s"] == 2.0  # first read: counted from the heartbeat's own ts
@@ -86,7 +86,7 @@ def test_node_summary_from_a_state() -> None:
     assert view["errors"] == ["x failed"]
     assert view["counts"] == {"containers": 1, "networks": 0, "processes": 0}
     assert [h["ts"] for h in view["history"]] == [1000.0]
-    late = node_summary("n1", d, a, receipts, now=1030.0, timeout_s=20.0)
+    late = node_summary("n1", d, a, Receipts(state.view.verdict("n1", 1030.0)), now=1030.0, timeout_s=20.0)
     assert late["state"] == "offline" and late["online"] is False
 
 
@@ -98,7 +98,8 @@ def test_history_keeps_ten_minutes_of_new_heartbeats_only() -> None:
     hist = state.history.of("n1", 1800.0)
     assert hist[0]["ts"] == 1200.0 and hist[-1]["ts"] == 1795.0
     assert len(hist) == 120
-    assert state.heard_at["n1"] == 1795.0  # heard when it changed, not when seen again
+    facts = state.view.facts("n1")
+    assert facts is not None and facts.heard_at == 1795.0  # heard when it changed, not when seen again
 
 
 def test_change_events_name_changed_and_removed_topics() -> None:
@@ -169,3 +170,40 @@ def test_history_of_a_node_whose_clock_is_ten_minutes_off_is_kept_by_receipt_tim
         assert len(hist) == 120, (skew, len(hist))
         assert hist[0]["at"] == 1200.0 and hist[-1]["at"] == 1795.0
         assert hist[-1]["ts"] == 1795.0 + skew  # the node's own stamp, as sent
+
+
+def test_the_api_judges_a_node_as_placement_does() -> None:
+    """The API's verdicts are the actual view's (the rule placement and config-sync judge by),
+    fed from the mirror's snapshots: a retained heartbeat dated ahead of this host's clock is
+    only the node's word (unknown, not online), a will makes it offline at once, and a
+    heartbeat heard after it brings it back."""
+    from phrame.actual import ActualView
+    from schemas import Topics
+
+    state = ApiState("phrame", timeout_s=20.0, started_at=990.0)
+    placement = ActualView(Topics("phrame"), timeout_s=20.0, started_at=990.0)
+    hb = "phrame/actual/nodes/n1/heartbeat"
+    st = "phrame/actual/nodes/n1/status"
+    doc = actual_doc(ts=1060.0)  # its clock is a minute ahead of ours
+    state.apply("actual", doc, 1000.0)
+    placement.heartbeat("n1", doc["topics"][hb], retained=True, received_at=1000.0)
+    placement.status("n1", doc["topics"][st], retained=True, received_at=1000.0)
+
+    def both(now: float) -> tuple[str, str]:
+        view = node_summary(
+            "n1", None, None, Receipts(state.view.verdict("n1", now)), now=now, timeout_s=20.0
+        )
+        return view["state"], placement.verdict("n1", now).state
+
+    assert both(1001.0) == ("unknown", "unknown")  # before: the API said online
+    doc["topics"][st] = {"state": "offline"}  # its will
+    state.apply("actual", doc, 1002.0)
+    placement.status("n1", {"state": "offline"}, received_at=1002.0)
+    assert both(1003.0) == ("offline", "offline")
+    doc = actual_doc(ts=1064.0)
+    doc["topics"][st] = {"state": "online"}
+    state.apply("actual", doc, 1004.0)
+    placement.status("n1", {"state": "online"}, received_at=1004.0)
+    placement.heartbeat("n1", doc["topics"][hb], retained=False, received_at=1004.0)
+    assert both(1005.0) == ("online", "online")
+    assert both(1030.0) == ("offline", "offline")
