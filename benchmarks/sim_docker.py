@@ -59,6 +59,12 @@ class SimulatedDocker:
             self._count("networks")
             return list(self._networks.values())
 
+    def logs_tail(self, ref: str, lines: int) -> bytes:
+        with self._lock:
+            self._count("logs")
+            self._find(ref)
+        return b""  # a simulated container prints nothing
+
     def inspect_container(self, name: str) -> dict[str, Any]:
         with self._lock:
             self._count("inspect_container")

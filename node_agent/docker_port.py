@@ -148,6 +148,13 @@ class DockerPort(NetworkCalls):
         result: dict[str, Any] = self._call(f"inspect {name}", self.api.inspect_container, name)
         return result
 
+    def logs_tail(self, ref: str, lines: int) -> bytes:
+        """The last ``lines`` lines of ``ref``'s output, stdout and stderr (for its report)."""
+        out: bytes = self._call(
+            f"read the logs of {ref}", self.api.logs, ref, stdout=True, stderr=True, tail=lines, stream=False
+        )
+        return out
+
     def settle(self, ids: Iterable[str], *, timeout: float = 2.0, poll: float = 0.02) -> None:
         """Wait until the container list agrees that these containers stopped.
 

@@ -11,6 +11,7 @@ failure: it logs, reports on the node status and tries again on the next trigger
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import threading
@@ -18,6 +19,7 @@ import time
 from typing import Any
 
 from node_agent.commands import RestartCommands
+from node_agent.container_logs import LogTails
 from node_agent.desired import DesiredStore
 from node_agent.errors import AgentError, DockerError
 from node_agent.handover import wanted
@@ -28,6 +30,7 @@ from node_agent.processes import ProcessSupervisor
 from node_agent.reconcile import NodeReconciler, PassResult
 from node_agent.reporting import ActualReporter
 from node_agent.restarts import started_containers
+from node_agent.secret_files import read_secret
 from node_agent.settings import AgentSettings
 from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings, Will
 from phrame.runtime import Runner, backoff
@@ -108,6 +111,8 @@ class Agent:
             inspect=docker.inspect_container,
             state_dir=settings.state_dir,
             wall_clock=wall_clock,
+            logs=LogTails(docker.logs_tail),
+            read_secret=functools.partial(read_secret, settings.secrets_dir),
         )
 
     def _will(self) -> Will:

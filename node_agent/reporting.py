@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from node_agent.container_logs import LogTails, secret_values, wants_logs
 from node_agent.errors import DockerError
 from node_agent.host_stats import host_stats
 from node_agent.models import NODE, ActualState, Clock, DesiredState, ObservedContainer, ObservedProcess
@@ -26,6 +27,10 @@ Inspect = Callable[[str], Mapping[str, Any]]
 
 class Publisher(Protocol):
     def publish(self, topic: str, payload: bytes | None, retain: bool = True, qos: int = 1) -> None: ...
+
+
+def _no_file(name: str) -> str:
+    raise OSError(f"no secrets folder to read {name} from")
 
 
 def finished_at_of(details: Mapping[str, Any] | None) -> str | None:
@@ -87,7 +92,11 @@ class ActualReporter:
         inspect: Inspect,
         state_dir: Path = Path("/"),
         wall_clock: Clock = time.time,
+        logs: LogTails | None = None,
+        read_secret: Callable[[str], str] | None = None,
     ) -> None:
+        """``logs``: failing containers' log tails go with their reports (``read_secret``
+        reads a ``{file: NAME}`` env value, to mask it in them)."""
         self.publisher = publisher
         self.wall_clock = wall_clock  # the heartbeat's ts
         self.topics = topics
@@ -99,6 +108,8 @@ class ActualReporter:
         self.skipped: list[str] = []  # objects of the last report_items that could not be reported
         self._details: dict[str, tuple[tuple[str, str, str | None], Mapping[str, Any]]] = {}
         self.restarts = RestartLog()
+        self.logs = logs
+        self.read_secret = read_secret
 
     def forget(self) -> None:
         """Republish everything next time (after a reconnect: the broker may have lost it)."""
@@ -162,7 +173,10 @@ class ActualReporter:
                 finished = finished_at_of(details)
                 self.restarts.recall(c.id, finished, self.sent.get(topic))  # after an agent restart
                 restarts = self.restarts.fields(c.id, finished)
-                wanted[topic] = container_payload(c, details, errors.get(c.item_id or c.name), restarts)
+                doc = container_payload(c, details, errors.get(c.item_id or c.name), restarts)
+                if self.logs is not None and wants_logs(doc):
+                    doc["logs"] = self._logs_of(c, doc, desired.kind("containers").get(c.item_id or c.name))
+                wanted[topic] = doc
         for name, net in actual.networks.items():
             ours = net.labels.get(NODE) == self.node or name in desired.networks  # shared daemon
             if ours and (topic := self._item_topic("networks", name)):
@@ -177,12 +191,27 @@ class ActualReporter:
         for gone in set(self._details) - alive:
             del self._details[gone]
         self.restarts.keep_only(alive)
+        if self.logs is not None:
+            self.logs.keep_only(alive)
         sent = sum(self._send(t, "actual-item", doc) for t, doc in sorted(wanted.items()))
         prefix = self.topics.actual_node(self.node) + "/"
         for topic in [t for t in self.sent if t.startswith(prefix) and t not in wanted]:
             if not topic.endswith(("/status", "/heartbeat")):
                 sent += self._send(topic, "actual-item", None)
         return sent
+
+    def _logs_of(
+        self, c: ObservedContainer, doc: Mapping[str, Any], spec: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The container's log tail, read again when its state, health, exit or restarts change."""
+        assert self.logs is not None
+        key = tuple(doc.get(k) for k in ("state", "health", "finished_at", "restart_count", "agent_restarts"))
+        read = self.read_secret
+
+        def secrets() -> list[str]:
+            return secret_values(spec, read) if read is not None else secret_values(spec, _no_file)
+
+        return self.logs.of(c.id, key, secrets)
 
     def _item_topic(self, kind: str, name: str) -> str | None:
         """The actual topic of a managed object, or None (and a note) when its name is no item id."""
