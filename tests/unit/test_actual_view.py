@@ -250,3 +250,15 @@ def test_due_says_when_a_verdict_may_next_change_by_time_alone() -> None:
     assert v.due(T0 + 21) == T0 + 25  # a's heartbeat times out
     clock.now = T0 + 26
     assert [c.node for c in v.check()] == ["a"] and v.due(T0 + 26) is None
+
+
+def test_a_heartbeat_json_cannot_carry_is_ignored_and_affects_only_its_sender() -> None:
+    """Valid under the schema but not strict JSON: an infinite number, an array 900 deep."""
+    v = view()
+    beat(v, "good", T0, T0)
+    host = json.dumps(HOST).encode()
+    inf = b'{"ts": 1000, "seq": 1, "interval_s": 5, "host": ' + host[:-1] + b', "mem_total": 1e999}}'
+    v.on_message(Message(T.heartbeat("inf"), inf, False))
+    deep = b'{"ts": 1000, "seq": 1, "interval_s": 5, "host": ' + host + b', "x": ' + b"[" * 900 + b"]" * 900 + b"}"
+    v.on_message(Message(T.heartbeat("deep"), deep, False))
+    assert set(v.nodes()) == {"good"} and v.verdict("good", T0 + 1).is_online
