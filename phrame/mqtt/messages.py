@@ -49,3 +49,37 @@ def check_filter(topic_filter: str) -> str:
                 f"invalid topic filter {topic_filter!r}: '+' must be a whole level (level {i + 1})"
             )
     return topic_filter
+
+
+# mosquitto closes the connection of a client that publishes to a topic of more levels
+# (its hierarchy limit); MQTT itself caps a topic name at 65535 bytes of UTF-8.
+MAX_TOPIC_LEVELS = 200
+MAX_TOPIC_BYTES = 65535
+
+
+def check_topic(topic: str) -> str:
+    """``topic`` if a broker takes a message to it, else ``ValueError`` saying why.
+
+    A message the broker refuses this way costs the connection, so it is checked before
+    it is queued."""
+    if not topic:
+        raise ValueError("invalid topic '': empty")
+    if "+" in topic or "#" in topic:
+        raise ValueError(f"invalid topic {topic[:200]!r}: it holds a wildcard (+ or #)")
+    if "\x00" in topic:
+        raise ValueError(f"invalid topic {topic[:200]!r}: it contains a NUL character")
+    try:
+        size = len(topic.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValueError(f"invalid topic {topic[:200]!r}: not valid Unicode (a lone surrogate)") from None
+    if size > MAX_TOPIC_BYTES:
+        raise ValueError(
+            f"invalid topic {topic[:60]!r}...: {size} bytes, more than MQTT's {MAX_TOPIC_BYTES} bytes"
+        )
+    levels = topic.count("/") + 1
+    if levels > MAX_TOPIC_LEVELS:
+        raise ValueError(
+            f"invalid topic {topic[:60]!r}...: {levels} levels, more than {MAX_TOPIC_LEVELS} levels"
+            " (the broker drops a client that publishes there)"
+        )
+    return topic

@@ -138,7 +138,9 @@ def test_a_topic_past_the_brokers_level_limit_is_refused_and_later_writes_work(
     deep = "/api/kv/phrame/kv/" + "/".join(["x"] * 201)  # 203 levels
     r = httpx.put(stack.url + deep, content=b"1", headers=stack.headers(), timeout=10)
     assert r.status_code == 400 and "200 levels" in r.json()["error"], r.text
-    ok = httpx.put(stack.url + "/api/kv/phrame/kv/after/deep", content=b"2", headers=stack.headers(), timeout=10)
+    ok = httpx.put(
+        stack.url + "/api/kv/phrame/kv/after/deep", content=b"2", headers=stack.headers(), timeout=10
+    )
     assert ok.status_code == 200, ok.text
     assert connected(stack)
 

@@ -259,6 +259,13 @@ def test_a_heartbeat_json_cannot_carry_is_ignored_and_affects_only_its_sender() 
     host = json.dumps(HOST).encode()
     inf = b'{"ts": 1000, "seq": 1, "interval_s": 5, "host": ' + host[:-1] + b', "mem_total": 1e999}}'
     v.on_message(Message(T.heartbeat("inf"), inf, False))
-    deep = b'{"ts": 1000, "seq": 1, "interval_s": 5, "host": ' + host + b', "x": ' + b"[" * 900 + b"]" * 900 + b"}"
+    deep = (
+        b'{"ts": 1000, "seq": 1, "interval_s": 5, "host": '
+        + host
+        + b', "x": '
+        + b"[" * 900
+        + b"]" * 900
+        + b"}"
+    )
     v.on_message(Message(T.heartbeat("deep"), deep, False))
     assert set(v.nodes()) == {"good"} and v.verdict("good", T0 + 1).is_online

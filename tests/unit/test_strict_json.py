@@ -25,7 +25,7 @@ from schemas import MAX_JSON_DEPTH, load_json
         (b"[" * 995, "nested too deeply"),
         (b"[" * 982 + b"]" * 982, "nested too deeply"),
         (b"[" * 50_000, "nested too deeply"),
-        (b"{}" + b"[" * 100, "JSON"),
+        (b"{}" + b"[" * 100, "Extra data"),
     ],
 )
 def test_refused(raw: bytes, said: str) -> None:
