@@ -43,29 +43,32 @@ def _finite(text: str) -> float:
     return value
 
 
-def load_json(data: bytes | str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def load_json(data: bytes | str, *, max_depth: int | None = MAX_JSON_DEPTH) -> Any:
     """Strict ``json.loads`` that fails only with ``ValueError``, whatever the input.
 
     Every reader of outside input (MQTT payloads, webhook bodies, kv writes, the mirrors'
     snapshots) uses it. Refused, each with a message saying why: bad UTF-8, bad JSON,
     ``NaN``/``Infinity`` and numbers too large for a float (no JSON writer can echo them),
     a lone surrogate ``\\ud800`` (no UTF-8 writer can), and nesting past ``max_depth``
-    levels of lists and objects. Deep nesting is a ValueError here, never the parser's
-    RecursionError (which would get past a reader's ``except ValueError``).
+    levels of lists and objects (``None``: only the parser's own limit, for a large document
+    whose parts were checked when they came in, such as a mirror's snapshot). Deep nesting
+    is a ValueError here, never the parser's RecursionError (which would get past a
+    reader's ``except ValueError``).
     """
     try:
         value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite)
     except RecursionError:
-        raise ValueError(f"JSON nested too deeply (more than {max_depth} levels)") from None
+        limit = "past the parser's limit" if max_depth is None else f"more than {max_depth} levels"
+        raise ValueError(f"JSON nested too deeply ({limit})") from None
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     # only a payload with that many brackets, or an escape that may be a surrogate, is walked
-    deep = raw.count(b"[") + raw.count(b"{") > max_depth
+    deep = max_depth is not None and raw.count(b"[") + raw.count(b"{") > max_depth
     if deep or (isinstance(data, str) and not data.isascii()) or _LONE_SURROGATE_HINT.search(raw):
         _check_value(value, max_depth)
     return value
 
 
-def _check_value(value: Any, max_depth: int) -> None:
+def _check_value(value: Any, max_depth: int | None) -> None:
     """Depth and lone surrogates of a parsed value, without recursion."""
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
@@ -73,7 +76,7 @@ def _check_value(value: Any, max_depth: int) -> None:
         if isinstance(item, str):
             _check_text(item)
         elif isinstance(item, list | dict):
-            if depth >= max_depth:
+            if max_depth is not None and depth >= max_depth:
                 raise ValueError(f"JSON nested too deeply (more than {max_depth} levels)")
             if isinstance(item, dict):
                 for key, inner in item.items():

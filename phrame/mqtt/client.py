@@ -242,10 +242,12 @@ class MqttClient:
         if qos > 0 and sent:
             try:
                 self._acks.wait_batch(sent, mark, timeout, self._where)
-            except PublishTimeout:
-                if not keep_unacked:
-                    paho_setup.drop_outgoing(self._paho, sent)
-                raise
+            except PublishTimeout as e:
+                if keep_unacked:
+                    raise
+                paho_setup.drop_outgoing(self._paho, sent)
+                said = str(e).replace("they stay queued", "dropped, never sent again")
+                raise PublishTimeout(said, pending=e.pending) from None
 
     # -- internals
     def _publish(self, topic: str, payload: bytes | None, retain: bool, qos: int) -> int:

@@ -57,6 +57,12 @@ MAX_TOPIC_LEVELS = 200
 MAX_TOPIC_BYTES = 65535
 
 
+def _is_refused_char(code: int) -> bool:
+    """C0 and C1 controls and Unicode noncharacters: mosquitto takes them for a malformed
+    packet (the surrogates are refused by the UTF-8 check)."""
+    return code < 0x20 or 0x7F <= code < 0xA0 or 0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE
+
+
 def check_topic(topic: str) -> str:
     """``topic`` if a broker takes a message to it, else ``ValueError`` saying why.
 
@@ -68,6 +74,12 @@ def check_topic(topic: str) -> str:
         raise ValueError(f"invalid topic {topic[:200]!r}: it holds a wildcard (+ or #)")
     if "\x00" in topic:
         raise ValueError(f"invalid topic {topic[:200]!r}: it contains a NUL character")
+    odd = next((c for c in topic if _is_refused_char(ord(c))), None)
+    if odd is not None:
+        raise ValueError(
+            f"invalid topic {topic[:200]!r}: it contains U+{ord(odd):04X}, a control character or"
+            " Unicode noncharacter (the broker drops a client that publishes there)"
+        )
     try:
         size = len(topic.encode("utf-8"))
     except UnicodeEncodeError:

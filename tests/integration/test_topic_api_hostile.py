@@ -138,6 +138,11 @@ def test_a_topic_past_the_brokers_level_limit_is_refused_and_later_writes_work(
     deep = "/api/kv/phrame/kv/" + "/".join(["x"] * 201)  # 203 levels
     r = httpx.put(stack.url + deep, content=b"1", headers=stack.headers(), timeout=10)
     assert r.status_code == 400 and "200 levels" in r.json()["error"], r.text
+    # found by fuzzing: mosquitto takes a control character in a topic for a malformed packet
+    control = httpx.put(
+        stack.url + "/api/kv/phrame/kv/a%1F", content=b"1", headers=stack.headers(), timeout=10
+    )
+    assert control.status_code == 400 and "U+001F" in control.json()["error"], control.text
     ok = httpx.put(
         stack.url + "/api/kv/phrame/kv/after/deep", content=b"2", headers=stack.headers(), timeout=10
     )

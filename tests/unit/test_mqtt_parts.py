@@ -125,6 +125,7 @@ def test_short_connections_hint_once_after_three_in_a_row() -> None:
 
 def test_topic_names_within_the_brokers_limits() -> None:
     assert check_topic("a/b/c") == "a/b/c"
+    assert check_topic("a b/\xa0/é/\u200b/\U0001f600/\ufffd") is not None  # the broker takes these
     assert check_topic("/".join(["x"] * MAX_TOPIC_LEVELS)) is not None
     for bad, said in [
         ("/".join(["x"] * (MAX_TOPIC_LEVELS + 1)), f"more than {MAX_TOPIC_LEVELS} levels"),
@@ -135,6 +136,12 @@ def test_topic_names_within_the_brokers_limits() -> None:
         ("a/#", "wildcard"),
         ("a\x00b", "NUL"),
         ("a/\ud800", "not valid Unicode"),
+        ("a/\x1f", "U\\+001F, a control character"),
+        ("a/\x85", "U\\+0085"),
+        ("a/\x7f", "U\\+007F"),
+        ("a/\ufdd0", "noncharacter"),
+        ("a/\uffff", "U\\+FFFF"),
+        ("a/\U0010fffe", "U\\+10FFFE"),
     ]:
         with pytest.raises(ValueError, match=said):
             check_topic(bad)
