@@ -29,7 +29,7 @@ def digest(spec: Any) -> str:
 # Lists and objects nest at most this deep in a payload (ours need < 10; the config files'
 # YAML reader has the same limit): deep enough for any report, far from the parser's limit.
 MAX_JSON_DEPTH = 64
-_LONE_SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]|[\xed]")  # an escaped surrogate (or raw)
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # or raw: b"\xed" (U+D000...U+DFFF)
 
 
 def _refuse_constant(name: str) -> Any:
@@ -41,6 +41,10 @@ def _finite(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"number {text[:40]} is too large for a float")
     return value
+
+
+# one decoder for every call (json.loads with hooks would build one per call)
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite)
 
 
 def load_json(data: bytes | str, *, max_depth: int | None = MAX_JSON_DEPTH) -> Any:
@@ -55,15 +59,19 @@ def load_json(data: bytes | str, *, max_depth: int | None = MAX_JSON_DEPTH) -> A
     is a ValueError here, never the parser's RecursionError (which would get past a
     reader's ``except ValueError``).
     """
+    if isinstance(data, str):
+        text, raw = data, data.encode("utf-8", "surrogatepass")
+    else:  # as json.loads decodes bytes (UTF-8, -16 or -32; a UnicodeDecodeError is a ValueError)
+        text, raw = data.decode(json.detect_encoding(data), "surrogatepass"), data
     try:
-        value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite)
+        value = _DECODER.decode(text)
     except RecursionError:
         limit = "past the parser's limit" if max_depth is None else f"more than {max_depth} levels"
         raise ValueError(f"JSON nested too deeply ({limit})") from None
-    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     # only a payload with that many brackets, or an escape that may be a surrogate, is walked
     deep = max_depth is not None and raw.count(b"[") + raw.count(b"{") > max_depth
-    if deep or (isinstance(data, str) and not data.isascii()) or _LONE_SURROGATE_HINT.search(raw):
+    maybe_surrogate = b"\xed" in raw or (b"\\u" in raw and _ESCAPED_SURROGATE.search(raw) is not None)
+    if deep or maybe_surrogate or (isinstance(data, str) and not data.isascii()):
         _check_value(value, max_depth)
     return value
 

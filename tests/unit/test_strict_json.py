@@ -19,6 +19,8 @@ from schemas import MAX_JSON_DEPTH, load_json
         (b"[1e999]", "too large"),
         (b"-1e999", "too large"),
         (b"1" + b"0" * 400 + b".0", "too large"),
+        (b"[" + b"9" * 250 + b"e99]", "too large"),
+        (b"[1E+999]", "too large"),
         (b'"\\ud800"', "lone surrogate"),
         (b'{"\\udfff": 1}', "lone surrogate"),
         (b'["ok", {"k": "x\\uDBFFy"}]', "lone surrogate"),
