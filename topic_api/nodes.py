@@ -119,9 +119,8 @@ def node_summary(
         items = items_of(desired, actual, now=now, recent_exit_s=recent_exit_s)
     converged = st.get("converged")
     errors = st.get("errors")
-    refused = [
-        f"invalid report at {t}: {why}" for t, why in sorted((actual.invalid if actual else {}).items())
-    ]
+    invalid = actual.invalid if actual else {}
+    refused = [f"invalid report at {t}: {why}" for t, why in sorted(invalid.items())]
     reason = f"{refused[0]}; {verdict.reason}" if refused else verdict.reason
     kinds = Counter(kind for kind, _ in (actual.items if actual else ()))
     counts = ItemCounts(

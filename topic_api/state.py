@@ -77,9 +77,8 @@ class ApiState:
         self.loaded: set[str] = set()  # planes read at least once
         self.runs: dict[str, tuple[str | None, int]] = {}  # plane -> (instance, messages) of its snapshot
         self.pending: dict[str, dict[str, tuple[int, Any]]] = {p: {} for p in PLANES}  # topic -> (seq, value)
-        self.invalid: dict[str, dict[str, str]] = {
-            p: {} for p in PLANES
-        }  # topic -> why the mirror refused it
+        # topic -> why the mirror refused it (the snapshot's, less what notices told since)
+        self.invalid: dict[str, dict[str, str]] = {p: {} for p in PLANES}
 
     def generated_at(self) -> dict[str, float | None]:
         return {p: self.planes[p].generated_at for p in PLANES}
@@ -145,11 +144,12 @@ class ApiState:
             else:
                 topics[n.topic] = n.payload
         touched = {n.topic for n in fresh}
-        if touched & self.invalid[plane].keys():  # a good report (or a clear) after a refused one
+        was_invalid = touched & self.invalid[plane].keys()  # a good report (or a clear) after a refused one
+        if was_invalid:
             self.invalid[plane] = {t: why for t, why in self.invalid[plane].items() if t not in touched}
         before = old.topics
         changed = sorted(t for t in touched if t in topics and (t not in before or before[t] != topics[t]))
-        removed = sorted(t for t in touched if t in before and t not in topics)
+        removed = sorted(t for t in touched if (t in before or t in was_invalid) and t not in topics)
         if not changed and not removed:
             return None
         index = index_plane(topics, self.prefix, plane, self.invalid[plane])

@@ -38,6 +38,15 @@ def test_a_refused_report_is_named_in_its_senders_row_only() -> None:
     assert row(state, "b")["errors"] == [] and row(state, "b")["online"]
 
 
+def test_a_refused_report_cleared_by_its_sender_leaves_the_row() -> None:
+    state = ApiState("phrame")
+    why = {"error": "not JSON: JSON nested too deeply (more than 64 levels)", "raw": "[[[["}
+    state.apply("actual", snapshot(2, {HB.format("a"): GOOD}, {HB.format("b"): why}), 100.0)
+    change = state.apply_notices("actual", "run1", [Notice(3, HB.format("b"), cleared=True)], 100.5)
+    assert change is not None and change["removed"] == [HB.format("b")]
+    assert state.node_names() == ["a"]
+
+
 def test_odd_invalid_entries_do_not_break_the_snapshot() -> None:
     state = ApiState("phrame")
     odd = {HB.format("c"): "text", "elsewhere/x": {"error": 3}, "phrame/actual/nodes/": {}}
