@@ -2,15 +2,16 @@
 
 ``phrame mirror`` builds one :class:`MirrorLoop` and calls :meth:`run` until SIGTERM. The MQTT
 callback only updates the in-memory state (network thread); the writer thread decides with
-:func:`mirror.debounce.wait_before_flush` and writes outside the lock. An invalid payload
-never stops the loop: it is listed under ``invalid`` with the reason, not under ``topics``.
+:func:`mirror.debounce.wait_before_flush` and writes outside the lock. Each payload is read
+with the strict reader (``schemas.load_json``: no NaN or Infinity, at most 64 levels deep):
+an invalid one never stops the loop and never reaches ``topics`` (where it would break
+every reader of the snapshot); it is listed under ``invalid`` with the reason.
 Each message is also told to readers (the topic API) at once (:mod:`mirror.notices`: a
 packet, not a snapshot). It never publishes.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -25,6 +26,7 @@ from mirror.settings import MirrorSettings
 from mirror.snapshot import SnapshotWriter
 from phrame.mqtt import Message, MqttClient, MqttError
 from phrame.settings import private_dir
+from schemas import load_json
 
 log = logging.getLogger(__name__)
 RAW_LIMIT = 200  # characters of an invalid payload kept in the snapshot, for a person to see
@@ -64,8 +66,8 @@ class MirrorLoop:
             self._invalid.pop(topic, None)
             if message.payload:  # empty: a retained clear removes the topic
                 try:
-                    self._topics[topic] = json.loads(message.payload)
-                except (UnicodeDecodeError, ValueError) as e:
+                    self._topics[topic] = load_json(message.payload)  # strict: see the docstring
+                except ValueError as e:
                     raw = message.payload[:RAW_LIMIT].decode("utf-8", "replace")
                     self._invalid[topic] = {"error": f"not JSON: {e}", "raw": raw}
                     valid = False

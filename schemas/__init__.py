@@ -6,11 +6,12 @@ draft 2020-12 JSON files under ``schemas/json`` so other languages can use them 
 
 from __future__ import annotations
 
-from schemas.canonical import canonical_json, digest, load_json
+from schemas.canonical import MAX_JSON_DEPTH, canonical_json, digest, load_json
 from schemas.registry import SCHEMA_NAMES, PayloadError, check_payload, schema, validator
 from schemas.topics import Topic, Topics
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "SCHEMA_NAMES",
     "PayloadError",
     "Topic",

@@ -103,6 +103,18 @@ def create_app(
             )
         )
 
+    @operation(
+        "readiness: 503 with the reason while the broker connection (writes) is down",
+        Json("ready", models.Ready),
+        access="public",
+        answers={503: Json("the broker connection is down (the reason in error)", models.NotReady)},
+    )
+    async def readyz(_: Request) -> Response:
+        problem = None if broker is None else broker.problem()
+        if problem is not None:
+            return ApiJSON(models.NotReady(error=problem, broker=False), status_code=503)
+        return ApiJSON(models.Ready(status="ready", broker=broker is not None))
+
     @operation("Prometheus metrics", Body("metrics", {"text/plain": TEXT}), access="public")
     async def metrics_route(_: Request) -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
@@ -140,6 +152,7 @@ def create_app(
         Route("/docs", docs.docs_page),
         Mount("/docs/static", app=docs.swagger_files(), name="swagger"),
         Route("/healthz", healthz),
+        Route("/readyz", readyz),
         Route("/metrics", metrics_route),
         Route("/", docs.index),
         Mount("/static", app=docs.dashboard_files(), name="static"),

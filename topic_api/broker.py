@@ -30,6 +30,7 @@ class Broker:
         self.values: dict[str, bytes] = {}  # retained values under the writable prefixes
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self.refused: str | None = None  # the broker refused our login: no retry until restarted
 
     def start(self) -> None:
         """Connect in a thread (waiting as long as it takes); return at once."""
@@ -41,6 +42,7 @@ class Broker:
             self.client.start(timeout=None)
         except MqttError as e:
             log.error("topic API: %s; writes will answer 503", e)
+            self.refused = str(e)
             return
         for prefix in self.prefixes:
             base = prefix.rstrip("/")
@@ -53,6 +55,14 @@ class Broker:
             else:
                 self.values.pop(msg.topic, None)
 
+    def problem(self) -> str | None:
+        """Why writes cannot be published now, or None when connected (for ``/readyz``)."""
+        if self.refused is not None:
+            return f"no broker connection: {self.refused}"
+        if not self.client.is_connected:
+            return f"not connected to the broker ({self.client.last_error}); reconnecting"
+        return None
+
     def value(self, topic: str) -> bytes | None:
         with self._lock:
             return self.values.get(topic)
@@ -62,7 +72,9 @@ class Broker:
         if not self.client.is_connected:
             raise BrokerUnavailable(f"not connected to the broker; cannot publish {topic}")
         try:
-            self.client.publish_batch([(topic, payload)], retain=retain, timeout=timeout)
+            # unacknowledged in time: the write answers 503 and is dropped, never sent later
+            # (a message the broker refused by dropping us would come back on every reconnect)
+            self.client.publish_batch([(topic, payload)], retain=retain, timeout=timeout, keep_unacked=False)
         except MqttError as e:
             raise BrokerUnavailable(str(e)) from e
         if retain:  # read-your-write, before the broker echoes it back

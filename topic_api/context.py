@@ -6,13 +6,13 @@ a test can build an app over a folder of snapshot files without a broker.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from schemas import load_json
 from topic_api import auth
 from topic_api.events import EventHub
 from topic_api.metrics import ApiMetrics
@@ -53,8 +53,8 @@ class ApiContext:
 
     @staticmethod
     def payload_of(raw: bytes) -> Any:
-        """A retained value as the mirror shows it: parsed JSON, or the text."""
+        """A retained value as the mirror shows it: parsed JSON (strictly), or the text."""
         try:
-            return json.loads(raw)
+            return load_json(raw)
         except ValueError:
             return raw.decode("utf-8", "replace")

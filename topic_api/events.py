@@ -19,7 +19,7 @@ QUEUE = 64
 
 
 def sse(event: str, data: Any) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'), allow_nan=False)}\n\n".encode()
 
 
 KEEPALIVE = b": keepalive\n\n"

@@ -187,3 +187,13 @@ class Health(TypedDict):
     snapshots: Snapshots
     broker: bool
     streams: int
+
+
+class Ready(TypedDict):
+    status: Literal["ready"]
+    broker: Annotated[bool, Doc("whether this API has a broker connection configured (writes)")]
+
+
+class NotReady(TypedDict):
+    error: Annotated[str, Doc("why not: the broker connection is down, with its last error")]
+    broker: Literal[False]

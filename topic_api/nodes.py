@@ -3,6 +3,8 @@
 Built by :mod:`topic_api.app` from :class:`topic_api.state.ApiState`'s indexes. Pure:
 node topics, the node's verdict and ``now`` in, JSON-ready dicts out. The verdict is the
 actual view's (:class:`phrame.actual.ActualView`), the one rule placement and config-sync use too.
+A report the mirror refused (not strict JSON) is named in its sender's ``errors`` and
+``reason``, and in no other node's.
 """
 
 from __future__ import annotations
@@ -111,6 +113,9 @@ def node_summary(
         items = items_of(desired, actual, now=now, recent_exit_s=recent_exit_s)
     converged = st.get("converged")
     errors = st.get("errors")
+    invalid = actual.invalid if actual else {}
+    refused = [f"invalid report at {t}: {why}" for t, why in sorted(invalid.items())]
+    reason = f"{refused[0]}; {verdict.reason}" if refused else verdict.reason
     kinds = Counter(kind for kind, _ in (actual.items if actual else ()))
     counts = ItemCounts(
         containers=kinds["containers"], networks=kinds["networks"], processes=kinds["processes"]
@@ -119,7 +124,7 @@ def node_summary(
         "node": name,
         "state": verdict.state,
         "online": verdict.is_online,
-        "reason": verdict.reason,
+        "reason": reason,
         "heartbeat_age_s": verdict.heartbeat_age_s,
         "host": _host(actual.heartbeat if actual else None),
         "converged": converged if isinstance(converged, bool) else None,
@@ -129,7 +134,7 @@ def node_summary(
         "commit": Commits(desired=_str(manifest.get("commit")), applied=_str(st.get("commit"))),
         "drift": sum(1 for i in items if i["status"] != "in-sync"),
         "recent_exits": sum(1 for i in items if i.get("recent_exit")),
-        "errors": [_error_text(e) for e in errors] if isinstance(errors, list) else [],
+        "errors": refused + ([_error_text(e) for e in errors] if isinstance(errors, list) else []),
         "counts": counts,
         "history": receipts.history,
     }

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import socket
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from phrame.settings.mirror_notices import MAX_NOTICE, notice_path
+from schemas import load_json
 
 log = logging.getLogger(__name__)
 BATCH = 2_000  # notices read in one go before other work on the loop gets a turn
@@ -76,7 +76,7 @@ class NoticeLinks:
                 self._drop(plane)
                 break
             try:
-                note = json.loads(data)
+                note = load_json(data, max_depth=None)  # the mirror checked the payload's depth
             except ValueError:
                 continue
             if isinstance(note, dict):

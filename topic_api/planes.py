@@ -17,12 +17,14 @@ from schemas.topics import ITEM_KINDS
 
 @dataclass
 class NodeTopics:
-    """One node's topics of one plane: manifest/status/heartbeat and items by (kind, id)."""
+    """One node's topics of one plane: manifest/status/heartbeat, items by (kind, id), and
+    the reports the mirror refused (topic -> why)."""
 
     manifest: Any = None
     status: Any = None
     heartbeat: Any = None
     items: dict[tuple[str, str], Any] = field(default_factory=dict)
+    invalid: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -47,10 +49,17 @@ NODE_SINGLES = ("manifest", "status", "heartbeat")
 ENV_SINGLES = ("sync", "placement", "deploys")
 
 
-def index_plane(topics: Mapping[str, Any], prefix: str, plane: str) -> PlaneIndex:
-    """Group ``topics`` of ``plane`` under ``prefix`` by node and environment."""
+def index_plane(
+    topics: Mapping[str, Any], prefix: str, plane: str, invalid: Mapping[str, str] | None = None
+) -> PlaneIndex:
+    """Group ``topics`` of ``plane`` under ``prefix`` by node and environment; each refused
+    report of ``invalid`` (topic -> why) goes to its sender's node, and only there."""
     head = f"{prefix}/{plane}/"
     index = PlaneIndex()
+    for topic, why in (invalid or {}).items():
+        parts = topic[len(head) :].split("/") if topic.startswith(head) else []
+        if len(parts) >= 3 and parts[0] == "nodes" and parts[1]:
+            index.nodes.setdefault(parts[1], NodeTopics()).invalid[topic] = why
     for topic, payload in topics.items():
         if not topic.startswith(head):
             continue

@@ -69,6 +69,18 @@ def _stamp(value: Any) -> float | None:
     return _number(value)
 
 
+def _invalid(document: Mapping[str, Any]) -> dict[str, str]:
+    """The snapshot's refused reports, topic -> why (the mirror's ``invalid``)."""
+    raw = document.get("invalid")
+    if not isinstance(raw, Mapping):
+        return {}
+    out = {}
+    for topic, entry in raw.items():
+        why = entry.get("error") if isinstance(entry, Mapping) else None
+        out[str(topic)] = why if isinstance(why, str) else "refused by the mirror"
+    return out
+
+
 class ApiState:
     def __init__(
         self,
@@ -88,6 +100,8 @@ class ApiState:
         self.loaded: set[str] = set()  # planes read at least once
         self.runs: dict[str, tuple[str | None, int]] = {}  # plane -> (instance, messages) of its snapshot
         self.pending: dict[str, dict[str, tuple[int, Any]]] = {p: {} for p in PLANES}  # topic -> (seq, value)
+        # topic -> why the mirror refused it (the snapshot's, less what notices told since)
+        self.invalid: dict[str, dict[str, str]] = {p: {} for p in PLANES}
 
     def generated_at(self) -> dict[str, float | None]:
         return {p: self.planes[p].generated_at for p in PLANES}
@@ -111,9 +125,11 @@ class ApiState:
                     topics.pop(topic, None)
                 else:
                     topics[topic] = value
+        invalid = {t: why for t, why in _invalid(document).items() if t not in pending}
+        self.invalid[plane] = invalid
         old = self.planes[plane]
         changed, removed = diff_topics(old.topics, topics)
-        index = index_plane(topics, self.prefix, plane)
+        index = index_plane(topics, self.prefix, plane, invalid)
         first = plane not in self.loaded
         self.loaded.add(plane)
         if plane == "actual":
@@ -151,12 +167,15 @@ class ApiState:
             else:
                 topics[n.topic] = n.payload
         touched = {n.topic for n in fresh}
+        was_invalid = touched & self.invalid[plane].keys()  # a good report (or a clear) after a refused one
+        if was_invalid:
+            self.invalid[plane] = {t: why for t, why in self.invalid[plane].items() if t not in touched}
         before = old.topics
         changed = sorted(t for t in touched if t in topics and (t not in before or before[t] != topics[t]))
-        removed = sorted(t for t in touched if t in before and t not in topics)
+        removed = sorted(t for t in touched if (t in before or t in was_invalid) and t not in topics)
         if not changed and not removed:
             return None
-        index = index_plane(topics, self.prefix, plane)
+        index = index_plane(topics, self.prefix, plane, self.invalid[plane])
         if plane == "actual":
             self._note_receipts(old.index, index, now, first=False)
         self.planes[plane] = PlaneView(old.generated_at, topics, index)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import time
@@ -25,6 +24,7 @@ from typing import Any
 import anyio
 
 from phrame.settings.logs import ConditionLog
+from schemas import load_json
 from topic_api.events import EventHub
 from topic_api.metrics import ApiMetrics
 from topic_api.notices import NoticeLinks
@@ -44,8 +44,9 @@ def stamp_of(path: Path) -> Stamp | None:
 
 
 def read_document(path: Path) -> dict[str, Any]:
-    """The parsed snapshot (``OSError``/``ValueError`` when it cannot be read)."""
-    doc = json.loads(path.read_bytes())
+    """The parsed snapshot (``OSError``/``ValueError`` when it cannot be read). Strict JSON;
+    the depth of each payload was checked by the mirror as it came in."""
+    doc = load_json(path.read_bytes(), max_depth=None)
     if not isinstance(doc, dict):
         raise ValueError("not a JSON object")
     return doc

@@ -10,23 +10,27 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from phrame.mqtt.messages import check_topic as check_mqtt_topic
+from schemas import load_json
 from schemas.registry import PayloadError, check_payload
 from schemas.topics import Topics
 from topic_api.errors import WriteRefused
 
-MAX_TOPIC_BYTES = 65535  # MQTT's limit on a topic name
-
 
 def check_topic(topic: str) -> str:
-    """``topic`` if it can name one retained value (no wildcard, not empty, not ``$...``)."""
+    """``topic`` if it can name one retained value (no wildcard, not empty, not ``$...``)
+    and the broker takes it (at most 200 levels and 65535 bytes: past them, mosquitto
+    drops the connection)."""
     if not topic.strip("/"):
         raise WriteRefused(400, "topic is empty")
     if any(c in topic for c in "#+\x00"):
         raise WriteRefused(400, f"topic {topic!r} contains a wildcard or NUL: it must name one topic")
     if topic.startswith("$"):
         raise WriteRefused(400, f"topic {topic!r} is a broker topic ($...)")
-    if len(topic.encode("utf-8", "surrogatepass")) > MAX_TOPIC_BYTES:
-        raise WriteRefused(400, f"topic is longer than {MAX_TOPIC_BYTES} bytes")
+    try:
+        check_mqtt_topic(topic)
+    except ValueError as e:
+        raise WriteRefused(400, str(e)) from None
     return topic
 
 
@@ -54,8 +58,8 @@ def kv_payload(topic: str, body: bytes, *, prefixes: tuple[str, ...], prefix: st
         allowed = ", ".join(prefixes)
         raise WriteRefused(403, f"topic {topic!r} is outside the writable prefixes ({allowed})")
     try:
-        value = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as e:
+        value = load_json(body)  # strict: what it takes, JSON can carry back (no NaN, no \ud800)
+    except ValueError as e:
         raise WriteRefused(400, f"payload for {topic!r} is not JSON: {e}") from None
     name = schema_for(topic, prefix)
     if name is not None:
@@ -63,7 +67,7 @@ def kv_payload(topic: str, body: bytes, *, prefixes: tuple[str, ...], prefix: st
             check_payload(name, value)
         except PayloadError as e:
             raise WriteRefused(422, f"payload for {topic!r} is invalid under schema {e}") from None
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
 def kv_delete(topic: str, *, prefixes: tuple[str, ...]) -> None:

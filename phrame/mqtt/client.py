@@ -20,8 +20,8 @@ import paho.mqtt.client as paho
 from phrame.mqtt import paho_setup
 from phrame.mqtt.acks import AckTracker
 from phrame.mqtt.disconnects import ShortConnections, describe_disconnect
-from phrame.mqtt.errors import MqttError
-from phrame.mqtt.messages import Callback, Message, Will, check_filter
+from phrame.mqtt.errors import MqttError, PublishTimeout
+from phrame.mqtt.messages import Callback, Message, Will, check_filter, check_topic
 from phrame.mqtt.oauth import TokenProvider
 from phrame.mqtt.reading import RetainedCollector
 from phrame.mqtt.settings import MqttSettings
@@ -162,6 +162,12 @@ class MqttClient:
     def is_connected(self) -> bool:
         return self._paho.is_connected()
 
+    @property
+    def last_error(self) -> str:
+        """Why the last connection attempt failed or the last connection ended."""
+        with self._state:
+            return self._last_error
+
     # -- subscribing and reading
     def subscribe(self, topic_filter: str, callback: Callback, timeout: float = 5.0) -> bool:
         """Deliver every message matching ``topic_filter`` to ``callback``, across reconnects.
@@ -221,17 +227,32 @@ class MqttClient:
         retain: bool = True,
         qos: int = 1,
         timeout: float = 30.0,
+        *,
+        keep_unacked: bool = True,
     ) -> None:
-        """Publish every item and wait until the broker acknowledged each (QoS 1 PUBACK)."""
+        """Publish every item and wait until the broker acknowledged each (QoS 1 PUBACK).
+
+        On a timeout the messages not acknowledged stay queued and are sent again on
+        reconnect, unless ``keep_unacked`` is False: then they are dropped (the caller
+        answers "failed"; a message the broker refused by dropping the connection would
+        otherwise be sent again on every reconnect, and dropped again)."""
         self._refuse_network_thread("publish_batch")
         mark = self._acks.mark()
         sent = {self._publish(topic, payload, retain, qos): topic for topic, payload in items}
         if qos > 0 and sent:
-            self._acks.wait_batch(sent, mark, timeout, self._where)
+            try:
+                self._acks.wait_batch(sent, mark, timeout, self._where)
+            except PublishTimeout as e:
+                if keep_unacked:
+                    raise
+                paho_setup.drop_outgoing(self._paho, sent)
+                said = str(e).replace("they stay queued", "dropped, never sent again")
+                raise PublishTimeout(said, pending=e.pending) from None
 
     # -- internals
     def _publish(self, topic: str, payload: bytes | None, retain: bool, qos: int) -> int:
         try:
+            check_topic(topic)  # before it is queued: the broker would drop the connection
             info = self._paho.publish(topic, payload or b"", qos=qos, retain=retain)
         except ValueError as e:
             raise MqttError(f"cannot publish to {topic!r}: {e}") from e

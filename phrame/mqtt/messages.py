@@ -49,3 +49,49 @@ def check_filter(topic_filter: str) -> str:
                 f"invalid topic filter {topic_filter!r}: '+' must be a whole level (level {i + 1})"
             )
     return topic_filter
+
+
+# mosquitto closes the connection of a client that publishes to a topic of more levels
+# (its hierarchy limit); MQTT itself caps a topic name at 65535 bytes of UTF-8.
+MAX_TOPIC_LEVELS = 200
+MAX_TOPIC_BYTES = 65535
+
+
+def _is_refused_char(code: int) -> bool:
+    """C0 and C1 controls and Unicode noncharacters: mosquitto takes them for a malformed
+    packet (the surrogates are refused by the UTF-8 check)."""
+    return code < 0x20 or 0x7F <= code < 0xA0 or 0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE
+
+
+def check_topic(topic: str) -> str:
+    """``topic`` if a broker takes a message to it, else ``ValueError`` saying why.
+
+    A message the broker refuses this way costs the connection, so it is checked before
+    it is queued."""
+    if not topic:
+        raise ValueError("invalid topic '': empty")
+    if "+" in topic or "#" in topic:
+        raise ValueError(f"invalid topic {topic[:200]!r}: it holds a wildcard (+ or #)")
+    if "\x00" in topic:
+        raise ValueError(f"invalid topic {topic[:200]!r}: it contains a NUL character")
+    odd = next((c for c in topic if _is_refused_char(ord(c))), None)
+    if odd is not None:
+        raise ValueError(
+            f"invalid topic {topic[:200]!r}: it contains U+{ord(odd):04X}, a control character or"
+            " Unicode noncharacter (the broker drops a client that publishes there)"
+        )
+    try:
+        size = len(topic.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValueError(f"invalid topic {topic[:200]!r}: not valid Unicode (a lone surrogate)") from None
+    if size > MAX_TOPIC_BYTES:
+        raise ValueError(
+            f"invalid topic {topic[:60]!r}...: {size} bytes, more than MQTT's {MAX_TOPIC_BYTES} bytes"
+        )
+    levels = topic.count("/") + 1
+    if levels > MAX_TOPIC_LEVELS:
+        raise ValueError(
+            f"invalid topic {topic[:60]!r}...: {levels} levels, more than {MAX_TOPIC_LEVELS} levels"
+            " (the broker drops a client that publishes there)"
+        )
+    return topic

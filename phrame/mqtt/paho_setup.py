@@ -7,6 +7,8 @@ will (with a v5 will delay) and the session expiry. It never opens a second clie
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
@@ -122,3 +124,21 @@ def release_wakeup_sockets(client: paho.Client) -> None:
     reset = getattr(client, "_reset_sockets", None)  # private, present in paho 2.x
     if reset is not None:
         reset(sockpair_only=True)
+
+
+_IN_FLIGHT = (paho.mqtt_ms_wait_for_puback, paho.mqtt_ms_wait_for_pubrec, paho.mqtt_ms_wait_for_pubcomp)
+
+
+def drop_outgoing(client: paho.Client, mids: Iterable[int]) -> None:
+    """Forget the unacknowledged messages ``mids``: never sent again on reconnect.
+
+    paho's one public way, ``drop_out_messages()``, drops every message, those of other
+    callers too. This does what paho does on a PUBACK (pop the message, free its in-flight
+    slot), under paho's own lock, through private fields of paho 2.x (an AttributeError
+    here, not a silent leak, on a paho without them)."""
+    lock, out = client._out_message_mutex, client._out_messages
+    with lock:
+        for mid in mids:
+            message = out.pop(mid, None)
+            if message is not None and message.qos > 0 and message.state in _IN_FLIGHT:
+                client._inflight_messages -= 1

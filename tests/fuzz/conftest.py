@@ -3,8 +3,9 @@
 One file per entry point, all under the budget of :mod:`tests.fuzz.profile`
 (``FUZZ_EXAMPLES``, ``FUZZ_DEADLINE_MS``): config files through validation and placement's
 reading (``test_config_*``), desired-plane payloads and restart commands through the node
-agent (``test_agent_*``). Webhook bodies and headers belong here too, as
-``test_webhook_*.py`` under the same profile. Traffic goes to 127.0.0.1 only.
+agent (``test_agent_*``), webhook bodies and headers (``test_webhook_*``), the topic API's
+kv writes (``test_topic_api_kv``) and node reports through the mirror into the topic API
+(``test_report_payloads``). Traffic goes to 127.0.0.1 only.
 """
 
 from __future__ import annotations

@@ -296,3 +296,22 @@ def test_live_beats_of_an_online_node_tell_no_one_and_a_beat_after_silence_does(
         "offline",
         "online",
     ]
+
+
+def test_a_heartbeat_json_cannot_carry_is_ignored_and_affects_only_its_sender() -> None:
+    """Valid under the schema but not strict JSON: an infinite number, an array 900 deep."""
+    v = view()
+    beat(v, "good", T0, T0)
+    host = json.dumps(HOST).encode()
+    inf = b'{"ts": 1000, "seq": 1, "interval_s": 5, "host": ' + host[:-1] + b', "mem_total": 1e999}}'
+    v.on_message(Message(T.heartbeat("inf"), inf, False))
+    deep = (
+        b'{"ts": 1000, "seq": 1, "interval_s": 5, "host": '
+        + host
+        + b', "x": '
+        + b"[" * 900
+        + b"]" * 900
+        + b"}"
+    )
+    v.on_message(Message(T.heartbeat("deep"), deep, False))
+    assert set(v.nodes()) == {"good"} and v.verdict("good", T0 + 1).is_online

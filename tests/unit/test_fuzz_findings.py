@@ -73,15 +73,16 @@ def test_a_refused_restart_command_logs_a_short_line(caplog: pytest.LogCaptureFi
 
 
 def test_a_refused_payload_with_a_lone_surrogate_key_leaves_a_status_that_encodes() -> None:
-    """``{"env": {"\\ud800": {}}}``: the schema error's pointer holds the key as it is, and
-    the status carrying it could not be encoded: every pass failed at its report."""
+    """``{"env": {"\\ud800": {}}}``: the schema error's pointer held the key as it is, and
+    the status carrying it could not be encoded: every pass failed at its report. (The strict
+    reader now refuses the payload first; the error still names the key, escaped.)"""
     store = DesiredStore(T, "n1")
     doc = spec.container("e", "web")
     doc["env"] = {"\ud800": {"": None}}
     topic = T.desired_item("n1", "containers", "e.web.0")
     store.apply(topic, json.dumps(doc).encode())  # ensure_ascii: the surrogate as an escape
     (error,) = store.errors().values()
-    assert "/env/\\ud800" in error
+    assert "\\ud800" in error
     sent: list[bytes | None] = []
     reporter = ActualReporter(Recorder(sent), T, "n1", inspect=lambda _ref: {})
     assert reporter.report_status("online", errors=[error])

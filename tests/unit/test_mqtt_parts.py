@@ -10,7 +10,7 @@ import pytest
 from phrame.mqtt import Message, MqttError, PublishRefused, PublishTimeout, TokenError
 from phrame.mqtt.acks import AckTracker
 from phrame.mqtt.disconnects import ShortConnections, describe_disconnect
-from phrame.mqtt.messages import check_filter
+from phrame.mqtt.messages import MAX_TOPIC_LEVELS, check_filter, check_topic
 from phrame.mqtt.oauth import Token, parse_token_response
 from phrame.mqtt.reading import RetainedCollector
 from tests.support.oauth_server import mint_token, verify_token
@@ -121,3 +121,27 @@ def test_short_connections_hint_once_after_three_in_a_row() -> None:
     assert [short.ended(s) for s in (1.0, 1.0, 60.0, 1.0, 1.0)] == [False] * 5  # a long one resets
     assert short.ended(0.5) is True
     assert short.ended(0.5) is False  # said once
+
+
+def test_topic_names_within_the_brokers_limits() -> None:
+    assert check_topic("a/b/c") == "a/b/c"
+    assert check_topic("a b/\xa0/é/\u200b/\U0001f600/\ufffd") is not None  # the broker takes these
+    assert check_topic("/".join(["x"] * MAX_TOPIC_LEVELS)) is not None
+    for bad, said in [
+        ("/".join(["x"] * (MAX_TOPIC_LEVELS + 1)), f"more than {MAX_TOPIC_LEVELS} levels"),
+        ("a" * 65536, "65535 bytes"),
+        ("é" * 40000, "65535 bytes"),  # bytes of UTF-8, not characters
+        ("", "empty"),
+        ("a/+/b", "wildcard"),
+        ("a/#", "wildcard"),
+        ("a\x00b", "NUL"),
+        ("a/\ud800", "not valid Unicode"),
+        ("a/\x1f", "U\\+001F, a control character"),
+        ("a/\x85", "U\\+0085"),
+        ("a/\x7f", "U\\+007F"),
+        ("a/\ufdd0", "noncharacter"),
+        ("a/\uffff", "U\\+FFFF"),
+        ("a/\U0010fffe", "U\\+10FFFE"),
+    ]:
+        with pytest.raises(ValueError, match=said):
+            check_topic(bad)

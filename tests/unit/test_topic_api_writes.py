@@ -58,3 +58,30 @@ def test_restart_command() -> None:
     with pytest.raises(WriteRefused) as e:
         restart_command("phrame", "dev-1", "Bad Id", now=5.0, by="x")
     assert e.value.status == 400
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (b'"\\ud800"', "lone surrogate"),
+        (b"[" * 995, "nested too deeply"),
+        (b"NaN", "NaN"),
+        (b"[1e999]", "too large"),
+        (b'{"x": Infinity}', "Infinity"),
+    ],
+)
+def test_bodies_json_cannot_carry_are_refused_with_400(body: bytes, said: str) -> None:
+    with pytest.raises(WriteRefused, match=said) as e:
+        kv_payload("phrame/kv/a", body, prefixes=KV, prefix="phrame")
+    assert e.value.status == 400 and "phrame/kv/a" in str(e.value)
+
+
+def test_topics_past_the_brokers_limits_are_refused_with_400() -> None:
+    deep = "phrame/kv/" + "/".join(["x"] * 201)  # 203 levels: mosquitto drops the connection
+    with pytest.raises(WriteRefused, match="more than 200 levels") as e:
+        kv_payload(deep, b"1", prefixes=KV, prefix="phrame")
+    assert e.value.status == 400
+    assert status("phrame/kv/" + "/".join(["x"] * 198), b"1") == 200  # 200 levels
+    with pytest.raises(WriteRefused, match="65535 bytes") as e:
+        kv_payload("phrame/kv/" + "y" * 65535, b"1", prefixes=KV, prefix="phrame")
+    assert e.value.status == 400

@@ -43,6 +43,8 @@ COMPONENTS: tuple[type, ...] = (
     import_models.ComposeImport,
     import_models.ImportInvalid,
     models.Health,
+    models.Ready,
+    models.NotReady,
 )
 OPEN = (models.EnvError,)
 WRITE_SECURITY: list[dict[str, list[str]]] = [{"bearer": []}]
