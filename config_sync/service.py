@@ -49,6 +49,15 @@ def make_reporter(settings: SyncSettings) -> CommitReporter:
     return LocalReporter()
 
 
+def commit_page(settings: SyncSettings, commit: str) -> str | None:
+    """The commit's page on GitLab (its ``phrame/deploy`` status is there), when the project
+    is given by path; None with the local git host or a numeric project id."""
+    project = (settings.gitlab_project or "").strip("/")
+    if settings.git_host != "gitlab" or not settings.gitlab_url or not project or project.isdigit():
+        return None
+    return f"{settings.gitlab_url.rstrip('/')}/{project}/-/commit/{commit}"
+
+
 def make_notifier(settings: SyncSettings, metrics: Metrics) -> Notifier:
     def counted(message: Message, result: str) -> None:
         metrics.notifications.labels(message.environment, message.target.name, result).inc()
@@ -327,8 +336,9 @@ class ConfigSync:
             node, reason = record.failed
             reasons = (f"{node}: {reason}" if node else reason,)
         at = record.finished_at if record.finished_at is not None else time.time()
+        url = commit_page(self.settings, record.commit)
         self.notifier.notify(
-            Transition(environment, record.commit, record.ref, "progressing", state, reasons, at=at)
+            Transition(environment, record.commit, record.ref, "progressing", state, reasons, url, at)
         )
 
     def _remember_failures(self) -> None:

@@ -4,8 +4,10 @@ The service calls it from one place (a deployment judged, today; the health mode
 transitions later) on whatever thread judged it; it decides under a lock (``decide``),
 builds each recipient's body (``payloads``) and hands them to the :class:`Outbox`, so it
 returns at once and never raises. Targets come from the last valid ``environment.yaml`` of
-each environment (:meth:`configure`, after each sync). What was sent is remembered in memory
-only: a restart forgets it (:meth:`remember` puts back what the deployment history knows).
+each environment (:meth:`configure`, after each sync); a transition of an environment not
+configured yet (just after a restart, before its first sync) waits for its targets. What was
+sent is remembered in memory only: a restart forgets it (:meth:`remember` puts back what the
+deployment history knows).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from config_sync.notify.outbox import Outbox
 from config_sync.notify.payloads import body
 
 log = logging.getLogger(__name__)
+MAX_WAITING = 10  # transitions kept per environment whose targets are not read yet
 
 
 class Notifier:
@@ -27,16 +30,17 @@ class Notifier:
         self.outbox = outbox
         self.targets: dict[str, tuple[Target, ...]] = {}
         self.memory: dict[str, Memory] = {}
+        self.waiting: dict[str, list[Transition]] = {}  # for an environment not configured yet
         self._lock = threading.Lock()
 
     def configure(self, targets: Mapping[str, tuple[Target, ...]]) -> None:
         """Each environment of ``targets`` gets these targets (an empty tuple: none)."""
         with self._lock:
             for env, found in targets.items():
-                if found:
-                    self.targets[env] = tuple(found)
-                else:
-                    self.targets.pop(env, None)
+                self.targets[env] = tuple(found)
+            ready = [t for env in targets for t in self.waiting.pop(env, ())]
+        for transition in ready:
+            self.notify(transition)
 
     def remember(self, environment: str, commit: str, problem: str) -> None:
         """``environment`` is in ``problem`` at ``commit`` and that was sent before (a restart):
@@ -55,6 +59,10 @@ class Notifier:
 
     def _notify(self, t: Transition) -> int:
         with self._lock:
+            if t.environment not in self.targets:  # not read yet: decided once it is
+                self.waiting.setdefault(t.environment, []).append(t)
+                del self.waiting[t.environment][:-MAX_WAITING]
+                return 0
             decision = decide(self.memory.get(t.environment), t)
             if decision.memory is not None:
                 self.memory[t.environment] = decision.memory

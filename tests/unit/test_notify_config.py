@@ -7,6 +7,8 @@ from pathlib import Path
 
 from config_sync.notify.events import EVENTS, Target
 from config_sync.notify.targets import targets_of
+from config_sync.service import commit_page
+from config_sync.settings import SyncSettings
 from phrame.config_repo import load_directory, validate
 from tests.unit.test_schema_values import ENV, schema_problem
 from tests.unit.test_validate_limits import problems_of
@@ -63,3 +65,31 @@ def test_two_targets_with_one_name_are_reported_at_the_second(tmp_path: Path) ->
     assert [p.format() for p in found] == [
         f"{ENV}:6:11: notify-duplicate: notify target 'ops-slack' is also entry 1; give each target its own name"
     ]
+
+
+def test_a_deployment_links_to_its_commit_on_gitlab_when_the_project_is_a_path() -> None:
+    sha = "c" * 40
+    gitlab = dict(
+        git_host="gitlab", gitlab_url="https://gitlab.example.test/", gitlab_token="t", webhook_secret="s"
+    )
+    on = SyncSettings(repo_url="x", state_dir="/tmp", gitlab_project="ops/phrame-config", **gitlab)  # type: ignore[arg-type]
+    assert commit_page(on, sha) == f"https://gitlab.example.test/ops/phrame-config/-/commit/{sha}"
+    by_id = SyncSettings(repo_url="x", state_dir="/tmp", gitlab_project="42", **gitlab)  # type: ignore[arg-type]
+    assert commit_page(by_id, sha) is None
+    assert commit_page(SyncSettings(repo_url="x", state_dir="/tmp"), sha) is None
+
+
+def test_the_notify_settings_are_read_from_the_environment() -> None:
+    s = SyncSettings.from_env(
+        {
+            "PHRAME_REPO_URL": "/srv/phrame-config.git",
+            "PHRAME_NOTIFY_SECRETS_DIR": "/run/secrets/notify",
+            "PHRAME_NOTIFY_TIMEOUT_S": "2.5",
+            "PHRAME_NOTIFY_ATTEMPTS": "3",
+            "PHRAME_NOTIFY_RETRY_MIN_S": "0.5",
+            "PHRAME_NOTIFY_RETRY_MAX_S": "30",
+        }
+    )
+    assert (s.notify_secrets_dir, s.notify_timeout_s, s.notify_attempts) == ("/run/secrets/notify", 2.5, 3)
+    assert (s.notify_retry_min_s, s.notify_retry_max_s) == (0.5, 30.0)
+    assert SyncSettings.from_env({"PHRAME_REPO_URL": "/r.git"}).notify_secrets_dir == "/etc/phrame/notify"

@@ -109,4 +109,19 @@ def test_the_notifier_queues_one_message_per_target_and_transition_and_remembers
     assert again.notify(t("healthy", B)) == 1
     # an environment configured with no targets any more gets none
     again.configure({"studio-a": ()})
-    assert again.targets == {}
+    assert again.notify(t("failed", B)) == 0 and again.outbox.pending() == 1
+
+
+def test_a_transition_before_the_targets_are_read_waits_for_them() -> None:
+    """Just after a restart the deploy watcher may judge a deployment before the first sync
+    read the environment's notify: targets; the transition is decided once they are."""
+    outbox = Outbox(Recorder(), clock=lambda: 0.0)
+    notifier = Notifier(outbox)
+    notifier.remember("studio-a", A, "failed")
+    assert notifier.notify(t("healthy", B)) == 0 and outbox.pending() == 0
+    assert notifier.notify(t("failed", A, env="studio-b")) == 0
+    notifier.configure({"studio-a": (Target("ops", "json", "ops.url"),)})
+    assert [p.message.event for lane in outbox.lanes.values() for p in lane] == ["recovered"]
+    notifier.configure({"studio-b": ()})  # no targets there: decided, nothing sent
+    assert outbox.pending() == 1 and notifier.waiting == {}
+    assert notifier.memory["studio-b"].problem == "failed"
