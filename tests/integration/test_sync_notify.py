@@ -107,3 +107,60 @@ def test_a_failed_deployment_and_its_recovery_are_each_sent_once(
             )
         finally:
             service.stop()
+
+
+def converge(url: str, commit: str, generations: dict[str, int]) -> None:
+    """Fake agents: every node reports ``commit`` converged at its generation (retained)."""
+    converged = {"state": "online", "commit": commit, "converged": True}
+    with reader(url, "fake-agents") as agents:
+        agents.publish_batch(
+            [
+                (T.status(n), json.dumps({**converged, "generation": g}).encode())
+                for n, g in generations.items()
+            ]
+        )
+
+
+@pytest.mark.slow
+def test_after_a_restart_a_failure_is_not_sent_again_and_its_recovery_is(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    secrets = tmp_path / "notify-secrets"
+    secrets.mkdir()
+    with webhook_receiver() as pager:
+        pager.listen()
+        (secrets / "pager.url").write_text(pager.url)
+        remote = ConfigRemote(tmp_path)
+        remote.commit("sample", copy_from=SAMPLE)
+        env_yaml = (remote.work_path / ENV_FILE).read_text() + NOTIFY.split("  - name: ops-chat")[0]
+        first = remote.commit("notify the pager", files={ENV_FILE: env_yaml})
+        settings = settings_for(
+            remote,
+            tmp_path / "state",
+            mosquitto.url,
+            poll_s=3600,
+            debounce_s=0,
+            deploy_timeout_s=1.5,
+            notify_secrets_dir=str(secrets),
+        )
+        one = ConfigSync(settings, reporter=LocalReporter())
+        one.start()
+        try:
+            assert one.queue.wait_idle(30)
+            wait_for(lambda: pager.events() == ["failed"], "the pager's failed", observe=lambda: pager.tries)
+        finally:
+            one.stop()
+        two = ConfigSync(settings, reporter=LocalReporter())
+        two.start()
+        try:
+            assert two.queue.wait_idle(30)
+            second = remote.commit("drop egress", files={"environments/studio-a/services/egress.yaml": None})
+            outcome = two.syncer.sync_ref("main")
+            converge(mosquitto.url, second, outcome.generations)
+            wait_for(lambda: pager.events() == ["failed", "recovered"], "the recovery", observe=pager.events)
+            assert pager.received[1]["commit"] == second and first != second
+            two.deployer.check()
+            wait_for(lambda: two.notifier.outbox.pending() == 0, "an empty outbox")
+        finally:
+            two.stop()
+    assert pager.events() == ["failed", "recovered"]
