@@ -10,6 +10,7 @@ retry may fix (no answer, 5xx, 408, 429) is a :class:`TemporaryError`, any other
 
 from __future__ import annotations
 
+import http.client
 import os
 import stat
 import urllib.error
@@ -86,7 +87,8 @@ class HttpDelivery:
                 retry_after = _seconds(e.headers.get("Retry-After") if e.headers else None)
                 raise TemporaryError(what, delay=retry_after) from None
             raise PermanentError(what) from None
-        except (urllib.error.URLError, OSError) as e:  # refused, reset, timed out, TLS
+        # refused, reset, timed out, TLS, or an answer that is no HTTP: all may pass
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
             reason = getattr(e, "reason", e)
             raise TemporaryError(f"{target} ({host}) unreachable: {reason}") from None
 

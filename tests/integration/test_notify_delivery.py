@@ -3,6 +3,8 @@ each transition exactly once when it comes back, and the caller never waits for 
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -81,3 +83,32 @@ def test_a_receiver_refusing_for_good_is_given_up_after_one_try(tmp_path: Path) 
             assert receiver.tries == [404]
         finally:
             notifier.stop()
+
+
+def test_an_answer_that_is_no_http_is_retried(tmp_path: Path) -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    garbled = threading.Event()
+
+    def answer_garbage() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"SMTP READY\r\n\r\n")
+        garbled.set()
+
+    threading.Thread(target=answer_garbage, daemon=True).start()
+    (tmp_path / "odd.url").write_text(f"http://127.0.0.1:{server.getsockname()[1]}/hook")
+    results: list[str] = []
+    outbox = Outbox(
+        HttpDelivery(tmp_path, timeout_s=2), backoff=Backoff(30, 60), on_result=lambda m, r: results.append(r)
+    )
+    notifier = Notifier(outbox)
+    notifier.configure({"studio-a": (Target("odd", "json", "odd.url"),)})
+    try:
+        notifier.start()
+        notifier.notify(transition("failed", A))
+        wait_for(lambda: results, "the first try judged")
+        assert garbled.is_set() and results == ["retried"] and outbox.pending() == 1
+    finally:
+        notifier.stop()
+        server.close()
