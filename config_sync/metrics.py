@@ -60,6 +60,13 @@ class Metrics:
             buckets=DEPLOY_BUCKETS,
             registry=self.registry,
         )
+        self.notifications = Counter(
+            "phrame_config_sync_notifications",
+            "Deployment notifications by environment, notify: target and result"
+            " (sent, retried, failed, dropped)",
+            ["environment", "target", "result"],
+            registry=self.registry,
+        )
         self.ready = Gauge(
             "phrame_config_sync_ready", "1 when broker connected and repo fetched", registry=self.registry
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from config_sync.notify.events import Target
 from phrame.config_repo.update_policy import UpdatePolicy
 from schemas import Topics
 
@@ -27,6 +28,7 @@ class Reading:
     rendered: dict[str, dict[str, Any]] | None  # every desired topic; None when invalid
     nodes: frozenset[str] = frozenset()  # the inventory (nodes/) at this commit
     policies: dict[tuple[str, str], UpdatePolicy] = field(default_factory=dict)  # staged rollouts
+    notify: dict[str, tuple[Target, ...]] = field(default_factory=dict)  # environment -> notify: targets
 
     def tracking(self, ref: str) -> set[str]:
         return {env for env, track in self.tracks.items() if track == ref}

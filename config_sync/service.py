@@ -12,9 +12,11 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from config_sync.deploys.history import DeployHistory
+from config_sync.deploys.records import DeployRecord
 from config_sync.deploys.watcher import DeployWatcher
 from config_sync.errors import PublishError
 from config_sync.intake.clone import SyncRepo
@@ -22,6 +24,10 @@ from config_sync.intake.queue import WorkQueue
 from config_sync.intake.syncing import Syncer
 from config_sync.intake.webhooks import Route
 from config_sync.metrics import Metrics
+from config_sync.notify.delivery import HttpDelivery
+from config_sync.notify.events import Message, Transition
+from config_sync.notify.notifier import Notifier
+from config_sync.notify.outbox import Outbox
 from config_sync.publication.sender import DesiredPublisher, SyncOutcome
 from config_sync.reporting import CommitReporter, GitLabReporter, LocalReporter
 from config_sync.rollouts.controller import RolloutController
@@ -41,6 +47,30 @@ def make_reporter(settings: SyncSettings) -> CommitReporter:
         assert settings.gitlab_url and settings.gitlab_token and settings.gitlab_project
         return GitLabReporter(settings.gitlab_url, settings.gitlab_token, settings.gitlab_project)
     return LocalReporter()
+
+
+def commit_page(settings: SyncSettings, commit: str) -> str | None:
+    """The commit's page on GitLab (its ``phrame/deploy`` status is there), when the project
+    is given by path; None with the local git host or a numeric project id."""
+    project = (settings.gitlab_project or "").strip("/")
+    if settings.git_host != "gitlab" or not settings.gitlab_url or not project or project.isdigit():
+        return None
+    return f"{settings.gitlab_url.rstrip('/')}/{project}/-/commit/{commit}"
+
+
+def make_notifier(settings: SyncSettings, metrics: Metrics) -> Notifier:
+    def counted(message: Message, result: str) -> None:
+        metrics.notifications.labels(message.environment, message.target.name, result).inc()
+
+    delivery = HttpDelivery(Path(settings.notify_secrets_dir), timeout_s=settings.notify_timeout_s)
+    low = settings.notify_retry_min_s
+    outbox = Outbox(
+        delivery,
+        attempts=settings.notify_attempts,
+        backoff=Backoff(low, max(low, settings.notify_retry_max_s), jitter=0.2),
+        on_result=counted,
+    )
+    return Notifier(outbox)
 
 
 class ConfigSync:
@@ -85,7 +115,8 @@ class ConfigSync:
         )
         self.history = DeployHistory(self.mqtt, self.topics, self.git.commit_info, timeout_s=deploy_s)
         self.deployer.history = self.history
-        self.history.on_finished = self.metrics.deploy_finished
+        self.history.on_finished = self._deploy_finished
+        self.notifier = make_notifier(settings, self.metrics)
         # staged rollouts: a rolled-back replica's earlier spec is re-rendered from its commit
         self.rollouts = RolloutController(
             self.topics, self.reporter, spec_at=lambda sha: self.syncer.read(sha).rendered, view=self.view
@@ -157,6 +188,7 @@ class ConfigSync:
         for topic_filter in (self.topics.node_status_filter(), self.topics.heartbeat_filter()):
             self.actual.subscribe(topic_filter, self.view.on_message)
         self.actual.subscribe(self.topics.actual_containers_filter(), self.view.on_message)
+        self.notifier.start()
         self.deployer.start()
         self.rollouts.start()
         failures = 0
@@ -171,6 +203,7 @@ class ConfigSync:
                 time.sleep(delay)
         # the deployments recorded before a restart, before anything is published
         self.history.restore(self.publisher.published or {})
+        self._remember_failures()
         self.started_at = time.time()
         self.trigger_sync(self.settings.default_ref)
         with self._lock:
@@ -183,6 +216,7 @@ class ConfigSync:
         self.queue.stop()
         self.rollouts.stop()
         self.deployer.stop()
+        self.notifier.stop()
         if self.actual is not self.mqtt:
             self.actual.stop()
         self.mqtt.stop()
@@ -285,6 +319,35 @@ class ConfigSync:
     def _record(self, outcome: SyncOutcome) -> None:
         self.metrics.record_sync(outcome.ref, "applied" if outcome.ok else "invalid")
         self.metrics.messages.inc(len(outcome.messages))
+        if outcome.ok and outcome.commit and outcome.environments:
+            # the notify: targets of the commit just synced (its reading is cached)
+            targets = self.syncer.read(outcome.commit).notify
+            self.notifier.configure({env: targets.get(env, ()) for env in outcome.environments})
+
+    # -- notifications: every transition reaches the notifier here
+    def _deploy_finished(self, environment: str, record: DeployRecord) -> None:
+        """A deployment of ``environment`` converged or failed (the deploy watcher's thread)."""
+        self.metrics.deploy_finished(environment, record)
+        state = {"converged": "healthy", "failed": "failed"}.get(record.state)
+        if state is None:  # superseded: the newer commit's own outcome will tell
+            return
+        reasons: tuple[str, ...] = ()
+        if record.failed is not None:
+            node, reason = record.failed
+            reasons = (f"{node}: {reason}" if node else reason,)
+        at = record.finished_at if record.finished_at is not None else time.time()
+        url = commit_page(self.settings, record.commit)
+        self.notifier.notify(
+            Transition(environment, record.commit, record.ref, "progressing", state, reasons, url, at)
+        )
+
+    def _remember_failures(self) -> None:
+        """After a restart: an environment whose last deployment failed was notified before,
+        so it is not sent again, and its next healthy deployment is sent as recovered."""
+        for env, records in sorted(self.history.by_env.items()):
+            last = next((r for r in records if r.state in ("converged", "failed")), None)
+            if last is not None and last.state == "failed":
+                self.notifier.remember(env, last.commit, "failed")
 
     # -- reading
     def is_ready(self) -> bool:

@@ -19,6 +19,7 @@ from phrame.settings.http_serving import HttpLimits
 DEFAULT_STATE_DIR = "/var/lib/phrame"  # as every service; config-sync keeps its clone in config-sync/
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
+DEFAULT_NOTIFY_SECRETS_DIR = "/etc/phrame/notify"  # the files holding notify: targets' URLs
 MAX_BODY_BYTES = 1024 * 1024  # GitLab push payloads are capped at 20 commits; 1 MiB is ample
 INSECURE_FLAG = "PHRAME_INSECURE_NO_WEBHOOK_SECRET"
 
@@ -43,6 +44,11 @@ class SyncSettings:
     git_timeout_s: float = 120.0  # a git fetch running longer is killed (a transient error)
     git_ca_file: str | None = None  # a private CA for an HTTPS repo_url; None: the system's
     topic_prefix: str = "phrame"
+    notify_secrets_dir: str = DEFAULT_NOTIFY_SECRETS_DIR  # where notify: url_file names are read
+    notify_timeout_s: float = 5.0  # one notification POST
+    notify_attempts: int = 6  # tries of one notification before it is given up
+    notify_retry_min_s: float = 1.0  # between tries: this, doubling ...
+    notify_retry_max_s: float = 60.0  # ... up to this
     default_ref: str = "main"
     max_body_bytes: int = MAX_BODY_BYTES
     http: HttpLimits = field(default_factory=HttpLimits)
@@ -105,6 +111,12 @@ class SyncSettings:
             git_timeout_s=e.number("PHRAME_GIT_TIMEOUT_S", 120.0, minimum=1.0),
             git_ca_file=e.text("PHRAME_GIT_CA_FILE"),
             topic_prefix=e.topic_prefix(),
+            notify_secrets_dir=e.text("PHRAME_NOTIFY_SECRETS_DIR", DEFAULT_NOTIFY_SECRETS_DIR)
+            or DEFAULT_NOTIFY_SECRETS_DIR,
+            notify_timeout_s=e.number("PHRAME_NOTIFY_TIMEOUT_S", 5.0, minimum=0.1),
+            notify_attempts=e.integer("PHRAME_NOTIFY_ATTEMPTS", 6, minimum=1),
+            notify_retry_min_s=e.number("PHRAME_NOTIFY_RETRY_MIN_S", 1.0, minimum=0.01),
+            notify_retry_max_s=e.number("PHRAME_NOTIFY_RETRY_MAX_S", 60.0, minimum=0.01),
             default_ref=e.text("PHRAME_TRACK_REF", "main") or "main",
             max_body_bytes=e.integer("PHRAME_MAX_BODY_BYTES", MAX_BODY_BYTES, minimum=1024),
             http=HttpLimits.from_env(e),

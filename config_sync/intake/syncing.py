@@ -20,6 +20,7 @@ from config_sync.deploys.history import DeployHistory
 from config_sync.deploys.watcher import DeployWatcher
 from config_sync.intake.clone import SyncRepo
 from config_sync.models import Claim, Reading
+from config_sync.notify.targets import targets_of
 from config_sync.publication.sender import DesiredPublisher, SyncOutcome
 from config_sync.reporting import CommitReporter
 from config_sync.review_note import item_changes, review_note, rollout_waves
@@ -90,7 +91,13 @@ class Syncer:
             rendered = None if errors else render(repo, commit=sha).topics(self.topics)
             rules = policies(repo) if not errors else {}
             reading = Reading(
-                sha, _tracks(repo, self.default_ref), errors, rendered, frozenset(repo.nodes), rules
+                sha,
+                _tracks(repo, self.default_ref),
+                errors,
+                rendered,
+                frozenset(repo.nodes),
+                rules,
+                notify=targets_of(repo) if not errors else {},
             )
         with self._lock:
             self._readings[sha] = reading

@@ -77,6 +77,22 @@ def environment_settings(repo: ConfigRepo) -> Iterator[Problem]:
             yield at(doc, ["track"], "tag-auto-placement", msg)
 
 
+def notify_targets(repo: ConfigRepo) -> Iterator[Problem]:
+    """Each ``notify:`` target's name is unique in its environment (logs and metrics name it)."""
+    for env in repo.environments.values():
+        doc = env.doc
+        if doc is None or not isinstance(doc.data, dict):
+            continue
+        seen: dict[str, int] = {}
+        for i, target in _sound_items(doc, "notify"):
+            name = target["name"]
+            if name in seen:
+                msg = f"notify target {name!r} is also entry {seen[name] + 1}; give each target its own name"
+                yield at(doc, ["notify", i, "name"], "notify-duplicate", msg)
+            else:
+                seen[name] = i
+
+
 def references(repo: ConfigRepo, env: Environment) -> Iterator[Problem]:
     for _name, doc in _valid(env.services):
         data = doc.data
@@ -266,7 +282,7 @@ def capacity(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]
 
 
 def semantic_problems(repo: ConfigRepo) -> list[Problem]:
-    problems = [*names(repo), *environment_settings(repo), *update_problems(repo)]
+    problems = [*names(repo), *environment_settings(repo), *notify_targets(repo), *update_problems(repo)]
     for env in repo.environments.values():
         problems += [*references(repo, env), *cycles(env)]
     all_replicas = replicas(repo, partial=True)

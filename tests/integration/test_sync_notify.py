@@ -1,0 +1,166 @@
+"""Deployment notifications from a running config-sync (real broker and git, a real HTTP
+receiver on 127.0.0.1): a deployment that times out sends ``failed`` once, the next one that
+converges sends ``recovered`` once, and a receiver answering 500 delays neither."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from config_sync.reporting import LocalReporter
+from config_sync.service import ConfigSync
+from schemas import Topics, check_payload
+from tests.support.mosquitto import Mosquitto
+from tests.support.sync_support import SAMPLE, ConfigRemote, reader, settings_for
+from tests.support.waiting import wait_for
+from tests.support.webhook_receiver import webhook_receiver
+
+T = Topics()
+ENV_FILE = "environments/studio-a/environment.yaml"
+NOTIFY = """
+notify:
+  - name: pager
+    format: json
+    url_file: pager.url
+  - name: ops-chat
+    format: slack
+    url_file: ops-chat.url
+    on: [failed]
+"""
+
+
+def deploy_states(service: ConfigSync, sha: str) -> list[str]:
+    statuses = service.reporter.snapshot()["statuses"]
+    return [s["state"] for s in statuses if s["name"] == "phrame/deploy" and s["sha"] == sha]
+
+
+@pytest.mark.slow
+def test_a_failed_deployment_and_its_recovery_are_each_sent_once(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    secrets = tmp_path / "notify-secrets"
+    secrets.mkdir()
+    with webhook_receiver(answers=[500]) as pager, webhook_receiver() as chat:
+        pager.listen()
+        chat.listen()
+        (secrets / "pager.url").write_text(pager.url + "\n")
+        (secrets / "ops-chat.url").write_text(chat.url + "\n")
+        remote = ConfigRemote(tmp_path)
+        remote.commit("sample", copy_from=SAMPLE)
+        env_yaml = (remote.work_path / ENV_FILE).read_text() + NOTIFY
+        first = remote.commit("notify the pager", files={ENV_FILE: env_yaml})
+        settings = settings_for(
+            remote,
+            tmp_path / "state",
+            mosquitto.url,
+            poll_s=3600,
+            debounce_s=0,
+            deploy_timeout_s=1.5,
+            notify_secrets_dir=str(secrets),
+            notify_retry_min_s=0.05,
+            notify_retry_max_s=0.2,
+        )
+        service = ConfigSync(settings, reporter=LocalReporter())
+        service.start()
+        try:
+            assert service.queue.wait_idle(30)
+            # no agent answers: the deployment fails at its deadline
+            wait_for(lambda: deploy_states(service, first)[-1:] == ["failed"], "phrame/deploy failed")
+            wait_for(lambda: pager.events() == ["failed"], "the pager's failed", observe=lambda: pager.tries)
+            assert pager.tries[:2] == [500, 200]  # retried after the 500
+            doc = pager.received[0]
+            check_payload("notify-event", doc)
+            assert (doc["environment"], doc["commit"], doc["state"]) == ("studio-a", first, "failed")
+            assert doc["reasons"] and doc["reasons"][0].endswith("no status reported")
+            wait_for(lambda: len(chat.received) == 1, "the chat's failed")
+            assert chat.received[0]["text"].startswith(":red_circle: *studio-a*: deployment failed")
+            # the next commit converges on every node it changed
+            second = remote.commit("drop egress", files={"environments/studio-a/services/egress.yaml": None})
+            started = time.monotonic()
+            outcome = service.syncer.sync_ref("main")
+            assert outcome.generations
+            with reader(mosquitto.url, "fake-agents") as agents:
+                converged = {"state": "online", "commit": second, "converged": True}
+                agents.publish_batch(
+                    [
+                        (T.status(n), json.dumps({**converged, "generation": g}).encode())
+                        for n, g in outcome.generations.items()
+                    ]
+                )
+                wait_for(lambda: deploy_states(service, second)[-1:] == ["success"], "phrame/deploy success")
+                assert time.monotonic() - started < 1.5, "the deployment waited for notifications"
+                wait_for(lambda: pager.events() == ["failed", "recovered"], "the pager's recovered")
+                assert pager.received[1]["commit"] == second and pager.received[1]["state"] == "healthy"
+                # more passes and ticks over the same state send nothing more
+                service.syncer.sync_ref("main")
+                service.deployer.check()
+                wait_for(lambda: service.notifier.outbox.pending() == 0, "an empty outbox")
+            assert pager.events() == ["failed", "recovered"]
+            assert len(chat.received) == 1  # ops-chat takes failed only
+            metrics = service.metrics.render().decode()
+            assert (
+                'phrame_config_sync_notifications_total{environment="studio-a",result="retried",target="pager"} 1.0'
+                in metrics
+            )
+        finally:
+            service.stop()
+
+
+def converge(url: str, commit: str, generations: dict[str, int]) -> None:
+    """Fake agents: every node reports ``commit`` converged at its generation (retained)."""
+    converged = {"state": "online", "commit": commit, "converged": True}
+    with reader(url, "fake-agents") as agents:
+        agents.publish_batch(
+            [
+                (T.status(n), json.dumps({**converged, "generation": g}).encode())
+                for n, g in generations.items()
+            ]
+        )
+
+
+@pytest.mark.slow
+def test_after_a_restart_a_failure_is_not_sent_again_and_its_recovery_is(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    secrets = tmp_path / "notify-secrets"
+    secrets.mkdir()
+    with webhook_receiver() as pager:
+        pager.listen()
+        (secrets / "pager.url").write_text(pager.url)
+        remote = ConfigRemote(tmp_path)
+        remote.commit("sample", copy_from=SAMPLE)
+        env_yaml = (remote.work_path / ENV_FILE).read_text() + NOTIFY.split("  - name: ops-chat")[0]
+        first = remote.commit("notify the pager", files={ENV_FILE: env_yaml})
+        settings = settings_for(
+            remote,
+            tmp_path / "state",
+            mosquitto.url,
+            poll_s=3600,
+            debounce_s=0,
+            deploy_timeout_s=1.5,
+            notify_secrets_dir=str(secrets),
+        )
+        one = ConfigSync(settings, reporter=LocalReporter())
+        one.start()
+        try:
+            assert one.queue.wait_idle(30)
+            wait_for(lambda: pager.events() == ["failed"], "the pager's failed", observe=lambda: pager.tries)
+        finally:
+            one.stop()
+        two = ConfigSync(settings, reporter=LocalReporter())
+        two.start()
+        try:
+            assert two.queue.wait_idle(30)
+            second = remote.commit("drop egress", files={"environments/studio-a/services/egress.yaml": None})
+            outcome = two.syncer.sync_ref("main")
+            converge(mosquitto.url, second, outcome.generations)
+            wait_for(lambda: pager.events() == ["failed", "recovered"], "the recovery", observe=pager.events)
+            assert pager.received[1]["commit"] == second and first != second
+            two.deployer.check()
+            wait_for(lambda: two.notifier.outbox.pending() == 0, "an empty outbox")
+        finally:
+            two.stop()
+    assert pager.events() == ["failed", "recovered"]
