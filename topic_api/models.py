@@ -175,6 +175,7 @@ class KvDeleted(TypedDict):
 
 class Restarted(TypedDict):
     topic: str
+    id: Annotated[str, Doc("the command's id: the agent runs it once")]
 
 
 class Snapshots(TypedDict):
