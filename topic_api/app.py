@@ -46,7 +46,7 @@ def create_app(
     ``should_stop`` (the server's ``should_exit``) is polled by the watcher: when it turns
     true the event streams end, so the server's graceful shutdown does not wait on them."""
     state = ApiState(settings.topic_prefix, history_s=settings.history_s)
-    hub = EventHub(settings.max_streams)
+    hub = EventHub(settings.max_streams, settings.max_streams_per_client)
     metrics = ApiMetrics(streams=lambda: len(hub.streams))
     ctx = ApiContext(settings, state, hub, metrics, broker)
     watcher = SnapshotWatcher(settings.mirror_dir, state, hub, poll_s=settings.poll_s, metrics=metrics)
@@ -58,14 +58,21 @@ def create_app(
     @operation(
         "server-sent events: hello, then one change per snapshot change",
         Body("event stream", {"text/event-stream": TEXT}),
-        errors=(503,),
+        errors=(429, 503),
     )
     async def events(request: Request) -> Response:
         if (refused := ctx.refuse_read(request)) is not None:
             return refused
-        stream = hub.open()
+        client = request.client.host if request.client else ""
+        stream = hub.open(client)
         if stream is None:
             metrics.refused_streams.inc()
+            if not hub.closed and hub.is_client_full(client):
+                why = (
+                    f"{client or 'this client'} has {hub.max_per_client} event streams open "
+                    "(PHRAME_API_MAX_STREAMS_PER_CLIENT); close one"
+                )
+                return error(429, f"no event stream: {why}", headers={"Retry-After": "5"})
             why = (
                 "the server is shutting down"
                 if hub.closed

@@ -34,6 +34,7 @@ class ApiSettings:
     write_prefixes: tuple[str, ...] = ()  # empty: ``<prefix>/kv/`` only
     max_body_bytes: int = MAX_BODY_BYTES
     max_streams: int = 100  # concurrent /api/events streams
+    max_streams_per_client: int = 10  # of them from one peer address
     poll_s: float = 0.1  # how often the snapshot files are stat'ed
     keepalive_s: float = 15.0
     node_timeout_s: float = 20.0  # as placement and config-sync: older heartbeat = offline
@@ -77,6 +78,7 @@ class ApiSettings:
             write_prefixes=prefixes,
             max_body_bytes=e.integer("PHRAME_API_MAX_BODY_BYTES", MAX_BODY_BYTES, minimum=1024),
             max_streams=e.integer("PHRAME_API_MAX_STREAMS", 100, minimum=1),
+            max_streams_per_client=e.integer("PHRAME_API_MAX_STREAMS_PER_CLIENT", 10, minimum=1),
             poll_s=e.integer("PHRAME_API_POLL_MS", 100, minimum=10) / 1000,
             node_timeout_s=e.number("PHRAME_NODE_TIMEOUT_S", 20.0, minimum=0.1),
             recent_exit_s=e.number("PHRAME_API_RECENT_EXIT_S", DEFAULT_WINDOW_S, minimum=0.0),

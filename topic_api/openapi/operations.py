@@ -25,6 +25,7 @@ ERRORS = {
     409: "the import's branch exists already, or the tracked ref is no branch",
     413: "body too large",
     422: "payload invalid under the topic's schema",
+    429: "too many event streams or stream tickets from this client",
     503: "broker unavailable, or the stream cap reached",
 }
 #: the path parameters of the routes, by name: (description, example)
