@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 
 import anyio
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -23,6 +24,7 @@ from topic_api import compose_routes, docs, models, reads, write_routes
 from topic_api.broker import Broker
 from topic_api.context import ApiContext
 from topic_api.events import EventHub, event_stream
+from topic_api.guard import BrowserGuard
 from topic_api.imports.targets import import_target
 from topic_api.metrics import CONTENT_TYPE, ApiMetrics
 from topic_api.openapi.document import document
@@ -152,7 +154,12 @@ def create_app(
         Mount("/static", app=docs.dashboard_files(), name="static"),
     ]
     spec = document(routes)  # from the routes and their handlers' @operation
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: _not_found, 405: _not_allowed})
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: _not_found, 405: _not_allowed},
+        middleware=[Middleware(BrowserGuard, names=settings.host_names)],  # Host check, headers
+    )
     app.state.ctx = ctx
     app.state.watcher = watcher
     return app
