@@ -28,7 +28,7 @@ from topic_api.guard import BrowserGuard
 from topic_api.imports.targets import import_target
 from topic_api.metrics import CONTENT_TYPE, ApiMetrics
 from topic_api.openapi.document import document
-from topic_api.openapi.operations import TEXT, Body, Json, operation
+from topic_api.openapi.operations import TEXT, Body, Json, Query, operation
 from topic_api.responses import ApiJSON, error
 from topic_api.settings import ApiSettings
 from topic_api.state import ApiState
@@ -58,12 +58,30 @@ def create_app(
     compose = compose_routes.routes(ctx, import_target(settings.imports))
 
     @operation(
+        "a stream ticket: what an EventSource sends to /api/events instead of the token",
+        Json("ticket issued", models.StreamTicket),
+        status=201,
+        errors=(429,),
+    )
+    async def stream_tickets(request: Request) -> Response:
+        if (refused := ctx.refuse_read(request)) is not None:
+            return refused
+        tickets = ctx.tickets
+        ticket = tickets.issue()
+        if ticket is None:
+            why = f"{tickets.max_open} stream tickets wait to be used; use them or wait {tickets.ttl_s:g} s"
+            return error(429, why, headers={"Retry-After": str(int(tickets.ttl_s))})
+        issued = models.StreamTicket(ticket=ticket, expires_in_s=int(tickets.ttl_s))
+        return ApiJSON(issued, status_code=201)
+
+    @operation(
         "server-sent events: hello, then one change per snapshot change",
         Body("event stream", {"text/event-stream": TEXT}),
         errors=(429, 503),
+        query=(Query("ticket", "a stream ticket (POST /api/stream-tickets), when reads need the token"),),
     )
     async def events(request: Request) -> Response:
-        if (refused := ctx.refuse_read(request)) is not None:
+        if (refused := ctx.refuse_stream(request)) is not None:
             return refused
         client = request.client.host if request.client else ""
         stream = hub.open(client)
@@ -144,6 +162,7 @@ def create_app(
         Route("/api/kv/{topic:path}", read["kv_get"], methods=["GET"]),
         Route("/api/kv/{topic:path}", write["kv_put"], methods=["PUT"]),
         Route("/api/kv/{topic:path}", write["kv_delete"], methods=["DELETE"]),
+        Route("/api/stream-tickets", stream_tickets, methods=["POST"]),
         Route("/api/events", events),
         Route("/openapi.json", openapi),
         Route("/docs", docs.docs_page),

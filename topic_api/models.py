@@ -178,6 +178,11 @@ class Restarted(TypedDict):
     id: Annotated[str, Doc("the command's id: the agent runs it once")]
 
 
+class StreamTicket(TypedDict):
+    ticket: Annotated[str, Doc("send as /api/events?ticket=...: good for one stream, and nothing else")]
+    expires_in_s: Annotated[int, Min(1), Doc("seconds it stays good unless used")]
+
+
 class Snapshots(TypedDict):
     desired: bool
     actual: bool

@@ -18,7 +18,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: why each error status is answered, unless an operation words it itself
 ERRORS = {
     400: "bad input (the message says what and where)",
-    401: "missing or wrong bearer token",
+    401: "missing or wrong bearer token (or stream ticket)",
     403: "topic outside the writable prefixes",
     404: "not found",
     408: "body not complete in time",
