@@ -119,23 +119,25 @@ async function connect() {
     return;
   }
   if (mine !== connecting) return;
-  source = new EventSource(`${API}events${ticket ? `?ticket=${encodeURIComponent(ticket)}` : ""}`);
-  source.addEventListener("hello", (ev) => {
+  const es = new EventSource(`${API}events${ticket ? `?ticket=${encodeURIComponent(ticket)}` : ""}`);
+  source = es;
+  es.addEventListener("hello", (ev) => {
     backoff = 1;
     attempt = 0;
     setLive("live", "Live");
     try { Object.assign(view.generated, JSON.parse(ev.data).generated_at || {}); } catch { /* keep */ }
     refreshAll(); // whatever changed while we were away
   });
-  source.addEventListener("change", (ev) => {
+  es.addEventListener("change", (ev) => {
     let doc;
     try { doc = JSON.parse(ev.data); } catch { refreshAll(); return; }
     onChange(doc);
   });
-  source.onerror = () => {
+  es.onerror = () => {
     // EventSource retries by itself at a fixed pace (and a ticket is good once): we close it
     // and back off instead, with a new ticket each time
-    source.close();
+    es.close();
+    if (source !== es) return; // replaced meanwhile (reconnect)
     source = null;
     retry("the event stream dropped");
   };
