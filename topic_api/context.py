@@ -51,11 +51,14 @@ class ApiContext:
         if not self.settings.read_token_required:
             return None
         ticket = request.query_params.get("ticket")
-        if ticket is None:
+        if ticket is None or "authorization" in request.headers:  # the header wins
             return self.refuse_read(request)
         if self.tickets.redeem(ticket):
             return None
-        why = "stream ticket unknown, used or expired (each is good once, for 60 s): POST /api/stream-tickets"
+        why = (
+            f"stream ticket unknown, used or expired (each is good once, for {self.tickets.ttl_s:g} s): "
+            "POST /api/stream-tickets for a new one"
+        )
         return error(401, why, headers={"WWW-Authenticate": "Bearer"})
 
     def refuse_write(self, request: Request) -> Response | None:
