@@ -28,7 +28,7 @@ from figures import percentile  # noqa: E402
 
 from phrame.mqtt import MqttClient, MqttSettings  # noqa: E402
 from schemas import Topics  # noqa: E402
-from tests.support.browser import launch  # noqa: E402
+from tests.support.browser import launch, wait_js  # noqa: E402
 from tests.support.mosquitto import Mosquitto  # noqa: E402
 from tests.support.topic_api import ApiStack, fleet  # noqa: E402
 
@@ -100,7 +100,7 @@ def timed(page: Any, publisher: MqttClient, topic: str, payload: bytes, selector
     page.evaluate(WATCH, selector)
     sent = time.time() * 1000
     publisher.publish(topic, payload)
-    page.wait_for_function("window.__seenAt !== null", timeout=10_000)
+    wait_js(page, "window.__seenAt !== null", f"{selector} in the page", timeout=10)  # the page sets the time
     return float(page.evaluate("window.__seenAt")) - sent
 
 
@@ -130,7 +130,7 @@ def measure(
 ) -> dict[str, Any]:
     page.goto(url)
     page.wait_for_selector("#live.live-live")
-    page.wait_for_function(f"document.querySelectorAll('#nodes-body tr[data-node]').length === {NODES}")
+    wait_js(page, f"document.querySelectorAll('#nodes-body tr[data-node]').length === {NODES}", "every node")
     page.evaluate("window.__sameDocument = true")
     table = []
     for i in range(CHANGES):
@@ -140,7 +140,7 @@ def measure(
         table.append(timed(page, publisher, T.status(node), status(True), f"{row}.level-ok"))
     node = nodes[0]
     page.goto(f"{url}#node/{node}")
-    page.wait_for_function(f"document.querySelectorAll('#node-detail tr[data-kind]').length >= {ITEMS}")
+    wait_js(page, f"document.querySelectorAll('#node-detail tr[data-kind]').length >= {ITEMS}", "every item")
     detail = []
     for i in range(CHANGES):
         item = f"demo.svc{i % ITEMS}.0"

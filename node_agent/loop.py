@@ -79,7 +79,14 @@ class Agent:
         self._next_resync = 0.0  # when a pass runs although desired messages keep coming
         self._reconnected = False
         self._connected = False
-        self.commands = RestartCommands(self.topics, self.node, docker, own_container_id)
+        self.commands = RestartCommands(
+            self.topics,
+            self.node,
+            docker,
+            own_container_id,
+            max_age_s=settings.command_max_age_s,
+            clock=wall_clock,
+        )
         self._events: Any = None
         self._stopped: set[str] = set()  # containers a die/destroy event named, for the next pass
         self._stopped_lock = threading.Lock()

@@ -39,6 +39,7 @@ class AgentSettings:
     # the only folder ``env: {X: {file: name}}`` values are read from (secret_files.py)
     secrets_dir: Path = DEFAULT_SECRETS_DIR
     metrics_listen: Listen | None = None  # PHRAME_METRICS_LISTEN host:port; None: no listener
+    command_max_age_s: float = 60.0  # a restart command whose ts is further from now is dropped
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
@@ -66,6 +67,7 @@ class AgentSettings:
             shared_daemon=r.flag("PHRAME_SHARED_DAEMON", False),
             secrets_dir=r.path("PHRAME_SECRETS_DIR", str(DEFAULT_SECRETS_DIR)) or DEFAULT_SECRETS_DIR,
             metrics_listen=read_listen(r, error=SettingsError),
+            command_max_age_s=r.number("PHRAME_COMMAND_MAX_AGE_S", 60.0, minimum=1.0),
         )
 
     @property

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 
 import anyio
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -23,10 +24,11 @@ from topic_api import compose_routes, docs, models, reads, write_routes
 from topic_api.broker import Broker
 from topic_api.context import ApiContext
 from topic_api.events import EventHub, event_stream
+from topic_api.guard import BrowserGuard
 from topic_api.imports.targets import import_target
 from topic_api.metrics import CONTENT_TYPE, ApiMetrics
 from topic_api.openapi.document import document
-from topic_api.openapi.operations import TEXT, Body, Json, operation
+from topic_api.openapi.operations import TEXT, Body, Json, Query, operation
 from topic_api.responses import ApiJSON, error
 from topic_api.settings import ApiSettings
 from topic_api.state import ApiState
@@ -46,7 +48,7 @@ def create_app(
     ``should_stop`` (the server's ``should_exit``) is polled by the watcher: when it turns
     true the event streams end, so the server's graceful shutdown does not wait on them."""
     state = ApiState(settings.topic_prefix, history_s=settings.history_s, timeout_s=settings.node_timeout_s)
-    hub = EventHub(settings.max_streams)
+    hub = EventHub(settings.max_streams, settings.max_streams_per_client)
     metrics = ApiMetrics(streams=lambda: len(hub.streams))
     ctx = ApiContext(settings, state, hub, metrics, broker)
     watcher = SnapshotWatcher(settings.mirror_dir, state, hub, poll_s=settings.poll_s, metrics=metrics)
@@ -56,16 +58,41 @@ def create_app(
     compose = compose_routes.routes(ctx, import_target(settings.imports))
 
     @operation(
-        "server-sent events: hello, then one change per snapshot change",
-        Body("event stream", {"text/event-stream": TEXT}),
-        errors=(503,),
+        "a stream ticket: what an EventSource sends to /api/events instead of the token",
+        Json("ticket issued", models.StreamTicket),
+        status=201,
+        errors=(429,),
     )
-    async def events(request: Request) -> Response:
+    async def stream_tickets(request: Request) -> Response:
         if (refused := ctx.refuse_read(request)) is not None:
             return refused
-        stream = hub.open()
+        tickets = ctx.tickets
+        ticket = tickets.issue()
+        if ticket is None:
+            why = f"{tickets.max_open} stream tickets wait to be used; use them or wait {tickets.ttl_s:g} s"
+            return error(429, why, headers={"Retry-After": str(int(tickets.ttl_s))})
+        issued = models.StreamTicket(ticket=ticket, expires_in_s=int(tickets.ttl_s))
+        return ApiJSON(issued, status_code=201)
+
+    @operation(
+        "server-sent events: hello, then one change per snapshot change",
+        Body("event stream", {"text/event-stream": TEXT}),
+        errors=(429, 503),
+        query=(Query("ticket", "a stream ticket (POST /api/stream-tickets), when reads need the token"),),
+    )
+    async def events(request: Request) -> Response:
+        if (refused := ctx.refuse_stream(request)) is not None:
+            return refused
+        client = request.client.host if request.client else ""
+        stream = hub.open(client)
         if stream is None:
             metrics.refused_streams.inc()
+            if not hub.closed and hub.is_client_full(client):
+                why = (
+                    f"{client or 'this client'} has {hub.max_per_client} event streams open "
+                    "(PHRAME_API_MAX_STREAMS_PER_CLIENT); close one"
+                )
+                return error(429, f"no event stream: {why}", headers={"Retry-After": "5"})
             why = (
                 "the server is shutting down"
                 if hub.closed
@@ -147,6 +174,7 @@ def create_app(
         Route("/api/kv/{topic:path}", read["kv_get"], methods=["GET"]),
         Route("/api/kv/{topic:path}", write["kv_put"], methods=["PUT"]),
         Route("/api/kv/{topic:path}", write["kv_delete"], methods=["DELETE"]),
+        Route("/api/stream-tickets", stream_tickets, methods=["POST"]),
         Route("/api/events", events),
         Route("/openapi.json", openapi),
         Route("/docs", docs.docs_page),
@@ -158,7 +186,12 @@ def create_app(
         Mount("/static", app=docs.dashboard_files(), name="static"),
     ]
     spec = document(routes)  # from the routes and their handlers' @operation
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: _not_found, 405: _not_allowed})
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: _not_found, 405: _not_allowed},
+        middleware=[Middleware(BrowserGuard, names=settings.host_names)],  # Host check, headers
+    )
     app.state.ctx = ctx
     app.state.watcher = watcher
     return app

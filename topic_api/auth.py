@@ -1,8 +1,10 @@
 """Bearer-token checks: every write needs ``PHRAME_API_TOKEN``; reads too when configured.
 
-Called by :mod:`topic_api.app`. A token is taken from ``Authorization: Bearer <token>``,
-or, for reads only, from the ``access_token`` query parameter (RFC 6750 §2.3): the
-browser's ``EventSource`` cannot send headers. Compared in constant time. Never logs a token.
+Called by :mod:`topic_api.context`. The token is taken from ``Authorization: Bearer <token>``
+only, never from a URL (access logs, proxies and browser history keep URLs): a request with
+``?access_token=`` is refused, saying so. A browser's ``EventSource``, which cannot send
+headers, takes a stream ticket instead (:mod:`topic_api.tickets`). Compared in constant
+time. Never logs a token; :class:`RedactTokens` masks one, or a ticket, in the access log.
 """
 
 from __future__ import annotations
@@ -11,15 +13,20 @@ import hmac
 import logging
 import re
 from typing import Any
+from urllib.parse import unquote_plus
+
+#: query parameters the access log masks, matched on their decoded, lower-cased names
+SECRET_PARAMS = frozenset({"access_token", "ticket", "token"})
+IN_URL = (
+    "the token is never taken from the URL (access logs keep URLs): send Authorization: Bearer "
+    "<PHRAME_API_TOKEN>; an EventSource takes a ticket from POST /api/stream-tickets instead"
+)
 
 
-def given_token(request: Any, *, allow_query: bool) -> str | None:
+def given_token(request: Any) -> str | None:
     auth = request.headers.get("authorization", "")
     if auth[:7].lower() == "bearer ":
         return str(auth[7:].strip())
-    if allow_query:
-        value = request.query_params.get("access_token")
-        return str(value) if value else None
     return None
 
 
@@ -35,25 +42,44 @@ def refusal(expected: str | None, request: Any, *, write: bool) -> str | None:
     """Why ``request`` is refused (the 401 message), or None when allowed."""
     if expected is None:
         return "writes are disabled: the API has no PHRAME_API_TOKEN" if write else None
-    given = given_token(request, allow_query=not write)
+    given = given_token(request)
     if given is None:
+        if "access_token" in request.query_params:
+            return IN_URL
         return "missing token: send Authorization: Bearer <PHRAME_API_TOKEN>"
     if not is_valid(expected, given):
         return "token does not match"
     return None
 
 
-_QUERY_TOKEN = re.compile(r"(access_token=)[^&\s]*")
+def masked_query(target: str) -> str:
+    """``target`` (a path with its query) with the value of every secret parameter masked;
+    a name counts however it is percent-encoded (``access%5Ftoken``, ``%61ccess_token``)."""
+    path, q, query = target.partition("?")
+    if not q:
+        return target
+    parts = []
+    for part in re.split(r"([&;])", query):
+        name, eq, _value = part.partition("=")
+        parts.append(f"{name}=***" if eq and _decoded(name) in SECRET_PARAMS else part)
+    return f"{path}?{''.join(parts)}"
+
+
+def _decoded(name: str) -> str:
+    for _ in range(5):  # %2561 is %61 is a: decode until nothing changes
+        plain = unquote_plus(name)
+        if plain == name:
+            break
+        name = plain
+    return name.strip().lower()
 
 
 class RedactTokens(logging.Filter):
-    """Masks ``access_token=`` in uvicorn's access log lines (installed by ``phrame topic-api``):
-    a read token given in the URL must not end up in the logs."""
+    """Masks tokens and stream tickets in uvicorn's access log lines (installed by
+    ``phrame topic-api``): a secret a client put in a URL must not end up in the logs."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
-            record.args = tuple(
-                _QUERY_TOKEN.sub(r"\1***", a) if isinstance(a, str) and "access_token=" in a else a
-                for a in record.args
-            )
+            args = record.args
+            record.args = tuple(masked_query(a) if isinstance(a, str) and "?" in a else a for a in args)
         return True

@@ -6,7 +6,7 @@ a test can build an app over a folder of snapshot files without a broker.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from starlette.requests import Request
@@ -19,6 +19,7 @@ from topic_api.metrics import ApiMetrics
 from topic_api.responses import error
 from topic_api.settings import ApiSettings
 from topic_api.state import ApiState
+from topic_api.tickets import StreamTickets
 
 
 class Publisher(Protocol):
@@ -36,6 +37,7 @@ class ApiContext:
     hub: EventHub
     metrics: ApiMetrics
     broker: Publisher | None = None
+    tickets: StreamTickets = field(default_factory=StreamTickets)
 
     def refuse_read(self, request: Request) -> Response | None:
         """A 401 when reads need the token and ``request`` lacks it; else None."""
@@ -43,6 +45,21 @@ class ApiContext:
             return None
         why = auth.refusal(self.settings.token, request, write=False)
         return None if why is None else error(401, why, headers={"WWW-Authenticate": "Bearer"})
+
+    def refuse_stream(self, request: Request) -> Response | None:
+        """As :meth:`refuse_read`, but a valid ``?ticket=`` (used up here) also lets a stream in."""
+        if not self.settings.read_token_required:
+            return None
+        ticket = request.query_params.get("ticket")
+        if ticket is None or "authorization" in request.headers:  # the header wins
+            return self.refuse_read(request)
+        if self.tickets.redeem(ticket):
+            return None
+        why = (
+            f"stream ticket unknown, used or expired (each is good once, for {self.tickets.ttl_s:g} s): "
+            "POST /api/stream-tickets for a new one"
+        )
+        return error(401, why, headers={"WWW-Authenticate": "Bearer"})
 
     def refuse_write(self, request: Request) -> Response | None:
         why = auth.refusal(self.settings.token, request, write=True)

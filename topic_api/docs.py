@@ -1,6 +1,7 @@
 """Swagger UI at ``/docs`` from the PyPI package ``swagger-ui-bundle`` (its bundled files, served
 under ``/docs/static/``), and the dashboard's files (``/`` and ``/static/``). No CDN: the
-pages work offline. Only this module imports ``swagger_ui_bundle``. Wired by ``app``."""
+pages work offline, and no inline script (the Content-Security-Policy of ``guard`` allows
+none). Only this module imports ``swagger_ui_bundle``. Wired by ``app``."""
 
 from __future__ import annotations
 
@@ -28,9 +29,7 @@ PAGE = """<!doctype html>
 <body>
 <div id="swagger-ui"></div>
 <script src="/docs/static/swagger-ui-bundle.js"></script>
-<script>
-window.ui = SwaggerUIBundle({url: "/openapi.json", dom_id: "#swagger-ui", deepLinking: true});
-</script>
+<script src="/static/swagger-init.js"></script>
 </body>
 </html>
 """

@@ -4,7 +4,9 @@ The watcher publishes each change to :class:`EventHub`; each ``/api/events`` req
 a :class:`Stream` and :func:`event_stream` writes it out as ``text/event-stream``. A slow
 client never slows the others or grows memory: its queue holds ``QUEUE`` changes, past that
 they are replaced by one ``truncated`` change per plane (the client refetches). At most
-``max_streams`` streams are open; :meth:`EventHub.close` ends them all (server shutdown).
+``max_streams`` streams are open, at most ``max_per_client`` of them from one client (peer
+address), so one client cannot take every stream; :meth:`EventHub.close` ends them all
+(server shutdown).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ KEEPALIVE = b": keepalive\n\n"
 
 
 class Stream:
-    def __init__(self) -> None:
+    def __init__(self, client: str = "") -> None:
+        self.client = client
         self.pending: deque[dict[str, Any]] = deque()
         self.overflowed = False
         self.closed = False
@@ -62,22 +65,35 @@ class Stream:
 class EventHub:
     """Every open stream; touched only on the event loop."""
 
-    def __init__(self, max_streams: int) -> None:
+    def __init__(self, max_streams: int, max_per_client: int | None = None) -> None:
         self.max_streams = max_streams
+        self.max_per_client = max_per_client or max_streams
         self.streams: set[Stream] = set()
+        self.clients: dict[str, int] = {}  # open streams per client
         self.closed = False
         self.published = 0
 
-    def open(self) -> Stream | None:
-        """A new stream, or None when at the cap or shutting down."""
-        if self.closed or len(self.streams) >= self.max_streams:
+    def is_client_full(self, client: str) -> bool:
+        return self.clients.get(client, 0) >= self.max_per_client
+
+    def open(self, client: str = "") -> Stream | None:
+        """A new stream for ``client``, or None when at either cap or shutting down."""
+        if self.closed or len(self.streams) >= self.max_streams or self.is_client_full(client):
             return None
-        stream = Stream()
+        stream = Stream(client)
         self.streams.add(stream)
+        self.clients[client] = self.clients.get(client, 0) + 1
         return stream
 
     def release(self, stream: Stream) -> None:
+        if stream not in self.streams:
+            return
         self.streams.discard(stream)
+        left = self.clients.get(stream.client, 0) - 1
+        if left > 0:
+            self.clients[stream.client] = left
+        else:
+            self.clients.pop(stream.client, None)
 
     def publish(self, change: dict[str, Any]) -> None:
         self.published += 1

@@ -175,6 +175,12 @@ class KvDeleted(TypedDict):
 
 class Restarted(TypedDict):
     topic: str
+    id: Annotated[str, Doc("the command's id: the agent runs it once")]
+
+
+class StreamTicket(TypedDict):
+    ticket: Annotated[str, Doc("send as /api/events?ticket=...: good for one stream, and nothing else")]
+    expires_in_s: Annotated[int, Min(1), Doc("seconds it stays good unless used")]
 
 
 class Snapshots(TypedDict):

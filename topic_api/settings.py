@@ -17,6 +17,7 @@ from phrame.settings.http_serving import HttpLimits
 from phrame.settings.mirror_dir import snapshot_dir
 from schemas.container_exits import DEFAULT_WINDOW_S
 from topic_api.errors import SettingsError
+from topic_api.guard import host_names, is_valid_name
 from topic_api.imports.settings import ImportSettings
 
 DEFAULT_LISTEN = "127.0.0.1:8090"
@@ -30,10 +31,12 @@ class ApiSettings:
     token: str | None = field(default=None, repr=False)
     read_token_required: bool = False  # reads need the token too (see docs/api.md)
     listen: str = DEFAULT_LISTEN
+    allowed_hosts: tuple[str, ...] = ()  # Host names served besides localhost and the listen host
     topic_prefix: str = "phrame"
     write_prefixes: tuple[str, ...] = ()  # empty: ``<prefix>/kv/`` only
     max_body_bytes: int = MAX_BODY_BYTES
     max_streams: int = 100  # concurrent /api/events streams
+    max_streams_per_client: int = 10  # of them from one peer address
     poll_s: float = 0.1  # how often the snapshot files are stat'ed
     keepalive_s: float = 15.0
     node_timeout_s: float = 20.0  # as placement and config-sync: older heartbeat = offline
@@ -52,6 +55,16 @@ class ApiSettings:
             if not p or any(c in p for c in "#+\x00"):
                 raise SettingsError(f"PHRAME_API_WRITE_PREFIXES: {p!r} is not a topic prefix")
         self.listen_address  # noqa: B018 -- fail at start-up on a bad PHRAME_LISTEN
+        for name in self.allowed_hosts:
+            if not is_valid_name(name):
+                raise SettingsError(
+                    f"PHRAME_API_ALLOWED_HOSTS: {name!r} is not a host name (comma-separated names, or *)"
+                )
+
+    @property
+    def host_names(self) -> frozenset[str]:
+        """The ``Host`` names requests may carry (an IP address is always accepted)."""
+        return host_names(listen_host=self.listen_address.host, extra=self.allowed_hosts)
 
     @property
     def allowed_prefixes(self) -> tuple[str, ...]:
@@ -68,8 +81,10 @@ class ApiSettings:
         prefixes = tuple(
             p.strip() for p in (e.text("PHRAME_API_WRITE_PREFIXES") or "").split(",") if p.strip()
         )
+        hosts = tuple(h.strip() for h in (e.text("PHRAME_API_ALLOWED_HOSTS") or "").split(",") if h.strip())
         return cls(
             mirror_dir=directory,
+            allowed_hosts=hosts,
             token=e.secret("PHRAME_API_TOKEN"),
             read_token_required=e.flag("PHRAME_API_READ_TOKEN_REQUIRED", False),
             listen=e.text("PHRAME_LISTEN", DEFAULT_LISTEN) or DEFAULT_LISTEN,
@@ -77,6 +92,7 @@ class ApiSettings:
             write_prefixes=prefixes,
             max_body_bytes=e.integer("PHRAME_API_MAX_BODY_BYTES", MAX_BODY_BYTES, minimum=1024),
             max_streams=e.integer("PHRAME_API_MAX_STREAMS", 100, minimum=1),
+            max_streams_per_client=e.integer("PHRAME_API_MAX_STREAMS_PER_CLIENT", 10, minimum=1),
             poll_s=e.integer("PHRAME_API_POLL_MS", 100, minimum=10) / 1000,
             node_timeout_s=e.number("PHRAME_NODE_TIMEOUT_S", 20.0, minimum=0.1),
             recent_exit_s=e.number("PHRAME_API_RECENT_EXIT_S", DEFAULT_WINDOW_S, minimum=0.0),

@@ -9,6 +9,7 @@ connection, in a worker thread (the PUBACK wait never blocks the event loop). Wi
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 import anyio
@@ -103,12 +104,13 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
         if node not in ctx.state.node_names():
             return error(404, f"node {node!r} is in neither the desired nor the actual snapshot")
         try:
+            command_id = uuid.uuid4().hex
             topic, payload = restart_command(
-                settings.topic_prefix, node, item_id, now=time.time(), by="topic-api"
+                settings.topic_prefix, node, item_id, now=time.time(), by="topic-api", command_id=command_id
             )
         except WriteRefused as e:
             return _refused(ctx, e)
         failed = await _publish(ctx, topic, payload, retain=False)
-        return failed or ApiJSON(models.Restarted(topic=topic), status_code=202)
+        return failed or ApiJSON(models.Restarted(topic=topic, id=command_id), status_code=202)
 
     return {"kv_put": kv_put, "kv_delete": kv_del, "restart": restart}

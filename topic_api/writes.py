@@ -77,12 +77,15 @@ def kv_delete(topic: str, *, prefixes: tuple[str, ...]) -> None:
         raise WriteRefused(403, f"topic {topic!r} is outside the writable prefixes ({', '.join(prefixes)})")
 
 
-def restart_command(prefix: str, node: str, item_id: str, *, now: float, by: str) -> tuple[str, bytes]:
-    """(topic, payload) of a restart command, valid under ``cmd-restart``."""
+def restart_command(
+    prefix: str, node: str, item_id: str, *, now: float, by: str, command_id: str
+) -> tuple[str, bytes]:
+    """(topic, payload) of a restart command, valid under ``cmd-restart``: the agent runs
+    each ``command_id`` once, and only while ``now`` is recent (it is never retained)."""
     try:
         topic = Topics(prefix).restart(node, item_id)
     except ValueError as e:
         raise WriteRefused(400, f"cannot restart {item_id!r} on {node!r}: {e}") from None
-    payload: dict[str, Any] = {"requested_by": by, "ts": now}
+    payload: dict[str, Any] = {"id": command_id, "requested_by": by, "ts": now}
     check_payload("cmd-restart", payload)
     return topic, json.dumps(payload, separators=(",", ":")).encode()

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if settings.token is None:
         print("phrame topic-api: no PHRAME_API_TOKEN: writes are refused (401)", file=sys.stderr)
-    logging.getLogger("uvicorn.access").addFilter(RedactTokens())  # ?access_token= of EventSource
+    logging.getLogger("uvicorn.access").addFilter(RedactTokens())  # a token or ticket put in a URL
     host, port = settings.listen_address
     servers: list[Any] = []  # uvicorn's, once built: its should_exit ends the event streams
     app = create_app(settings, broker=broker, should_stop=lambda: bool(servers and servers[0].should_exit))

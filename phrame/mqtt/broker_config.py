@@ -39,10 +39,12 @@ SERVICE_ACCOUNTS: dict[str, tuple[tuple[str, str], ...]] = {
     "mirror-actual": (("read", "{p}/actual/#"),),
     # topic-api serves both planes, sends the one imperative verb (restart) and keeps the
     # users' kv space (its default PHRAME_API_WRITE_PREFIXES; other prefixes need a grant here).
+    # An ACL line cannot refuse the retain flag (mosquitto's acl_file checks topics only; a
+    # plugin would be needed): the agents drop retained, old and repeated commands instead.
     "topic-api": (
         ("read", "{p}/desired/#"),
         ("read", "{p}/actual/#"),
-        ("write", "{p}/cmd/#"),
+        ("write", "{p}/cmd/nodes/+/containers/+/restart"),
         ("readwrite", "{p}/kv/#"),
     ),
     # people and `phrame status`: read-only, so they need no service's account (a second

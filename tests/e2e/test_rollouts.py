@@ -243,7 +243,7 @@ def test_4_a_canary_waits_for_a_promotion(stack: DevStackProcess, sampler: Sampl
 
 
 def test_5_the_dashboard_shows_the_rollout_waiting(stack: DevStackProcess, tmp_path: Path) -> None:
-    from tests.support.browser import LAPTOP, launch
+    from tests.support.browser import LAPTOP, launch, wait_js
 
     with launch(tmp_path / "chromium", LAPTOP) as browser:
         page = browser.new_page()
@@ -253,8 +253,10 @@ def test_5_the_dashboard_shows_the_rollout_waiting(stack: DevStackProcess, tmp_p
             f'#env-list article[data-env="{stack.environment}"] ul.rollouts li[data-service="{SERVICE}"]'
         )
         item.wait_for()
-        page.wait_for_function(
+        wait_js(
+            page,
             "sel => (document.querySelector(sel) || {}).textContent?.includes('waiting-promotion')",
+            "the rollout waiting for promotion",
             arg=f'article[data-env="{stack.environment}"] li[data-service="{SERVICE}"]',
         )
         text = item.text_content() or ""

@@ -82,7 +82,7 @@ def test_loop_converges_reports_repairs_and_exits_cleanly(
 
     # the restart verb restarts one managed container; other verbs are refused
     started = env.get(db["name"]).attrs["State"]["StartedAt"]
-    watcher.client.publish(T.restart(env.node, db["name"]), b'{"requested_by": "test"}', False)
+    watcher.client.publish(T.restart(env.node, db["name"]), spec.restart_payload(), False)
     wait_until(lambda: env.get(db["name"]).attrs["State"]["StartedAt"] != started, "restart", 15)
     watcher.client.publish(f"phrame/cmd/nodes/{env.node}/containers/{db['name']}/stop", b"{}", False)
 

@@ -123,7 +123,7 @@ def check_keeps_itself(env: AgentEnv, watcher: ActualWatcher, box: Any, twin: An
     # so once the item restarted the agent has handled both commands in order
     web_started = env.get(web["name"]).attrs["State"]["StartedAt"]
     for name in (own, web["name"]):
-        watcher.client.publish(T.restart(env.node, name), b'{"requested_by": "test"}', False)
+        watcher.client.publish(T.restart(env.node, name), spec.restart_payload(), False)
 
     def item_restarted() -> bool:
         assert state_of(box) == before, f"the agent restarted itself:\n{logs(box)}"

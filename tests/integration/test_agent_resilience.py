@@ -28,7 +28,6 @@ from tests.support.services import free_port
 from tests.support.waiting import wait_for
 
 T = Topics()
-RESTART = b'{"requested_by": "test"}'
 
 
 def in_process_agent(
@@ -49,7 +48,7 @@ def in_process_agent(
 
 
 def restart_cmd(agent: Agent, item_id: str) -> None:
-    assert agent.commands.accept(Message(T.restart(agent.node, item_id), RESTART, False))
+    assert agent.commands.accept(Message(T.restart(agent.node, item_id), spec.restart_payload(), False))
 
 
 def status_errors(watcher: ActualWatcher) -> list[str]:

@@ -249,7 +249,7 @@ def test_the_dev_stack_case_through_two_agent_loops(env: AgentEnv, mosquitto, tm
         assert arrived.status == "running"
         assert watchers[b].item("containers", web[0]["name"])["state"] == "running"  # item ids unchanged
         started = arrived.attrs["State"]["StartedAt"]
-        watchers[b].client.publish(T.restart(b, web[0]["name"]), b'{"requested_by": "test"}', False)
+        watchers[b].client.publish(T.restart(b, web[0]["name"]), spec.restart_payload(), False)
         wait_until(
             lambda: env.get(arrived.id).attrs["State"]["StartedAt"] != started, "restart on request", 15
         )

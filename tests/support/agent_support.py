@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,17 @@ from tests.support.docker import TEST_LABEL
 from tests.support.waiting import wait_for
 
 COMMIT = "0" * 40
+
+
+def restart_payload(*, ts: float | None = None, command_id: str | None = None) -> bytes:
+    """A restart command as the topic API sends it: a fresh ``ts`` and a new ``id``."""
+    doc = {
+        "requested_by": "test",
+        "id": command_id or uuid.uuid4().hex,
+        "ts": time.time() if ts is None else ts,
+    }
+    check_payload("cmd-restart", doc)
+    return json.dumps(doc).encode()
 
 
 def _finish(spec: dict[str, Any], schema: str, commit: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.services import require, require_binary
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).parents[2]
 SCREENSHOTS = ROOT / "out" / "ui"
@@ -95,6 +96,14 @@ class PageWatch:
             *(f"uncaught: {e}" for e in self.errors),
             *(f"request failed: {r}" for r in self.failed),
         ]
+
+
+def wait_js(page: Any, expression: str, what: str, *, arg: Any = None, timeout: float = 15.0) -> Any:
+    """Poll ``page.evaluate(expression, arg)`` until it is truthy. Instead of Playwright's
+    ``wait_for_function``, which evaluates its predicate with ``new Function`` inside the
+    page: the topic API's Content-Security-Policy refuses that (``evaluate`` goes through
+    the DevTools protocol, which the policy does not govern)."""
+    return wait_for(lambda: page.evaluate(expression, arg), what, timeout, interval=0.05)
 
 
 def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:

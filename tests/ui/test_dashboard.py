@@ -16,7 +16,7 @@ from typing import Any
 import docker
 import pytest
 
-from tests.support.browser import PHONE, screenshot
+from tests.support.browser import PHONE, screenshot, wait_js
 from tests.support.dev_stack import DevStackProcess
 from tests.support.services import require_binary
 from tests.support.waiting import wait_for
@@ -80,8 +80,10 @@ def test_both_nodes_online_and_the_environment_synced(stack: DevStackProcess, op
         assert "online" in state, state
     env = page.locator(f'#env-list article[data-env="{stack.environment}"]')
     env.wait_for()
-    page.wait_for_function(
+    wait_js(
+        page,
         "env => document.querySelector(`article[data-env='${env}']`).textContent.includes('valid')",
+        "the environment shown valid",
         arg=stack.environment,
     )
     assert page.locator("#live").get_attribute("class") == "live live-live"
@@ -110,8 +112,11 @@ def test_keyboard_tab_reaches_a_node_and_enter_opens_it(stack: DevStackProcess, 
     # heartbeats update the row every second: the focus must survive the update
     row = node_row(node)
     before = page.get_attribute(f"{row} .hb", "data-at")
-    page.wait_for_function(
-        "([row, before]) => document.querySelector(row + ' .hb').dataset.at !== before", arg=[row, before]
+    wait_js(
+        page,
+        "([row, before]) => document.querySelector(row + ' .hb').dataset.at !== before",
+        "a new heartbeat on the row",
+        arg=[row, before],
     )
     assert page.evaluate("document.activeElement.matches('a.node-link')"), "a live update took the focus away"
     page.keyboard.press("Enter")

@@ -14,6 +14,7 @@ import pytest
 
 from phrame.mqtt import MqttClient, MqttSettings
 from schemas import Topics, check_payload
+from tests.support.browser import wait_js
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import wait_for_port
 from tests.support.topic_api import ApiStack, fleet, heartbeat
@@ -123,8 +124,8 @@ def test_a_broker_change_reaches_the_page_without_reload(
     took = time.monotonic() - sent
     assert "converging" in (page.text_content(f"{row} td:nth-child(7)") or "")
     writer.publish(T.heartbeat("ui-2"), json.dumps(heartbeat(time.time(), seq=2, cpu=77.0)).encode())
-    page.wait_for_function("document.querySelector('#nodes-body tr[data-node=\"ui-2\"] td:nth-child(4)')"
-                           ".textContent.startsWith('77 %')", timeout=5_000)  # fmt: skip
+    wait_js(page, "document.querySelector('#nodes-body tr[data-node=\"ui-2\"] td:nth-child(4)')"
+                  ".textContent.startsWith('77 %')", "cpu 77 % on ui-2", timeout=5)  # fmt: skip
     writer.publish(T.status("ui-2"), status())
     page.wait_for_selector(f"{row}.level-ok", timeout=5_000)
     assert page.evaluate("window.__sameDocument === true"), "the page reloaded"
@@ -194,13 +195,13 @@ def test_restart_asks_for_the_token_once_and_sends_the_command(
         page.wait_for_selector("#token-dialog[open]")
         page.fill("#token-input", "not-the-token")
         page.keyboard.press("Enter")
-        page.wait_for_function("document.getElementById('detail-message').textContent.includes('refused')")
+        wait_js(page, "document.getElementById('detail-message').textContent.includes('refused')", "refused")
         assert not heard, "a refused restart reached the broker"
         button.click()  # the refused token was forgotten: asked again
         page.wait_for_selector("#token-dialog[open]")
         page.fill("#token-input", api.token or "")
         page.keyboard.press("Enter")
-        page.wait_for_function("document.getElementById('detail-message').textContent.includes('sent')")
+        wait_js(page, "document.getElementById('detail-message').textContent.includes('sent')", "sent")
         wait_for(lambda: len(heard) == 1, "the restart command on the broker", 5)
         assert json.loads(heard[0])["requested_by"] == "topic-api"
         button.click()  # kept in sessionStorage: no second question

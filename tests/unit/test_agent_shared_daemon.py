@@ -15,7 +15,7 @@ from node_agent.plan import compute_plan
 from node_agent.settings import AgentSettings
 from phrame.mqtt import Message
 from schemas import Topics
-from tests.support.agent_support import container, desired, item_labels, network
+from tests.support.agent_support import container, desired, item_labels, network, restart_payload
 
 A, B = "node-a", "node-b"
 
@@ -185,7 +185,7 @@ class Containers:
 
 def restart(node: str, docker: Containers, item: str) -> list[str]:
     commands = RestartCommands(Topics(), node, docker, None)
-    assert commands.accept(Message(Topics().restart(node, item), b'{"requested_by": "test"}', False))
+    assert commands.accept(Message(Topics().restart(node, item), restart_payload(), False))
     return commands.run()
 
 

@@ -67,3 +67,14 @@ def test_the_cap_and_closing() -> None:
     assert hub.open() is None
     hub.close()
     assert hub.open() is None and hub.closed
+
+
+def test_one_client_holds_at_most_its_share() -> None:
+    hub = EventHub(max_streams=5, max_per_client=2)
+    a1, a2 = hub.open("10.0.0.1"), hub.open("10.0.0.1")
+    assert a1 is not None and a2 is not None
+    assert hub.open("10.0.0.1") is None and hub.is_client_full("10.0.0.1")
+    assert hub.open("10.0.0.2") is not None  # another client is not refused
+    hub.release(a1)
+    assert not hub.is_client_full("10.0.0.1") and hub.open("10.0.0.1") is not None
+    assert hub.clients == {"10.0.0.1": 2, "10.0.0.2": 1}

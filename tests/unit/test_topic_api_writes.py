@@ -52,11 +52,14 @@ def test_delete_outside_prefixes_is_refused() -> None:
 
 
 def test_restart_command() -> None:
-    topic, payload = restart_command("phrame", "dev-1", "demo.web.0", now=5.0, by="topic-api")
+    topic, payload = restart_command(
+        "phrame", "dev-1", "demo.web.0", now=5.0, by="topic-api", command_id="c1"
+    )
     assert topic == "phrame/cmd/nodes/dev-1/containers/demo.web.0/restart"
     check_payload("cmd-restart", json.loads(payload))
+    assert json.loads(payload) == {"id": "c1", "requested_by": "topic-api", "ts": 5.0}
     with pytest.raises(WriteRefused) as e:
-        restart_command("phrame", "dev-1", "Bad Id", now=5.0, by="x")
+        restart_command("phrame", "dev-1", "Bad Id", now=5.0, by="x", command_id="c2")
     assert e.value.status == 400
 
 

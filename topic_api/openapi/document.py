@@ -39,6 +39,7 @@ COMPONENTS: tuple[type, ...] = (
     models.KvWritten,
     models.KvDeleted,
     models.Restarted,
+    models.StreamTicket,
     import_models.Problem,
     import_models.ComposeImport,
     import_models.ImportInvalid,
@@ -48,11 +49,11 @@ COMPONENTS: tuple[type, ...] = (
 )
 OPEN = (models.EnvError,)
 WRITE_SECURITY: list[dict[str, list[str]]] = [{"bearer": []}]
-# a read token is asked for only when PHRAME_API_READ_TOKEN_REQUIRED: anonymous reads too
-READ_SECURITY: list[dict[str, list[str]]] = [{}, {"bearer": []}, {"access_token": []}]
+# a read token is asked for only when PHRAME_API_READ_TOKEN_REQUIRED: anonymous reads too;
+# never in the query (/api/events takes a stream ticket there, see its parameter)
+READ_SECURITY: list[dict[str, list[str]]] = [{}, {"bearer": []}]
 SECURITY_SCHEMES = {
     "bearer": {"type": "http", "scheme": "bearer", "description": "PHRAME_API_TOKEN"},
-    "access_token": {"type": "apiKey", "in": "query", "name": "access_token", "description": "reads only"},
 }
 
 

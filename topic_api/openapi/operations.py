@@ -18,13 +18,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: why each error status is answered, unless an operation words it itself
 ERRORS = {
     400: "bad input (the message says what and where)",
-    401: "missing or wrong bearer token",
+    401: "missing or wrong bearer token (or stream ticket)",
     403: "topic outside the writable prefixes",
     404: "not found",
     408: "body not complete in time",
     409: "the import's branch exists already, or the tracked ref is no branch",
     413: "body too large",
     422: "payload invalid under the topic's schema",
+    429: "too many event streams or stream tickets from this client",
     503: "broker unavailable, or the stream cap reached",
 }
 #: the path parameters of the routes, by name: (description, example)

@@ -87,40 +87,68 @@ let source = null;
 let backoff = 1;
 let attempt = 0;
 let retryTimer = null;
+let connecting = 0; // which connect() is the current one: a reconnect while one awaits its ticket wins
 
 function setLive(state, text) {
   $("live").className = `live live-${state}`;
   $("live-text").textContent = text;
 }
 
-function connect() {
+/** When reads need the token: a stream ticket for one EventSource (which cannot send headers).
+ * The token itself never goes in a URL: access logs and proxies keep URLs. */
+async function streamTicket() {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (!view.readsNeedToken || !token) return null;
+  const r = await fetch(`${API}stream-tickets`, {
+    method: "POST", headers: { Authorization: `Bearer ${token}`, Accept: "application/json" }, cache: "no-store",
+  });
+  let body = null;
+  try { body = await r.json(); } catch { body = null; }
+  if (!r.ok) throw new ApiError(r.status, (body && body.error) || `${r.status} ${r.statusText}`);
+  return body.ticket;
+}
+
+async function connect() {
   setLive("connecting", attempt ? `Reconnecting (attempt ${attempt + 1})…` : "Connecting…");
-  // EventSource cannot send headers: the token goes in the query, and only when reads need it
-  // (never the write token in a URL that access logs keep, otherwise)
-  const token = view.readsNeedToken ? sessionStorage.getItem(TOKEN_KEY) : null;
-  source = new EventSource(`${API}events${token ? `?access_token=${encodeURIComponent(token)}` : ""}`);
-  source.addEventListener("hello", (ev) => {
+  const mine = ++connecting;
+  let ticket = null;
+  try {
+    ticket = await streamTicket();
+  } catch {
+    if (mine === connecting) retry("no stream ticket"); // a refused token: the reads' 401 asks again
+    return;
+  }
+  if (mine !== connecting) return;
+  const es = new EventSource(`${API}events${ticket ? `?ticket=${encodeURIComponent(ticket)}` : ""}`);
+  source = es;
+  es.addEventListener("hello", (ev) => {
     backoff = 1;
     attempt = 0;
     setLive("live", "Live");
     try { Object.assign(view.generated, JSON.parse(ev.data).generated_at || {}); } catch { /* keep */ }
     refreshAll(); // whatever changed while we were away
   });
-  source.addEventListener("change", (ev) => {
+  es.addEventListener("change", (ev) => {
     let doc;
     try { doc = JSON.parse(ev.data); } catch { refreshAll(); return; }
     onChange(doc);
   });
-  source.onerror = () => {
-    // EventSource retries by itself at a fixed pace; we close it and back off instead
-    source.close();
+  es.onerror = () => {
+    // EventSource retries by itself at a fixed pace (and a ticket is good once): we close it
+    // and back off instead, with a new ticket each time
+    es.close();
+    if (source !== es) return; // replaced meanwhile (reconnect)
     source = null;
-    attempt += 1;
-    const wait = backoff;
-    backoff = Math.min(backoff * 2, BACKOFF_MAX_S);
-    setLive("reconnecting", `Reconnecting in ${wait} s (the event stream dropped)…`);
-    retryTimer = setTimeout(connect, wait * 1000 * (0.8 + Math.random() * 0.4));
+    retry("the event stream dropped");
   };
+}
+
+function retry(why) {
+  attempt += 1;
+  const wait = backoff;
+  backoff = Math.min(backoff * 2, BACKOFF_MAX_S);
+  setLive("reconnecting", `Reconnecting in ${wait} s (${why})…`);
+  retryTimer = setTimeout(connect, wait * 1000 * (0.8 + Math.random() * 0.4));
 }
 
 function reconnect() {
