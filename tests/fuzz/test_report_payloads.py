@@ -79,7 +79,7 @@ def test_hostile_reports_reach_only_their_senders_row(tmp_path: Path) -> None:
         rows = {}
         for name in state.node_names():
             node = state.planes["actual"].index.nodes.get(name)
-            receipts = Receipts(heard_at=state.heard_at.get(name))
+            receipts = Receipts(state.view.verdict(name, now))
             rows[name] = node_summary(name, None, node, receipts, now=now, timeout_s=20)
         strict(ApiJSON({"nodes": list(rows.values())}).body)
         strict(ApiJSON({"topics": state.all_topics()}).body)
