@@ -157,6 +157,10 @@ class ConfigSync:
         for topic_filter in (self.topics.node_status_filter(), self.topics.heartbeat_filter()):
             self.actual.subscribe(topic_filter, self.view.on_message)
         self.actual.subscribe(self.topics.actual_containers_filter(), self.view.on_message)
+        # placement's state per environment: which replicas no node can take (deploy health)
+        self.mqtt.subscribe(
+            f"{self.topics.prefix}/desired/environments/+/placement", self.deployer.on_placement
+        )
         self.deployer.start()
         self.rollouts.start()
         failures = 0

@@ -166,10 +166,13 @@ def _replica(
         return FAILED, error
     if node is not None and not node.converged:
         return None, ""  # its node's own reason says it
-    if report is None:
-        return PROGRESSING, "not reported yet"
+    if report is None:  # its node converged on a manifest holding it: the node vouches for it
+        return None, ""
     if r.digest is not None and report.get("digest") != r.digest:
-        return PROGRESSING, f"not running the new spec yet ({report.get('state')})"
+        return (
+            None,
+            "",
+        )  # its node converged on a later spec of it (another commit's): not this one's to judge
     state, health = report.get("state"), report.get("health")
     restarts = report.get("restart_count")
     if isinstance(restarts, int) and not isinstance(restarts, bool) and restarts >= CRASH_LOOP_RESTARTS:

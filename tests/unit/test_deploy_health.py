@@ -92,10 +92,20 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "n1 prod.web.0: healthcheck starting",
     ),
     (
-        "converged but the replica is not reported yet",
+        "converged, the replica's own report not heard: its node vouches for it",
         dict(replicas=[WEB], nodes={"n1": OK}, reports={}),
-        "progressing",
-        "n1 prod.web.0: not reported yet",
+        "healthy",
+        "",
+    ),
+    (
+        "converged on a later spec: a crash loop of another digest is not this deployment's",
+        dict(
+            replicas=[WEB],
+            nodes={"n1": OK},
+            reports={WEB.replica: {**RUNNING, "digest": "sha256:later", "restart_count": 5}},
+        ),
+        "healthy",
+        "",
     ),
     (
         "the node that should run it is not reporting",
