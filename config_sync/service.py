@@ -75,7 +75,9 @@ class ConfigSync:
         deploy_s, node_s = settings.deploy_timeout_s, settings.node_timeout_s
         # one view of the actual plane (statuses, heartbeats, containers) for deploys and rollouts
         self.view = ActualView(self.topics, timeout_s=node_s)
-        self.deployer = DeployWatcher(self.reporter, self.topics, timeout_s=deploy_s, view=self.view)
+        self.deployer = DeployWatcher(
+            self.reporter, self.topics, timeout_s=deploy_s, view=self.view, settle_s=settings.deploy_settle_s
+        )
         # changed manifests go out above what agents applied (subscribed before any publication)
         self.publisher = DesiredPublisher(
             self.mqtt,

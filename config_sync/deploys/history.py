@@ -48,6 +48,7 @@ class DeployHistory:
         # env -> its staged rollouts not complete (the gate's word at the last publication)
         self.held: dict[str, list[dict[str, Any]]] = {}
         self.restored = False
+        self._resend = False  # every list to be sent again (after a reconnect)
         # told of each record that stops being pending here (metrics); must not raise
         self.on_finished: Callable[[str, DeployRecord], None] | None = None
         self._lock = threading.RLock()  # held while publishing too: never an older list after a newer
@@ -88,12 +89,14 @@ class DeployHistory:
             return
         gated = outcome.rollouts
         waves: dict[str, list[dict[str, Any]]] = {}
-        with self._lock:
-            for env in outcome.environments:
-                self.held[env] = list(gated.held.get(env, [])) if gated is not None else []
-            for (env, _service), plan in sorted(gated.plans.items()) if gated is not None else ():
-                if plan.state is not None and plan.current:
-                    waves.setdefault(env, []).append(plan.state.to_doc())
+        # replaced whole, not under the lock (a flush may hold it while the broker is away)
+        held = {
+            env: list(gated.held.get(env, [])) if gated is not None else [] for env in outcome.environments
+        }
+        self.held = {**self.held, **held}
+        for (env, _service), plan in sorted(gated.plans.items()) if gated is not None else ():
+            if plan.state is not None and plan.current:
+                waves.setdefault(env, []).append(plan.state.to_doc())
         if not outcome.messages:
             return
         changed, gone = records.deployed_environments(outcome.messages, outcome.generations, self.topics)
@@ -167,12 +170,16 @@ class DeployHistory:
         return any(r.commit == commit and r.is_pending for r in self.by_env.get(env, ()))
 
     def republish(self) -> None:
-        """After a reconnect (the broker may have lost its retained topics): send every list again."""
-        with self._lock:
-            self.dirty |= set(self.by_env)
+        """After a reconnect (the broker may have lost its retained topics): send every list
+        again, at the next flush. Called on the MQTT network thread: it never waits for the
+        lock, which a flush holds while it waits for that very thread's acknowledgements."""
+        self._resend = True
 
     def flush(self) -> None:
         with self._lock:
+            if self._resend:
+                self._resend = False
+                self.dirty |= set(self.by_env)
             if not self.dirty:
                 return
             batch: list[tuple[str, bytes | None]] = []

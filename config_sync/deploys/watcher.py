@@ -66,9 +66,12 @@ class DeployWatcher:
         node_timeout_s: float = 20.0,
         wall: Callable[[], float] = time.time,
         view: ActualView | None = None,
+        settle_s: float = 0.0,
     ) -> None:
+        """``settle_s``: how long a replica must have run (healthy, without a restart) on
+        config-sync's clock to count as healthy, so a crash loop shows before ``success``."""
         self.reporter, self.topics, self.timeout_s = reporter, topics, timeout_s
-        self.clock, self.tick_s, self.wall = clock, tick_s, wall
+        self.clock, self.tick_s, self.wall, self.settle_s = clock, tick_s, wall, settle_s
         # the service hands in its one view; alone (tests), the watcher keeps its own
         self.view = view or ActualView(topics, timeout_s=node_timeout_s, clock=clock, wall=wall)
         self.view.listen(self.on_change)
@@ -150,13 +153,16 @@ class DeployWatcher:
             at = f"{str(status.get('commit'))[:12]}, generation {status.get('generation')}" if status else ""
             v = verdicts[node]
             seen[node] = NodeSeen(v.state, v.reason, converged, errors, at)
-        reports, fresh = {}, set()
+        reports, fresh, settled = {}, set(), set()
+        now = self.view.clock()
         for r in replicas:
             report = self.view.report(r.node, "containers", r.replica) if r.node else None
             if report is not None:
                 reports[r.replica] = report.doc
                 if report.received_at >= since:
                     fresh.add(r.replica)
+                if report.healthy_since is not None and now - report.healthy_since >= self.settle_s:
+                    settled.add(r.replica)
         unassigned = {}
         for env in {r.replica.split(".", 1)[0] for r in replicas if r.node is None}:
             for u in (placement.get(env) or {}).get("unassigned") or ():
@@ -164,7 +170,15 @@ class DeployWatcher:
                     unassigned[f"{env}.{u['replica']}" if u["replica"].count(".") < 2 else u["replica"]] = (
                         str(u.get("reason", ""))
                     )
-        return assess(replicas, seen, reports, fresh=fresh, unassigned=unassigned, rollouts=rollouts or ())
+        return assess(
+            replicas,
+            seen,
+            reports,
+            fresh=fresh,
+            unassigned=unassigned,
+            rollouts=rollouts or (),
+            settled=settled,
+        )
 
     def record_health(self, env: str, record: DeployRecord, rollouts: list[dict[str, Any]]) -> Health:
         """The health of a ``deploys`` record (``DeployHistory.check``'s judge)."""

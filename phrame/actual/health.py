@@ -105,6 +105,7 @@ def assess(
     fresh: Collection[str] = (),
     unassigned: Mapping[str, str] | None = None,
     rollouts: Sequence[Mapping[str, Any]] = (),
+    settled: Collection[str] | None = None,
 ) -> Health:
     """The deployment's health.
 
@@ -113,7 +114,9 @@ def assess(
     replicas whose report came after the deployment began (only their ``error`` counts: an
     older one is about an earlier spec); ``unassigned``: replica -> why placement found no
     node for it; ``rollouts``: the staged rollouts of the deployment not complete
-    (``{"service", "state", "reasons"}`` as the ``sync`` topic's ``rollouts``)."""
+    (``{"service", "state", "reasons"}`` as the ``sync`` topic's ``rollouts``); ``settled``:
+    the replicas seen running (and healthy) long enough without a restart to trust it
+    (``None``: do not wait for that), so a crash loop is seen before it is called healthy."""
     found: dict[str, list[Reason]] = {s: [] for s in STATES}
     placed = unassigned or {}
     for r in replicas:
@@ -136,7 +139,8 @@ def assess(
     for r in replicas:
         if r.node is None:
             continue
-        state, why = _replica(r, nodes.get(r.node), reports.get(r.replica), r.replica in fresh)
+        steady = None if settled is None else r.replica in settled
+        state, why = _replica(r, nodes.get(r.node), reports.get(r.replica), r.replica in fresh, steady)
         if state is not None:
             found[state].append(Reason(r.node, r.replica, why))
     for rollout in rollouts:
@@ -158,7 +162,7 @@ def assess(
 
 
 def _replica(
-    r: Replica, node: NodeSeen | None, report: Mapping[str, Any] | None, fresh: bool
+    r: Replica, node: NodeSeen | None, report: Mapping[str, Any] | None, fresh: bool, steady: bool | None
 ) -> tuple[str | None, str]:
     """One placed replica's state and why (``None``: healthy, or said by its node already)."""
     error = report.get("error") if report is not None else None
@@ -179,8 +183,12 @@ def _replica(
         return DEGRADED, f"crash-looping: restarted {restarts} times"
     if health == "unhealthy":
         return DEGRADED, "healthcheck unhealthy"
+    if state == "restarting":  # Docker's restart policy at work: a crash loop once it restarted 3 times
+        return PROGRESSING, f"restarting (restarted {restarts or 0} times)"
     if state != "running":
         return DEGRADED, f"not running ({state}, exit code {report.get('exit_code')})"
     if health == "starting":
         return PROGRESSING, "healthcheck starting"
+    if steady is False:
+        return PROGRESSING, "running, not long enough yet to tell it is not crash-looping"
     return None, ""

@@ -83,6 +83,53 @@ def test_a_missing_image_fails_with_its_reason_long_before_the_deploy_timeout(
             c.remove(force=True)
 
 
+@pytest.mark.slow
+def test_a_crash_looping_replica_is_degraded_never_converged(
+    tmp_path: Path, mosquitto: Mosquitto, env: AgentEnv
+) -> None:
+    remote = ConfigRemote(tmp_path / "git")
+    crashing = (
+        f'name: web\nimage: {env.image}\ncommand: ["sh", "-c", "sleep 0.3; exit 3"]\n'
+        f"restart: always\nplacement:\n  node: {env.node}\n"
+    )
+    sha = remote.commit(
+        "web: exits at once",
+        files={
+            f"nodes/{env.node}.yaml": f"name: {env.node}\n",
+            f"environments/{env.env}/environment.yaml": f"name: {env.env}\n",
+            f"environments/{env.env}/services/web.yaml": crashing,
+        },
+    )
+    agent = AgentProcess(
+        env.process_env(str(tmp_path / "agent"), PHRAME_DESIRED_MQTT_URL=mosquitto.url),
+        str(tmp_path / "agent.log"),
+    )
+    settings = settings_for(
+        remote, tmp_path / "sync", mosquitto.url, poll_s=3600, debounce_s=0, deploy_timeout_s=600
+    )
+    try:
+        with running_sync(settings) as service, reader(mosquitto.url) as client:
+            seen: set[str] = set()
+
+            def finished() -> bool:
+                states = [d["state"] for d in records(client, env.env)]
+                seen.update(states)
+                return bool(states) and states[0] != "pending"
+
+            assert eventually(finished, 60), agent.log()
+            (record,) = records(client, env.env)
+            assert "converged" not in seen
+            assert (record["commit"], record["state"], record["health"]) == (sha, "degraded", "degraded")
+            first = record["reasons"][0]
+            assert (first["node"], first["replica"]) == (env.node, f"{env.env}.web.0")
+            assert first["reason"].startswith("crash-looping: restarted"), record
+            assert (deploy_status(service, sha) or ("",))[0] == "failed"
+    finally:
+        agent.terminate()
+        for c in env.managed():
+            c.remove(force=True)
+
+
 def test_an_unassignable_label_placed_service_is_degraded_never_converged(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:

@@ -80,6 +80,26 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "n1 prod.web.0: crash-looping: restarted 4 times",
     ),
     (
+        "restarting once is no crash loop yet",
+        dict(
+            replicas=[WEB],
+            nodes={"n1": OK},
+            reports={WEB.replica: {**RUNNING, "state": "restarting", "restart_count": 1}},
+        ),
+        "progressing",
+        "n1 prod.web.0: restarting (restarted 1 times)",
+    ),
+    (
+        "exited and not restarted",
+        dict(
+            replicas=[WEB],
+            nodes={"n1": OK},
+            reports={WEB.replica: {**RUNNING, "state": "exited", "exit_code": 2}},
+        ),
+        "degraded",
+        "n1 prod.web.0: not running (exited, exit code 2)",
+    ),
+    (
         "unhealthy",
         dict(replicas=[WEB], nodes={"n1": OK}, reports={WEB.replica: {**RUNNING, "health": "unhealthy"}}),
         "degraded",
@@ -156,6 +176,18 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "n1: invalid mount config",
     ),
     ("nothing wanted", dict(replicas=[], nodes={}, reports={}), "healthy", ""),
+    (
+        "running, not settled yet",
+        dict(replicas=[WEB], nodes={"n1": OK}, reports={WEB.replica: RUNNING}, settled=()),
+        "progressing",
+        "n1 prod.web.0: running, not long enough yet to tell it is not crash-looping",
+    ),
+    (
+        "running and settled",
+        dict(replicas=[WEB], nodes={"n1": OK}, reports={WEB.replica: RUNNING}, settled={WEB.replica}),
+        "healthy",
+        "",
+    ),
 ]
 
 
