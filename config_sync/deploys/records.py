@@ -106,7 +106,21 @@ def finish(
     finished, so it has no duration."""
     record = _suspension(record, record.health == SUSPENDED, at)
     took = None if state == SUPERSEDED else round(max(0.0, at - record.published_at - record.suspended_s), 3)
-    return replace(record, state=state, finished_at=at, duration_s=took, failed=failed)
+    waves = _wave_times(record.waves, at) if took is not None else record.waves
+    return replace(record, state=state, finished_at=at, duration_s=took, failed=failed, waves=waves)
+
+
+def _wave_times(waves: Sequence[Mapping[str, Any]], end: float) -> tuple[dict[str, Any], ...]:
+    """Each wave's working time: from its release to the next wave's (or the end), less the
+    time it waited for a promotion."""
+    starts = sorted(float(w["released_at"]) for w in waves)
+    out = []
+    for w in waves:
+        at = float(w["released_at"])
+        until = min((t for t in starts if t > at), default=end)
+        waited = float(w.get("waited_s") or 0.0)
+        out.append({**w, "waited_s": round(waited, 3), "took_s": round(max(0.0, until - at - waited), 3)})
+    return tuple(out)
 
 
 def _suspension(record: DeployRecord, suspended: bool, now: float) -> DeployRecord:
@@ -114,8 +128,16 @@ def _suspension(record: DeployRecord, suspended: bool, now: float) -> DeployReco
     if suspended and record.suspended_since is None:
         return replace(record, suspended_since=now)
     if not suspended and record.suspended_since is not None:
-        waited = max(0.0, now - record.suspended_since)
-        return replace(record, suspended_s=record.suspended_s + waited, suspended_since=None)
+        since = record.suspended_since
+        waited = max(0.0, now - since)
+        # the wait belongs to the wave released last before it began (the canary's)
+        before = [w for w in record.waves if float(w["released_at"]) <= since]
+        last = max(before, key=lambda w: float(w["released_at"]), default=None)
+        waves = tuple(
+            {**w, "waited_s": round(float(w.get("waited_s") or 0.0) + waited, 3)} if w is last else w
+            for w in record.waves
+        )
+        return replace(record, suspended_s=record.suspended_s + waited, suspended_since=None, waves=waves)
     return record
 
 
@@ -149,7 +171,11 @@ def merge(record: DeployRecord, again: DeployRecord) -> DeployRecord:
     for node, generation in again.nodes.items():
         nodes[node] = max(nodes.get(node, 0), generation)
     replicas = {**record.replicas, **again.replicas}
-    waves = again.waves or record.waves
+    waited = {(w["service"], w["wave"]): w.get("waited_s") for w in record.waves if w.get("waited_s")}
+    waves = tuple(
+        {**w, "waited_s": waited[(w["service"], w["wave"])]} if (w["service"], w["wave"]) in waited else w
+        for w in again.waves or record.waves
+    )
     return replace(record, nodes=nodes, replicas=replicas, waves=waves)
 
 

@@ -250,5 +250,9 @@ def test_a_staged_rollouts_record_lists_every_node_of_every_wave(
         assert record["replicas"] == {"lab.web.0": "n1", "lab.web.1": "n2"}
         assert [(w["wave"], w["nodes"]) for w in record["waves"]] == [(1, ["n1"]), (2, ["n2"])]
         assert record["suspended_s"] > 0 and record["suspended_since"] is None
+        # the wait for a person is the canary wave's, apart from its working time
+        canary, rest = record["waves"]
+        assert canary["waited_s"] == pytest.approx(record["suspended_s"], abs=0.01) and rest["waited_s"] == 0
+        assert canary["took_s"] < rest["released_at"] - canary["released_at"] and rest["took_s"] >= 0
         total = record["finished_at"] - record["published_at"]
         assert record["duration_s"] == pytest.approx(total - record["suspended_s"], abs=0.01)

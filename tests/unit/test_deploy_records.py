@@ -122,15 +122,17 @@ def test_deployed_environments_are_those_whose_items_or_services_changed() -> No
 def test_a_staged_rollouts_next_wave_joins_its_record_and_the_promotion_wait_is_apart() -> None:
     from phrame.actual.health import Health, Reason
 
-    first = replace(rec(1, at=100.0, nodes={"n1": 2}), replicas={"lab.web.0": "n1"})
+    wave1 = {"service": "web", "wave": 1, "released_at": 100.0, "replicas": ["lab.web.0"], "nodes": ["n1"]}
+    wave2 = {"service": "web", "wave": 2, "released_at": 300.0, "replicas": ["lab.web.1"], "nodes": ["n2"]}
+    first = replace(rec(1, at=100.0, nodes={"n1": 2}), replicas={"lab.web.0": "n1"}, waves=(wave1,))
     history = add([], first)
     waiting = Health("suspended", (Reason("", "web", "staged rollout waiting-promotion"),))
     held = judge(history[0], {}, now=110.0, deadline=150.0, health=waiting)
     assert (held.state, held.health, held.suspended_since) == ("pending", "suspended", 110.0)
     # the deadline does not run while a person is asked to promote
     assert judge(held, {}, now=400.0, deadline=150.0, health=waiting).state == "pending"
-    wave2 = replace(rec(1, at=300.0, nodes={"n2": 3}), replicas={"lab.web.1": "n2"})
-    (merged,) = add([held], wave2)
+    next_wave = replace(rec(1, at=300.0, nodes={"n2": 3}), replicas={"lab.web.1": "n2"}, waves=(wave1, wave2))
+    (merged,) = add([judge(held, {}, now=300.0, deadline=150.0, health=Health("progressing"))], next_wave)
     assert (dict(merged.nodes), dict(merged.replicas)) == (
         {"n1": 2, "n2": 3},
         {"lab.web.0": "n1", "lab.web.1": "n2"},
@@ -139,10 +141,12 @@ def test_a_staged_rollouts_next_wave_joins_its_record_and_the_promotion_wait_is_
     assert (done.state, done.health, done.suspended_s, done.suspended_since) == (
         "converged",
         "healthy",
-        210.0,
+        190.0,
         None,
     )
-    assert done.duration_s == 320.0 - 100.0 - 210.0
+    assert done.duration_s == 320.0 - 100.0 - 190.0
+    # each wave's working time apart from the wait for its promotion
+    assert [(w["wave"], w["took_s"], w["waited_s"]) for w in done.waves] == [(1, 10.0, 190.0), (2, 20.0, 0.0)]
     doc = payload("lab", [done])
     check_payload("desired-deploys", doc)
     assert records_of(json.loads(json.dumps(doc))) == [done]
