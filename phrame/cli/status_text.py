@@ -49,6 +49,17 @@ def deploy_line(d: dict[str, Any], now: float | None) -> str:
     return f"{head} {d['state']}: {said}"
 
 
+def deploy_waves(d: dict[str, Any]) -> list[str]:
+    """A staged rollout's waves, each with its working time and its wait for a promotion:
+    ``waves: web 1 on n1 10 s (and 190 s waiting for promotion); web 2 on n2 20 s``."""
+    parts = []
+    for w in d.get("waves") or ():
+        took = f" {seconds_text(w['took_s'])}" if w.get("took_s") is not None else ""
+        waited = f" (and {seconds_text(w['waited_s'])} waiting for promotion)" if w.get("waited_s") else ""
+        parts.append(f"{w['service']} {w['wave']} on {', '.join(w['nodes']) or '-'}{took}{waited}")
+    return [f"waves: {'; '.join(parts)}"] if parts else []
+
+
 def deploy_reasons(d: dict[str, Any], shown: int = 3) -> list[str]:
     """Why a pending deployment is not progressing as expected (its health's reasons)."""
     if d["state"] != "pending" or d.get("health") in (None, "progressing"):
@@ -100,7 +111,7 @@ def render_text(summary: Summary, now: float | None = None) -> str:
         lines += rollout_lines(e.environment, e.rollouts)
         for d in e.deploys[:DEPLOYS_SHOWN]:
             lines.append(f"    {deploy_line(d, now)}")
-            lines += [f"      {r}" for r in deploy_reasons(d)]
+            lines += [f"      {r}" for r in (*deploy_reasons(d), *deploy_waves(d))]
         lines += [
             f"    node {g} has been offline past PHRAME_NODE_GC_S: remove it from nodes/?"
             for g in e.gc_candidates

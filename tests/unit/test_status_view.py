@@ -173,7 +173,11 @@ def test_a_deployments_health_word_and_reasons_are_shown() -> None:
     history = [
         _deploy(1, "pending", health="suspended", reasons=waiting),
         _deploy(2, "degraded", finished_at=NOW - 199, duration_s=1.0, health="degraded", failed=unassigned),
-        _deploy(3, "converged", finished_at=NOW - 60, duration_s=40.0, health="healthy", suspended_s=200.0),
+        _deploy(3, "converged", finished_at=NOW - 60, duration_s=40.0, health="healthy", suspended_s=200.0,
+                waves=[{"service": "web", "wave": 1, "released_at": NOW - 300, "replicas": ["studio-a.web.0"],
+                        "nodes": ["edge-01"], "waited_s": 200.0, "took_s": 25.0},
+                       {"service": "web", "wave": 2, "released_at": NOW - 75, "replicas": ["studio-a.web.1"],
+                        "nodes": ["edge-02"], "waited_s": 0.0, "took_s": 15.0}]),
     ]  # fmt: skip
     topics[T.env_deploys("studio-a")] = raw({"environment": "studio-a", "deploys": history})
     text = render_text(summarize(topics, NOW, T), NOW)
@@ -183,6 +187,9 @@ def test_a_deployments_health_word_and_reasons_are_shown() -> None:
         "    deploy 2222222222 degraded after 1.0 s: studio-a.gpu.0: unassigned: no node has gpu=true" in text
     )
     assert "    deploy 3333333333 converged in 40 s (and 200 s waiting for promotion): change 3" in text
+    assert (
+        "      waves: web 1 on edge-01 25 s (and 200 s waiting for promotion); web 2 on edge-02 15 s" in text
+    )
 
 
 def test_an_invalid_deploys_payload_is_reported() -> None:
