@@ -221,7 +221,11 @@ class DeployWatcher:
         with self._cond:
             if (dep := self.active.get(ref)) is not None and dep.commit == commit:
                 dep.offline = frozenset(offline)
-        self._report(commit, "running", waiting_text(sorted(nodes), offline), ref)
+        text = waiting_text(sorted(nodes), offline) if nodes else ""
+        if not nodes or any(r.node is None for r in replicas):
+            unplaced = ", ".join(r.replica for r in replicas if r.node is None)
+            text = "; ".join(t for t in (text, f"waiting for placement to assign {unplaced}") if t)
+        self._report(commit, "running", text, ref)
         with self._cond:
             if (dep := self.active.get(ref)) is not None and dep.commit == commit:
                 dep.announced = True

@@ -126,7 +126,8 @@ def test_an_unassigned_replica_is_degraded_once_placement_says_why() -> None:
     watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
     watcher.unchanged("main", SHA, (Replica("prod.gpu.0", None),))
     watcher.check()
-    assert deploys(reporter)[-1][1] == "running"  # placement has not decided yet
+    # placement has not decided yet
+    assert deploys(reporter)[-1] == ("a", "running", "waiting for placement to assign prod.gpu.0")
     doc = {"environment": "prod", "unassigned": [{"replica": "gpu.0", "reason": "no node has gpu=true"}]}
     watcher.on_placement(Message(T.env_placement("prod"), json.dumps(doc).encode(), True))
     watcher.check()
