@@ -28,6 +28,7 @@ class Reading:
     rendered: dict[str, dict[str, Any]] | None  # every desired topic; None when invalid
     nodes: frozenset[str] = frozenset()  # the inventory (nodes/) at this commit
     policies: dict[tuple[str, str], UpdatePolicy] = field(default_factory=dict)  # staged rollouts
+    unassigned: tuple[str, ...] = ()  # replicas (item ids) no node is assigned to at this commit
     notify: dict[str, tuple[Target, ...]] = field(default_factory=dict)  # environment -> notify: targets
 
     def tracking(self, ref: str) -> set[str]:

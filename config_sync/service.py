@@ -105,7 +105,9 @@ class ConfigSync:
         deploy_s, node_s = settings.deploy_timeout_s, settings.node_timeout_s
         # one view of the actual plane (statuses, heartbeats, containers) for deploys and rollouts
         self.view = ActualView(self.topics, timeout_s=node_s)
-        self.deployer = DeployWatcher(self.reporter, self.topics, timeout_s=deploy_s, view=self.view)
+        self.deployer = DeployWatcher(
+            self.reporter, self.topics, timeout_s=deploy_s, view=self.view, settle_s=settings.deploy_settle_s
+        )
         # changed manifests go out above what agents applied (subscribed before any publication)
         self.publisher = DesiredPublisher(
             self.mqtt,
@@ -116,6 +118,7 @@ class ConfigSync:
         self.history = DeployHistory(self.mqtt, self.topics, self.git.commit_info, timeout_s=deploy_s)
         self.deployer.history = self.history
         self.history.on_finished = self._deploy_finished
+        self.history.on_health = self._deploy_health
         self.notifier = make_notifier(settings, self.metrics)
         # staged rollouts: a rolled-back replica's earlier spec is re-rendered from its commit
         self.rollouts = RolloutController(
@@ -189,6 +192,10 @@ class ConfigSync:
             self.actual.subscribe(topic_filter, self.view.on_message)
         self.actual.subscribe(self.topics.actual_containers_filter(), self.view.on_message)
         self.notifier.start()
+        # placement's state per environment: which replicas no node can take (deploy health)
+        self.mqtt.subscribe(
+            f"{self.topics.prefix}/desired/environments/+/placement", self.deployer.on_placement
+        )
         self.deployer.start()
         self.rollouts.start()
         failures = 0
@@ -326,13 +333,22 @@ class ConfigSync:
 
     # -- notifications: every transition reaches the notifier here
     def _deploy_finished(self, environment: str, record: DeployRecord) -> None:
-        """A deployment of ``environment`` converged or failed (the deploy watcher's thread)."""
+        """A deployment of ``environment`` converged, degraded or failed (the deploy watcher's thread)."""
         self.metrics.deploy_finished(environment, record)
-        state = {"converged": "healthy", "failed": "failed"}.get(record.state)
-        if state is None:  # superseded: the newer commit's own outcome will tell
-            return
-        reasons: tuple[str, ...] = ()
-        if record.failed is not None:
+        state = {"converged": "healthy", "failed": "failed", "degraded": "degraded"}.get(record.state)
+        if state is not None:  # None: superseded, the newer commit's own outcome will tell
+            self._notify(environment, record, state)
+
+    def _deploy_health(self, environment: str, record: DeployRecord) -> None:
+        """A pending deployment's health changed: waiting for a promotion is worth a message."""
+        if record.health == "suspended":
+            self._notify(environment, record, "suspended")
+
+    def _notify(self, environment: str, record: DeployRecord, state: str) -> None:
+        reasons = tuple(
+            ": ".join(str(r[k]) for k in ("node", "replica", "reason") if r.get(k)) for r in record.reasons
+        )
+        if not reasons and record.failed is not None:
             node, reason = record.failed
             reasons = (f"{node}: {reason}" if node else reason,)
         at = record.finished_at if record.finished_at is not None else time.time()
@@ -345,9 +361,9 @@ class ConfigSync:
         """After a restart: an environment whose last deployment failed was notified before,
         so it is not sent again, and its next healthy deployment is sent as recovered."""
         for env, records in sorted(self.history.by_env.items()):
-            last = next((r for r in records if r.state in ("converged", "failed")), None)
-            if last is not None and last.state == "failed":
-                self.notifier.remember(env, last.commit, "failed")
+            last = next((r for r in records if r.state in ("converged", "failed", "degraded")), None)
+            if last is not None and last.state in ("failed", "degraded"):
+                self.notifier.remember(env, last.commit, last.state)
 
     # -- reading
     def is_ready(self) -> bool:

@@ -3,10 +3,12 @@
 Wiring around the pure :mod:`config_sync.deploys.records`: the sync pass calls
 :meth:`DeployHistory.record` after a valid publication (author and message read from git,
 never from a webhook), the deploy watcher's thread calls :meth:`DeployHistory.check` each
-tick with the node statuses it holds. The broker is the store: at start config-sync reads
-the retained lists back (:meth:`restore`) before it publishes anything, so a restart keeps
-the history, and a record left pending by the previous run is judged again (converged,
-failed at a new deadline, or superseded by the next commit). It writes only ``deploys``.
+tick with the node statuses it holds and its judge of a record's health (the one health
+function, :func:`phrame.actual.health.assess`, as for ``phrame/deploy``). The broker is the
+store: at start config-sync reads the retained lists back (:meth:`restore`) before it
+publishes anything, so a restart keeps the history, and a record left pending by the
+previous run is judged again (converged, failed at a new deadline, or superseded by the
+next commit). It writes only ``deploys``.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from config_sync.deploys import records
 from config_sync.deploys.records import DeployRecord
 from config_sync.publication.sender import Sender, SyncOutcome
+from phrame.actual.health import Health
 from phrame.git import GitError
 from phrame.mqtt import MqttError
 from schemas import PayloadError, Topics, canonical_json, check_payload, load_json
@@ -42,9 +45,14 @@ class DeployHistory:
         self.by_env: dict[str, list[DeployRecord]] = {}
         self.deadlines: dict[tuple[str, str], float] = {}  # (env, commit) of a pending record
         self.dirty: set[str] = set()  # environments whose topic must be (re)published
+        # env -> its staged rollouts not complete (the gate's word at the last publication)
+        self.held: dict[str, list[dict[str, Any]]] = {}
         self.restored = False
+        self._resend = False  # every list to be sent again (after a reconnect)
         # told of each record that stops being pending here (metrics); must not raise
         self.on_finished: Callable[[str, DeployRecord], None] | None = None
+        # a pending record's health word changed (suspended: waiting for a promotion)
+        self.on_health: Callable[[str, DeployRecord], None] | None = None
         self._lock = threading.RLock()  # held while publishing too: never an older list after a newer
 
     def restore(self, published: Mapping[str, bytes]) -> None:
@@ -74,12 +82,30 @@ class DeployHistory:
             self.restored = True
         log.info("read back the deployments of %d environment(s)", len(self.by_env))
 
-    def record(self, outcome: SyncOutcome) -> None:
-        """A record per environment whose desired state ``outcome`` changed. An invalid
-        commit is no deployment (its errors are in the ``sync`` topic): nothing is recorded."""
-        if not self.restored or not outcome.ok or not outcome.messages:
+    def record(self, outcome: SyncOutcome, *, unassigned: Collection[str] = ()) -> None:
+        """A record per environment whose desired state ``outcome`` changed (``unassigned``:
+        the commit's replicas no node is assigned to). An invalid commit is no deployment
+        (its errors are in the ``sync`` topic): nothing is recorded. A later publication of
+        the same commit (a staged rollout's next wave) adds its nodes and replicas."""
+        if not self.restored or not outcome.ok:
+            return
+        gated = outcome.rollouts
+        waves: dict[str, list[dict[str, Any]]] = {}
+        # replaced whole, not under the lock (a flush may hold it while the broker is away)
+        held = {
+            env: list(gated.held.get(env, [])) if gated is not None else [] for env in outcome.environments
+        }
+        self.held = {**self.held, **held}
+        for (env, _service), plan in sorted(gated.plans.items()) if gated is not None else ():
+            if plan.state is not None and plan.current:
+                waves.setdefault(env, []).append(plan.state.to_doc())
+        if not outcome.messages:
             return
         changed, gone = records.deployed_environments(outcome.messages, outcome.generations, self.topics)
+        placed = records.deployed_replicas(outcome.messages, self.topics, sorted(unassigned))
+        for env in placed:
+            if env in outcome.environments and env not in gone:
+                changed.setdefault(env, {})
         if not changed and not gone:
             return
         author, message = self._describe(outcome.commit) if changed else ("", "")
@@ -89,7 +115,10 @@ class DeployHistory:
                 if self.by_env.pop(env, None) is not None:
                     self.dirty.add(env)
             for env, nodes in changed.items():
-                new = DeployRecord(outcome.commit, outcome.ref, author, message, now, nodes)
+                new = DeployRecord(
+                    outcome.commit, outcome.ref, author, message, now, nodes,
+                    replicas=placed.get(env, {}), waves=records.waves_of(waves.get(env, [])),
+                )  # fmt: skip
                 before = self.by_env.get(env, [])
                 after = records.add(before, new)
                 if after != before:
@@ -110,8 +139,11 @@ class DeployHistory:
         statuses: Mapping[str, dict[str, Any]],
         ceilings: Mapping[str, int],
         offline: Callable[[Iterable[str]], Mapping[str, str]],
+        health: Callable[[str, DeployRecord, list[dict[str, Any]]], Health] | None = None,
     ) -> None:
-        """Judge every pending record; publish the lists that changed (or failed to go out)."""
+        """Judge every pending record; publish the lists that changed (or failed to go out).
+        ``health(env, record, rollouts)``: the record's health (``rollouts``: the environment's
+        staged rollouts not complete); without it, only whether its nodes converged."""
         if not self.restored:
             return
         now = self.wall()
@@ -121,16 +153,20 @@ class DeployHistory:
                     if not r.is_pending:
                         continue
                     deadline = self.deadlines.get((env, r.commit), now)
-                    down = offline(r.nodes) if now >= deadline else {}
+                    down = offline(r.nodes)
+                    held = self.held.get(env, [])
                     judged = records.judge(
-                        r, statuses, now=now, deadline=deadline, ceilings=ceilings, offline=down
-                    )
+                        r, statuses, now=now, deadline=deadline, ceilings=ceilings, offline=down,
+                        health=health(env, r, held) if health is not None else None,
+                    )  # fmt: skip
                     if judged is not r:
                         recs[i] = judged
                         self.dirty.add(env)
                         log.info("deployment of %s to %s: %s", r.commit[:12], env, judged.state)
                         if self.on_finished is not None and not judged.is_pending:
                             self.on_finished(env, judged)
+                        elif self.on_health is not None and judged.health != r.health:
+                            self.on_health(env, judged)
             self.deadlines = {k: v for k, v in self.deadlines.items() if self._is_pending(*k)}
             self.flush()
 
@@ -138,12 +174,16 @@ class DeployHistory:
         return any(r.commit == commit and r.is_pending for r in self.by_env.get(env, ()))
 
     def republish(self) -> None:
-        """After a reconnect (the broker may have lost its retained topics): send every list again."""
-        with self._lock:
-            self.dirty |= set(self.by_env)
+        """After a reconnect (the broker may have lost its retained topics): send every list
+        again, at the next flush. Called on the MQTT network thread: it never waits for the
+        lock, which a flush holds while it waits for that very thread's acknowledgements."""
+        self._resend = True
 
     def flush(self) -> None:
         with self._lock:
+            if self._resend:
+                self._resend = False
+                self.dirty |= set(self.by_env)
             if not self.dirty:
                 return
             batch: list[tuple[str, bytes | None]] = []

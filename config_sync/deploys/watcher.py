@@ -4,9 +4,14 @@ The sync pass calls :meth:`DeployWatcher.watch` with the nodes whose manifest ch
 (:meth:`DeployWatcher.unchanged` for a new commit that changed none);
 the watcher follows each node's ``actual/.../status`` through config-sync's one view of the
 actual plane (:class:`phrame.actual.ActualView`, told of each status change)
-and sets ``success`` once every node converged on that manifest generation or a later one,
-or ``failed`` with the node and its error after ``PHRAME_DEPLOY_TIMEOUT_S``. A newer deploy
-of the same ref cancels the older one. Status callbacks only store; the watcher thread decides.
+and the replicas' reports, and placement's ``placement`` topics (:meth:`on_placement`), and
+judges the deployment with the one health function (:func:`phrame.actual.health.assess`):
+``success`` when healthy (every node converged on its manifest generation or a later one,
+every replica it wants running as desired), ``failed`` as soon as it is failed (an error a
+node reported since the publication: a pull, create or mount error, a port taken) or
+degraded (a replica unassigned, crash-looping or unhealthy), and ``failed`` with the node and
+its error after ``PHRAME_DEPLOY_TIMEOUT_S`` of anything else. A newer deploy of the same ref
+cancels the older one. Callbacks only store; the watcher thread decides.
 While it runs, the description names the nodes it waits on that the view judges offline
 (the shared node-health rule: heartbeats older than ``PHRAME_NODE_TIMEOUT_S`` on this
 receiver's clock, or a will), re-reported when that set changes; the timeout stays.
@@ -22,11 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from config_sync.deploys.history import DeployHistory
-from config_sync.deploys.verdict import failure, verdict, waiting_for, waiting_text
+from config_sync.deploys.records import DeployRecord
+from config_sync.deploys.verdict import failure, is_converged, waiting_for, waiting_text
 from config_sync.reporting import CommitReporter
 from phrame.actual import ActualView, Change
+from phrame.actual.health import HEALTHY, Health, NodeSeen, Replica, assess
 from phrame.gitlab import GitLabError
-from schemas import Topics
+from schemas import PayloadError, Topics, check_payload, load_json
 
 log = logging.getLogger(__name__)
 NAME = "phrame/deploy"
@@ -39,6 +46,9 @@ class Deployment:
     nodes: dict[str, int]  # node -> the manifest generation published for ``commit``
     deadline: float
     offline: frozenset[str] = frozenset()  # the waited-on nodes offline when last reported
+    replicas: tuple[Replica, ...] = ()  # the container replicas it gave a spec, and those unassigned
+    since: float = 0.0  # when it began, on the view's clock (a report older than this is no news)
+    health: str = ""  # the health word last reported
     # ``running`` reported: only then may a tick finish it, or its success could be
     # followed by that late ``running`` (nodes already converged when the watch starts)
     announced: bool = False
@@ -56,13 +66,18 @@ class DeployWatcher:
         node_timeout_s: float = 20.0,
         wall: Callable[[], float] = time.time,
         view: ActualView | None = None,
+        settle_s: float = 0.0,
     ) -> None:
+        """``settle_s``: how long a replica must have run (healthy, without a restart) on
+        config-sync's clock to count as healthy, so a crash loop shows before ``success``."""
         self.reporter, self.topics, self.timeout_s = reporter, topics, timeout_s
-        self.clock, self.tick_s = clock, tick_s
+        self.clock, self.tick_s, self.wall, self.settle_s = clock, tick_s, wall, settle_s
         # the service hands in its one view; alone (tests), the watcher keeps its own
         self.view = view or ActualView(topics, timeout_s=node_timeout_s, clock=clock, wall=wall)
         self.view.listen(self.on_change)
         self.statuses: dict[str, dict[str, Any]] = {}
+        self.status_at: dict[str, float] = {}  # node -> when its status last changed (view's clock)
+        self.placement: dict[str, dict[str, Any]] = {}  # env -> placement's retained state
         # the highest generation each node ever reported applied, kept when its status is
         # cleared: the publisher never numbers a manifest at or below it (after a broker lost
         # the manifests and config-sync its memory, agents still remember)
@@ -85,27 +100,120 @@ class DeployWatcher:
                 self.statuses.pop(node, None)
             else:
                 self.statuses[node] = dict(doc)
+                self.status_at[node] = self.view.clock()
                 generation = doc.get("generation")
                 if isinstance(generation, int) and not isinstance(generation, bool):
                     self.applied[node] = max(self.applied.get(node, 0), generation)
             self._cond.notify_all()
+
+    def on_placement(self, msg: Any) -> None:
+        """MQTT callback: placement's retained state of an environment (which replicas no
+        node can take, and why); an invalid one is ignored. Never raises."""
+        try:
+            parsed = self.topics.parse(msg.topic)
+            doc = load_json(msg.payload) if msg.payload else None
+            if doc is not None:
+                check_payload("desired-placement", doc)
+        except (ValueError, PayloadError) as e:
+            log.debug("ignoring placement's state on %s: %s", msg.topic, e)
+            return
+        if parsed.kind != "placement" or parsed.environment is None:
+            return
+        with self._cond:
+            if doc is None:
+                self.placement.pop(parsed.environment, None)
+            else:
+                self.placement[parsed.environment] = dict(doc)
+            self._cond.notify_all()
+
+    def health_of(
+        self,
+        commit: str,
+        nodes: Mapping[str, int],
+        replicas: tuple[Replica, ...] = (),
+        *,
+        since: float,
+        rollouts: list[dict[str, Any]] | None = None,
+    ) -> Health:
+        """The health of ``commit`` on ``nodes`` (node -> its generation) and ``replicas``,
+        begun at ``since`` (the view's clock): what the nodes reported before counts for
+        nothing but convergence."""
+        verdicts = self.view.verdicts(nodes)
+        with self._cond:
+            statuses, status_at = dict(self.statuses), dict(self.status_at)
+            placement = dict(self.placement)
+            top = dict(self.published)
+        seen = {}
+        for node, generation in nodes.items():
+            status = statuses.get(node) or {}
+            converged = is_converged(status, commit, generation, top.get(node))
+            errors: tuple[str, ...] = ()
+            if not converged and status_at.get(node, since - 1) >= since:
+                errors = tuple(_error_text(e) for e in status.get("errors") or ())
+            at = f"{str(status.get('commit'))[:12]}, generation {status.get('generation')}" if status else ""
+            v = verdicts[node]
+            seen[node] = NodeSeen(v.state, v.reason, converged, errors, at)
+        reports, fresh, settled = {}, set(), set()
+        now = self.view.clock()
+        for r in replicas:
+            report = self.view.report(r.node, "containers", r.replica) if r.node else None
+            if report is not None:
+                reports[r.replica] = report.doc
+                if report.received_at >= since:
+                    fresh.add(r.replica)
+                if report.healthy_since is not None and now - report.healthy_since >= self.settle_s:
+                    settled.add(r.replica)
+        unassigned = {}
+        for env in {r.replica.split(".", 1)[0] for r in replicas if r.node is None}:
+            for u in (placement.get(env) or {}).get("unassigned") or ():
+                if isinstance(u, Mapping) and "replica" in u:
+                    unassigned[f"{env}.{u['replica']}" if u["replica"].count(".") < 2 else u["replica"]] = (
+                        str(u.get("reason", ""))
+                    )
+        return assess(
+            replicas,
+            seen,
+            reports,
+            fresh=fresh,
+            unassigned=unassigned,
+            rollouts=rollouts or (),
+            settled=settled,
+        )
+
+    def record_health(self, env: str, record: DeployRecord, rollouts: list[dict[str, Any]]) -> Health:
+        """The health of a ``deploys`` record (``DeployHistory.check``'s judge)."""
+        since = self.view.clock() - max(0.0, self.wall() - record.published_at)
+        replicas = tuple(Replica(item, node) for item, node in sorted(record.replicas.items()))
+        return self.health_of(record.commit, record.nodes, replicas, since=since, rollouts=rollouts)
+
+    def note_published(self, generations: Mapping[str, int]) -> None:
+        """Manifests published (node -> generation), watched or not (a staged rollout's
+        waves): a status at or below them is news of this run, not of one before a restart."""
+        with self._cond:
+            for node, generation in generations.items():
+                self.published[node] = max(self.published.get(node, 0), generation)
 
     def applied_generations(self) -> dict[str, int]:
         """Node -> the highest manifest generation it reported applied (a copy)."""
         with self._cond:
             return dict(self.applied)
 
-    def watch(self, ref: str, commit: str, nodes: Mapping[str, int]) -> None:
-        """Follow ``commit`` of ``ref`` on ``nodes`` (node -> its published manifest generation)."""
-        if not nodes:
+    def watch(
+        self, ref: str, commit: str, nodes: Mapping[str, int], replicas: tuple[Replica, ...] = ()
+    ) -> None:
+        """Follow ``commit`` of ``ref`` on ``nodes`` (node -> its published manifest generation)
+        and ``replicas`` (the container replicas it gave a spec; node ``None``: unassigned)."""
+        if not nodes and not replicas:
             return
+        since = self.view.clock()
         with self._cond:
             for node, generation in nodes.items():
                 self.published[node] = max(self.published.get(node, 0), generation)
             older = self.active.pop(ref, None)
             self.active[ref] = Deployment(
-                ref, commit, dict(sorted(nodes.items())), self.clock() + self.timeout_s
-            )
+                ref, commit, dict(sorted(nodes.items())), self.clock() + self.timeout_s,
+                replicas=replicas, since=since,
+            )  # fmt: skip
             self._cond.notify_all()
         if older is not None and older.commit != commit:
             self._report(older.commit, "canceled", f"superseded by {commit[:12]}", ref)
@@ -113,20 +221,28 @@ class DeployWatcher:
         with self._cond:
             if (dep := self.active.get(ref)) is not None and dep.commit == commit:
                 dep.offline = frozenset(offline)
-        self._report(commit, "running", waiting_text(sorted(nodes), offline), ref)
+        text = waiting_text(sorted(nodes), offline) if nodes else ""
+        if not nodes or any(r.node is None for r in replicas):
+            unplaced = ", ".join(r.replica for r in replicas if r.node is None)
+            text = "; ".join(t for t in (text, f"waiting for placement to assign {unplaced}") if t)
+        self._report(commit, "running", text, ref)
         with self._cond:
             if (dep := self.active.get(ref)) is not None and dep.commit == commit:
                 dep.announced = True
         self.check()
 
-    def unchanged(self, ref: str, commit: str) -> None:
+    def unchanged(self, ref: str, commit: str, unassigned: tuple[Replica, ...] = ()) -> None:
         """``commit`` of ``ref`` changed no node's desired state (no manifest published): it
         is deployed as soon as what it builds on is, so at once, unless the ref's previous
-        deployment is still converging; then it takes that one over (same nodes)."""
+        deployment is still converging (then it takes that one over: same nodes) or a
+        replica it wants has no node (``unassigned``: then it waits for placement)."""
         with self._cond:
             older = self.active.get(ref)
         if older is not None and older.commit != commit:
-            self.watch(ref, commit, older.nodes)
+            self.watch(ref, commit, older.nodes, (*older.replicas, *unassigned))
+            return
+        if unassigned:
+            self.watch(ref, commit, {}, unassigned)
             return
         text = "nothing to change: no node's desired state changed"
         self.finished.append((commit, "success", text))
@@ -142,19 +258,31 @@ class DeployWatcher:
                 if not dep.announced:  # watch() is still reporting it running
                     continue
                 offline = self.view.offline(dep.nodes)
-                state, text = verdict(self.statuses, dep.commit, dep.nodes, self.published, offline)
-                if state == "success" or now >= dep.deadline:
-                    if state != "success":
-                        text = failure(self.statuses, dep.commit, dep.nodes, self.published, offline)
-                        state = "failed"
+                health = self.health_of(dep.commit, dep.nodes, dep.replicas, since=dep.since)
+                state = health.deploy_status
+                if health.state == HEALTHY:
+                    text = f"{len(dep.nodes)} node(s) converged on {dep.commit[:12]}"
+                    if dep.replicas:
+                        text += f", {len(dep.replicas)} replica(s) running"
+                elif state == "failed":
+                    text = _failed_text(health)
+                elif now >= dep.deadline:
+                    text = failure(self.statuses, dep.commit, dep.nodes, self.published, offline)
+                    if text == "converged":
+                        text = _failed_text(health)
+                    state = "failed"
+                if state != "running":
                     del self.active[ref]
                     done.append((dep, state, text))
                     continue
                 waiting = waiting_for(self.statuses, dep.commit, dep.nodes, self.published)
+                text = waiting_text(waiting, offline) if waiting else _failed_text(health)
                 waited_offline = frozenset(n for n in waiting if n in offline)
-                if waited_offline != dep.offline:
-                    dep.offline = waited_offline
-                    running.append((dep, text))
+                if waited_offline != dep.offline or health.state != dep.health:
+                    changed_word = dep.health not in ("", health.state)
+                    dep.offline, dep.health = waited_offline, health.state
+                    if waited_offline or changed_word:
+                        running.append((dep, text))
         for dep, text in running:
             self._report(dep.commit, "running", text, dep.ref)
         for dep, state, text in done:
@@ -163,7 +291,7 @@ class DeployWatcher:
         if self.history is not None:
             with self._cond:
                 statuses, ceilings = dict(self.statuses), dict(self.published)
-            self.history.check(statuses, ceilings, self.view.offline)
+            self.history.check(statuses, ceilings, self.view.offline, self.record_health)
 
     def _report(self, commit: str, state: str, text: str, ref: str) -> None:
         log.info("deploy of %s on %s: %s (%s)", commit[:12], ref, state, text)
@@ -195,3 +323,13 @@ class DeployWatcher:
                 self.check()
             except Exception:
                 log.exception("deploy watch failed; continuing")
+
+
+def _error_text(error: Any) -> str:
+    return str(error.get("message", error)) if isinstance(error, Mapping) else str(error)
+
+
+def _failed_text(health: Health) -> str:
+    """``edge-01: pull ...: not found`` (failed), ``degraded: prod.api.0: unassigned: ...``."""
+    first = health.reasons[0].text() if health.reasons else "no reason given"
+    return first if health.state == "failed" else f"{health.state}: {first}"

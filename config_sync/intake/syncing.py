@@ -10,6 +10,7 @@ last valid reading's word alone, so two refs never take turns over one item.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections import OrderedDict
@@ -25,6 +26,7 @@ from config_sync.publication.sender import DesiredPublisher, SyncOutcome
 from config_sync.reporting import CommitReporter
 from config_sync.review_note import item_changes, review_note, rollout_waves
 from config_sync.rollouts.controller import RolloutController
+from phrame.actual.health import Replica
 from phrame.config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
 from phrame.config_repo.update_policy import policies
 from phrame.git import GitError, RefMissing
@@ -88,17 +90,14 @@ class Syncer:
             reading = Reading(sha, {}, [{"rule": "unreadable", "message": str(e)}], None)
         else:
             errors = [p.to_dict() for p in validate(repo, read_problems, cache=self.read_cache)]
-            rendered = None if errors else render(repo, commit=sha).topics(self.topics)
+            made = None if errors else render(repo, commit=sha)
+            rendered = made.topics(self.topics) if made is not None else None
             rules = policies(repo) if not errors else {}
             reading = Reading(
-                sha,
-                _tracks(repo, self.default_ref),
-                errors,
-                rendered,
-                frozenset(repo.nodes),
-                rules,
+                sha, _tracks(repo, self.default_ref), errors, rendered, frozenset(repo.nodes), rules,
+                tuple(made.unassigned) if made is not None else (),
                 notify=targets_of(repo) if not errors else {},
-            )
+            )  # fmt: skip
         with self._lock:
             self._readings[sha] = reading
             while len(self._readings) > READINGS_KEPT:
@@ -162,18 +161,22 @@ class Syncer:
         self.last[ref] = outcome
         if self.on_outcome is not None:
             self.on_outcome(outcome)
+        # the replicas of the environments it publishes that no node is assigned to
+        unassigned = tuple(i for i in reading.unassigned if i.split(".", 1)[0] in outcome.environments)
         if self.history is not None:
-            self.history.record(outcome)
+            self.history.record(outcome, unassigned=unassigned)
         if outcome.ok and self.deployer is not None:
             generations = outcome.generations
+            self.deployer.note_published(generations)
             if self.rollouts is not None:  # a rollout reports its own waves, then hands over
                 rolling, generations = self.rollouts.deploy_view(ref, outcome)
                 if rolling:
                     return outcome
+            wanted = tuple(Replica(i, None) for i in unassigned)
             if generations:
-                self.deployer.watch(ref, sha, generations)
+                self.deployer.watch(ref, sha, generations, (*deployed(outcome, self.topics), *wanted))
             elif self._is_new_commit(outcome):
-                self.deployer.unchanged(ref, sha)  # a README edit deserves its green tick too
+                self.deployer.unchanged(ref, sha, wanted)  # a README edit deserves its green tick too
         return outcome
 
     def _keep_last(self, ref: str, rule: str, text: str) -> SyncOutcome:
@@ -304,3 +307,20 @@ class Syncer:
 def _untracked(ref: str, commit: str = "") -> SyncOutcome:
     log.info("%s is no longer tracked by the default ref: nothing synced", ref)
     return SyncOutcome(ref=ref, commit=commit, ok=True, environments=[], tracked=False)
+
+
+def deployed(outcome: SyncOutcome, topics: Topics) -> tuple[Replica, ...]:
+    """The container replicas ``outcome`` gave a new spec: node and digest each."""
+    out = []
+    for topic, raw in outcome.messages:
+        try:
+            parsed = topics.parse(topic)
+        except ValueError:
+            continue
+        if parsed.plane == "desired" and parsed.kind == "containers" and raw and parsed.item_id:
+            try:
+                digest = json.loads(raw).get("digest")
+            except ValueError:
+                digest = None
+            out.append(Replica(parsed.item_id, parsed.node, digest if isinstance(digest, str) else None))
+    return tuple(sorted(out, key=lambda r: r.replica))

@@ -30,17 +30,47 @@ def _generation(n: NodeRow) -> str:
 
 
 def deploy_line(d: dict[str, Any], now: float | None) -> str:
-    """``deploy 70b43d061e converged in 2.5 s: first line (Ada <ada@x>)``."""
+    """``deploy 70b43d061e converged in 2.5 s: first line (Ada <ada@x>)``; the record's
+    health word when it says more than its state (``pending, suspended for 2 min``)."""
     head = f"deploy {d['commit'][:10]}"
     said = f"{d['message']} ({d['author']})" if d["author"] else d["message"] or "(no message)"
-    if d["state"] == "failed" and d.get("failed"):
+    if d["state"] in ("failed", "degraded") and d.get("failed"):
         took = f" after {seconds_text(d['duration_s'])}" if d.get("duration_s") is not None else ""
-        return f"{head} failed{took} on {d['failed']['node']}: {d['failed']['reason']}"
+        node = d["failed"]["node"]
+        return f"{head} {d['state']}{took}{f' on {node}' if node else ''}: {d['failed']['reason']}"
+    waited = d.get("suspended_s") or 0.0
+    aside = f" (and {seconds_text(waited)} waiting for promotion)" if waited else ""
     if d["state"] == "converged" and d.get("duration_s") is not None:
-        return f"{head} converged in {seconds_text(d['duration_s'])}: {said}"
+        return f"{head} converged in {seconds_text(d['duration_s'])}{aside}: {said}"
     if d["state"] == "pending" and now is not None:
-        return f"{head} pending for {seconds_text(max(0.0, now - d['published_at']))}: {said}"
+        health = d.get("health")
+        word = f"pending, {health}" if health and health != "progressing" else "pending"
+        return f"{head} {word} for {seconds_text(max(0.0, now - d['published_at']))}: {said}"
     return f"{head} {d['state']}: {said}"
+
+
+def deploy_waves(d: dict[str, Any]) -> list[str]:
+    """A staged rollout's waves, each with its working time and its wait for a promotion:
+    ``waves: web 1 on n1 10 s (and 190 s waiting for promotion); web 2 on n2 20 s``."""
+    parts = []
+    for w in d.get("waves") or ():
+        took = f" {seconds_text(w['took_s'])}" if w.get("took_s") is not None else ""
+        waited = f" (and {seconds_text(w['waited_s'])} waiting for promotion)" if w.get("waited_s") else ""
+        parts.append(f"{w['service']} {w['wave']} on {', '.join(w['nodes']) or '-'}{took}{waited}")
+    return [f"waves: {'; '.join(parts)}"] if parts else []
+
+
+def deploy_reasons(d: dict[str, Any], shown: int = 3) -> list[str]:
+    """Why a pending deployment is not progressing as expected (its health's reasons)."""
+    if d["state"] != "pending" or d.get("health") in (None, "progressing"):
+        return []
+    out = []
+    for r in (d.get("reasons") or [])[:shown]:
+        where = " ".join(p for p in (r.get("node"), r.get("replica")) if p)
+        out.append(
+            f"{d['health']}: {where}: {r.get('reason')}" if where else f"{d['health']}: {r.get('reason')}"
+        )
+    return out
 
 
 def clock_note(offset_s: float | None) -> str | None:
@@ -79,7 +109,9 @@ def render_text(summary: Summary, now: float | None = None) -> str:
         lines += [f"    error: {x}" for x in e.errors]
         lines += [f"    unassigned: {u}" for u in e.unassigned]
         lines += rollout_lines(e.environment, e.rollouts)
-        lines += [f"    {deploy_line(d, now)}" for d in e.deploys[:DEPLOYS_SHOWN]]
+        for d in e.deploys[:DEPLOYS_SHOWN]:
+            lines.append(f"    {deploy_line(d, now)}")
+            lines += [f"      {r}" for r in (*deploy_reasons(d), *deploy_waves(d))]
         lines += [
             f"    node {g} has been offline past PHRAME_NODE_GC_S: remove it from nodes/?"
             for g in e.gc_candidates

@@ -57,8 +57,9 @@ def test_records_follow_a_real_agent(tmp_path: Path, mosquitto: Mosquitto, env: 
         str(tmp_path / "agent.log"),
     )
     settings = settings_for(
-        remote, tmp_path / "sync", mosquitto.url, poll_s=3600, debounce_s=0, deploy_timeout_s=12
-    )
+        remote, tmp_path / "sync", mosquitto.url, poll_s=3600, debounce_s=0, deploy_timeout_s=12,
+        deploy_settle_s=0.5,  # the duration measures the stop grace, not how long a replica must run
+    )  # fmt: skip
     try:
         with running_sync(settings) as service, reader(mosquitto.url) as client:
             assert eventually(

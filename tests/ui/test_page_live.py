@@ -29,6 +29,17 @@ XSS = '<img src=x onerror="window.__xss=1">'
 DEPLOYS = {
     "environment": "demo",
     "deploys": [
+        {"commit": "f" * 40, "ref": "refs/heads/main", "author": "Eve <eve@x>", "message": "Canary",
+         "published_at": time.time() - 30, "state": "pending", "finished_at": None, "duration_s": None,
+         "nodes": {"ui-1": 4}, "failed": None, "health": "suspended",
+         "reasons": [{"node": "", "replica": "web", "reason": "staged rollout waiting-promotion"}],
+         "replicas": {"demo.web.0": "ui-1"}, "waves": [], "suspended_s": 0.0, "suspended_since": time.time() - 20},
+        {"commit": "e" * 40, "ref": "refs/heads/main", "author": "Ada <ada@x>", "message": "GPU job",
+         "published_at": time.time() - 45, "state": "degraded", "finished_at": time.time() - 44,
+         "duration_s": 1.0, "nodes": {}, "health": "degraded",
+         "failed": {"node": "", "reason": "demo.gpu.0: unassigned: no node has gpu=true"},
+         "reasons": [{"node": "", "replica": "demo.gpu.0", "reason": "unassigned: no node has gpu=true"}],
+         "replicas": {"demo.gpu.0": None}, "waves": [], "suspended_s": 0.0, "suspended_since": None},
         {"commit": "d" * 40, "ref": "refs/heads/main", "author": "Ada <ada@x>", "message": "Broken image",
          "published_at": time.time() - 60, "state": "failed", "finished_at": time.time() - 50,
          "duration_s": 10.0, "nodes": {"ui-1": 2}, "failed": {"node": "ui-1", "reason": "pull failed"}},
@@ -81,6 +92,7 @@ def api(
                         "rule": "schema", "message": XSS}]}  # fmt: skip
     check_payload("desired-sync", sync)
     messages[T.env_sync("demo")] = json.dumps(sync).encode()
+    check_payload("desired-deploys", DEPLOYS)
     messages[f"{T.environment('demo')}/deploys"] = json.dumps(DEPLOYS).encode()
     writer.publish_batch(messages.items())
     # heartbeats are written once: a long node timeout keeps the nodes online for the module
@@ -163,8 +175,15 @@ def test_the_environment_shows_its_sync_errors_and_deployments(api: ApiStack, op
     text = page.text_content(env) or ""
     assert "invalid: 1 error(s)" in text and "schema: " in text, text
     rows = page.locator(f"{env} table.deploys tbody tr")
-    assert rows.count() == 2
-    failed, converged = (rows.nth(i).text_content() or "" for i in range(2))
+    assert rows.count() == 4
+    suspended, degraded, failed, converged = (rows.nth(i).text_content() or "" for i in range(4))
+    # each record's own word and reasons, as config-sync judged them
+    for part in ("pending (suspended)", "suspended: web: staged rollout waiting-promotion"):
+        assert part in suspended, (part, suspended)
+    for part in ("degraded", "degraded: demo.gpu.0: unassigned: no node has gpu=true", "1.0 s"):
+        assert part in degraded, (part, degraded)
+    assert rows.nth(1).get_attribute("class") == "level-bad"
+    rows = page.locator(f"{env} table.deploys tbody tr:not([data-commit^=e]):not([data-commit^=f])")
     for part in (
         "dddddddddddd",
         "Broken image",

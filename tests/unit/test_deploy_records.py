@@ -5,6 +5,7 @@ and fails at its deadline naming the node; payloads fit the ``deploys`` schema."
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from config_sync.deploys.records import (
     MAX_RECORDS,
@@ -116,3 +117,60 @@ def test_deployed_environments_are_those_whose_items_or_services_changed() -> No
     changed, gone = deployed_environments(messages, {"n1": 7, "n2": 3}, T)
     assert changed == {"prod": {"n1": 7, "n2": 3}, "docs": {}}
     assert gone == {"old"}
+
+
+def test_a_staged_rollouts_next_wave_joins_its_record_and_the_promotion_wait_is_apart() -> None:
+    from phrame.actual.health import Health, Reason
+
+    wave1 = {"service": "web", "wave": 1, "released_at": 100.0, "replicas": ["lab.web.0"], "nodes": ["n1"]}
+    wave2 = {"service": "web", "wave": 2, "released_at": 300.0, "replicas": ["lab.web.1"], "nodes": ["n2"]}
+    first = replace(rec(1, at=100.0, nodes={"n1": 2}), replicas={"lab.web.0": "n1"}, waves=(wave1,))
+    history = add([], first)
+    waiting = Health("suspended", (Reason("", "web", "staged rollout waiting-promotion"),))
+    held = judge(history[0], {}, now=110.0, deadline=150.0, health=waiting)
+    assert (held.state, held.health, held.suspended_since) == ("pending", "suspended", 110.0)
+    # the deadline does not run while a person is asked to promote
+    assert judge(held, {}, now=400.0, deadline=150.0, health=waiting).state == "pending"
+    next_wave = replace(rec(1, at=300.0, nodes={"n2": 3}), replicas={"lab.web.1": "n2"}, waves=(wave1, wave2))
+    (merged,) = add([judge(held, {}, now=300.0, deadline=150.0, health=Health("progressing"))], next_wave)
+    assert (dict(merged.nodes), dict(merged.replicas)) == (
+        {"n1": 2, "n2": 3},
+        {"lab.web.0": "n1", "lab.web.1": "n2"},
+    )
+    done = judge(merged, {}, now=320.0, deadline=150.0, health=Health("healthy"))
+    assert (done.state, done.health, done.suspended_s, done.suspended_since) == (
+        "converged",
+        "healthy",
+        190.0,
+        None,
+    )
+    assert done.duration_s == 320.0 - 100.0 - 190.0
+    # each wave's working time apart from the wait for its promotion
+    assert [(w["wave"], w["took_s"], w["waited_s"]) for w in done.waves] == [(1, 10.0, 190.0), (2, 20.0, 0.0)]
+    doc = payload("lab", [done])
+    check_payload("desired-deploys", doc)
+    assert records_of(json.loads(json.dumps(doc))) == [done]
+
+
+def test_failed_or_degraded_as_soon_as_the_health_says_so() -> None:
+    from phrame.actual.health import Health, Reason
+
+    unassigned = Health("degraded", (Reason("", "lab.gpu.0", "unassigned: no node has gpu=true"),))
+    r = replace(rec(1, at=100.0, nodes={}), replicas={"lab.gpu.0": None})
+    (pending,) = add([], r)
+    assert pending.state == "pending"  # a replica with no node: never converged at once
+    degraded = judge(pending, {}, now=101.0, deadline=700.0, health=unassigned)
+    assert (degraded.state, degraded.failed) == (
+        "degraded",
+        ("", "lab.gpu.0: unassigned: no node has gpu=true"),
+    )
+    assert degraded.reasons == (
+        {"node": "", "replica": "lab.gpu.0", "reason": "unassigned: no node has gpu=true"},
+    )
+    pull = Health("failed", (Reason("n1", "", "create lab.web.0: pull x:1: not found"),))
+    failed = judge(rec(2, at=100.0), {}, now=102.0, deadline=700.0, health=pull)
+    assert (failed.state, failed.failed, failed.duration_s) == (
+        "failed",
+        ("n1", "create lab.web.0: pull x:1: not found"),
+        2.0,
+    )

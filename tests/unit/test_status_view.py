@@ -166,6 +166,32 @@ def test_the_last_deployments_of_each_environment_are_shown() -> None:
     assert s.is_healthy  # history informs; the nodes and the sync say whether all is well
 
 
+def test_a_deployments_health_word_and_reasons_are_shown() -> None:
+    topics = healthy()
+    waiting = [{"node": "", "replica": "studio-a.web", "reason": "staged rollout waiting-promotion"}]
+    unassigned = {"node": "", "reason": "studio-a.gpu.0: unassigned: no node has gpu=true"}
+    history = [
+        _deploy(1, "pending", health="suspended", reasons=waiting),
+        _deploy(2, "degraded", finished_at=NOW - 199, duration_s=1.0, health="degraded", failed=unassigned),
+        _deploy(3, "converged", finished_at=NOW - 60, duration_s=40.0, health="healthy", suspended_s=200.0,
+                waves=[{"service": "web", "wave": 1, "released_at": NOW - 300, "replicas": ["studio-a.web.0"],
+                        "nodes": ["edge-01"], "waited_s": 200.0, "took_s": 25.0},
+                       {"service": "web", "wave": 2, "released_at": NOW - 75, "replicas": ["studio-a.web.1"],
+                        "nodes": ["edge-02"], "waited_s": 0.0, "took_s": 15.0}]),
+    ]  # fmt: skip
+    topics[T.env_deploys("studio-a")] = raw({"environment": "studio-a", "deploys": history})
+    text = render_text(summarize(topics, NOW, T), NOW)
+    assert "    deploy 1111111111 pending, suspended for 100 s: change 1 (Ada <ada@x>)" in text
+    assert "      suspended: studio-a.web: staged rollout waiting-promotion" in text
+    assert (
+        "    deploy 2222222222 degraded after 1.0 s: studio-a.gpu.0: unassigned: no node has gpu=true" in text
+    )
+    assert "    deploy 3333333333 converged in 40 s (and 200 s waiting for promotion): change 3" in text
+    assert (
+        "      waves: web 1 on edge-01 25 s (and 200 s waiting for promotion); web 2 on edge-02 15 s" in text
+    )
+
+
 def test_an_invalid_deploys_payload_is_reported() -> None:
     topics = healthy()
     topics[T.env_deploys("studio-a")] = raw({"environment": "studio-a", "deploys": [{"state": "done"}]})

@@ -93,17 +93,45 @@ def test_running_then_success_when_every_node_converged() -> None:
     assert deploys(reporter)[-1] == ("a", "success", f"2 node(s) converged on {SHA[:12]}")
 
 
-def test_failed_with_node_and_error_after_the_timeout() -> None:
+def test_an_error_reported_after_the_publication_fails_at_once() -> None:
     reporter, clock = LocalReporter(), Clock()
     watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
     watcher.watch("main", SHA, {"edge-01": 1})
-    watcher.view.on_message(status("edge-01", commit=SHA, converged=False, errors=["port 9200 in use"]))
-    clock.now += 59
+    clock.now += 1
+    watcher.view.on_message(status("edge-01", commit=OLD, converged=False, errors=["port 9200 in use"]))
+    watcher.check()
+    assert deploys(reporter)[-1] == ("a", "failed", "edge-01: port 9200 in use")
+    assert not watcher.active
+
+
+def test_an_error_from_before_the_publication_fails_only_after_the_timeout() -> None:
+    """The node's status says what its last pass (an earlier spec) met: no news of this one."""
+    reporter, clock = LocalReporter(), Clock()
+    watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
+    watcher.view.on_message(status("edge-01", commit=OLD, converged=False, errors=["port 9200 in use"]))
+    clock.now += 1
+    watcher.watch("main", SHA, {"edge-01": 1})
+    clock.now += 58
     watcher.check()
     assert deploys(reporter)[-1][1] == "running"
     clock.now += 2
     watcher.check()
     assert deploys(reporter)[-1] == ("a", "failed", "edge-01: port 9200 in use")
+
+
+def test_an_unassigned_replica_is_degraded_once_placement_says_why() -> None:
+    from phrame.actual.health import Replica
+
+    reporter, clock = LocalReporter(), Clock()
+    watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
+    watcher.unchanged("main", SHA, (Replica("prod.gpu.0", None),))
+    watcher.check()
+    # placement has not decided yet
+    assert deploys(reporter)[-1] == ("a", "running", "waiting for placement to assign prod.gpu.0")
+    doc = {"environment": "prod", "unassigned": [{"replica": "gpu.0", "reason": "no node has gpu=true"}]}
+    watcher.on_placement(Message(T.env_placement("prod"), json.dumps(doc).encode(), True))
+    watcher.check()
+    assert deploys(reporter)[-1] == ("a", "failed", "degraded: prod.gpu.0: unassigned: no node has gpu=true")
 
 
 def test_newer_deploy_cancels_the_older_and_garbage_is_ignored() -> None:

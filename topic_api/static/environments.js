@@ -7,7 +7,7 @@
 import { badge, cells, fill, fmt, h } from "./dom.js";
 
 const DEPLOY_LABELS = ["Commit", "Message", "Author", "State", "Published", "Took", "Nodes"];
-const DEPLOY_LEVEL = { converged: "ok", failed: "bad", pending: "warn", superseded: "none" };
+const DEPLOY_LEVEL = { converged: "ok", failed: "bad", degraded: "bad", pending: "warn", superseded: "none" };
 
 function errorList(errors) {
   return h("ul", { class: "errors" }, errors.map((e) => {
@@ -72,17 +72,36 @@ function rolloutList(env) {
         h("li", {}, h("code", { text: `${x.node} ${x.replica}` }), `: ${x.reason}`))) : null)))];
 }
 
+function reasonText(r) {
+  const where = [r.node, r.replica].filter(Boolean).join(" ");
+  return where ? `${where}: ${r.reason}` : r.reason;
+}
+
+// The record's own word and reasons (config-sync judged them): the page never judges again.
 function deployRow(d) {
   const level = DEPLOY_LEVEL[d.state] || "none";
   const tr = cells(h("tr", { class: `level-${level}`, "data-commit": d.commit }), DEPLOY_LABELS, true);
   fill(tr.cells[0], h("code", { class: "sha", title: d.commit, text: fmt.sha(d.commit) }));
   fill(tr.cells[1], d.message || "–");
   fill(tr.cells[2], d.author || "–");
-  fill(tr.cells[3], badge(level, d.state || "unknown"));
+  const said = d.state === "pending" && d.health && d.health !== "progressing" ? ` (${d.health})` : "";
+  fill(tr.cells[3], badge(level, d.state || "unknown"), said);
   fill(tr.cells[4], fmt.when(d.published_at) || "–");
-  fill(tr.cells[5], d.state === "pending" ? "running…" : fmt.duration(d.duration_s));
+  const waited = d.suspended_s ? ` (and ${fmt.duration(d.suspended_s)} waiting for promotion)` : "";
+  fill(tr.cells[5], (d.state === "pending" ? "running…" : fmt.duration(d.duration_s)) + waited);
   const nodes = Object.entries(d.nodes || {}).map(([n, g]) => `${n} (generation ${g})`).join(", ");
-  fill(tr.cells[6], d.failed ? h("span", { class: "error-text", text: `failed on ${d.failed.node}: ${d.failed.reason}` }) : nodes || "–");
+  const unassigned = Object.entries(d.replicas || {}).filter(([, n]) => n === null).map(([r]) => r);
+  const placed = [nodes, unassigned.length ? `unassigned: ${unassigned.join(", ")}` : ""].filter(Boolean).join("; ");
+  const pendingReasons = d.state === "pending" && said ? d.reasons || [] : [];
+  if (d.failed) {
+    const on = d.failed.node ? ` on ${d.failed.node}` : "";
+    fill(tr.cells[6], h("span", { class: "error-text", text: `${d.state}${on}: ${d.failed.reason}` }));
+  } else if (pendingReasons.length) {
+    fill(tr.cells[6], placed || "–", h("ul", { class: "errors" },
+      pendingReasons.map((r) => h("li", { text: `${d.health}: ${reasonText(r)}` }))));
+  } else {
+    fill(tr.cells[6], placed || "–");
+  }
   return tr;
 }
 
@@ -99,7 +118,7 @@ function envLevel(env) {
   const p = env.placement || {};
   const last = (env.deploys || [])[0];
   const states = Object.values(env.rollouts || {}).map((r) => r.state);
-  if (env.ok === false || p.error || (last && last.state === "failed")) return "bad";
+  if (env.ok === false || p.error || (last && (last.state === "failed" || last.state === "degraded"))) return "bad";
   if (states.includes("paused") || states.includes("rolled-back")) return "bad";
   if ((p.unassigned || []).length || p.held || (last && last.state === "pending")) return "warn";
   if (states.includes("progressing") || states.includes("waiting-promotion")) return "warn";
