@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 
-from dev_stack.credentials import write_credentials
 from dev_stack.errors import DevError
 from dev_stack.files import write_private
 from dev_stack.settings import DevSettings
@@ -52,14 +51,15 @@ def mosquitto_config(settings: DevSettings) -> str:
 
 
 def broker_command(settings: DevSettings) -> tuple[str, list[str]]:
-    """(which broker, argv) after writing its configuration and this start's passwords."""
+    """(which broker, argv) after writing its configuration (the same at every call; the
+    passwords it names are :func:`dev_stack.credentials.write_credentials`'s, made once per start)."""
     mosquitto = find_mosquitto()
     if not mosquitto:
         raise DevError(
             "mosquitto is not installed (Debian package mosquitto; make deps installs it): the dev "
             "stack's broker checks passwords and the ACL as production's does"
         )
-    write_credentials(settings)
+    settings.broker_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     conf = settings.broker_dir / "mosquitto.conf"
     write_private(conf, mosquitto_config(settings))
     return "mosquitto", [mosquitto, "-c", str(conf)]

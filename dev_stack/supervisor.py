@@ -19,6 +19,7 @@ from dev_stack import git_host, sample
 from dev_stack.banner import banner
 from dev_stack.children import Child
 from dev_stack.console import LogFollower, event_line, sync_errors
+from dev_stack.credentials import write_credentials
 from dev_stack.down import running_pid, stop_leftovers
 from dev_stack.errors import DevError
 from dev_stack.parts import build_children
@@ -83,6 +84,7 @@ class DevStack:
         for path in (s.logs, s.run_dir, *(s.workdir(n) for n in s.nodes)):
             private_dir(path)
         s.save()
+        write_credentials(s)  # this start's passwords, before any part (the broker) reads them
         if saved is not None and saved.web_port != s.web_port and (s.repo / "HEAD").exists():
             self.say(
                 f"note: the config repo was made with --web-port {saved.web_port}; the page stays "
