@@ -1,10 +1,11 @@
 """The dev stack's broker accounts: a new password for each at every start, production's ACL.
 
-:func:`dev_stack.broker.broker_command` calls :func:`write_credentials` before the broker
-starts; :mod:`dev_stack.parts` gives each child its account (user name and password file in
-its environment) and ``phrame status`` reads ``observer``'s. The accounts and grants are
-production's (:func:`phrame.mqtt.broker_config.acl_text`) plus read-only ones that only one
-machine needs: ``operator`` for a person's ``mosquitto_sub`` and ``phrame-dev`` for the
+The supervisor calls :func:`write_credentials` once per start, before the broker starts
+(never again while the parts run: they read their passwords once); :mod:`dev_stack.parts`
+gives each child its account (user name and password file in its environment) and
+``phrame status`` reads ``observer``'s. The accounts and grants are production's
+(:func:`phrame.mqtt.broker_config.acl_text`) plus read-only ones that only one machine
+needs: ``operator`` for a person's ``mosquitto_sub`` and ``phrame-dev`` for the
 supervisor's own watch, so neither takes ``observer``'s connection away from ``phrame status``
 (the broker makes the user name the client id). Passwords are never printed or put on a
 command line; the files are the owner's alone (0600 in a 0700 folder).

@@ -61,8 +61,14 @@ def api_token(settings: DevSettings) -> str:
 
 def exposed_secrets(settings: DevSettings) -> list[Path]:
     """Remove the webhook secret and API token where other users could read them (a new one
-    is made in their place); the paths removed. A secret that is not a regular file of this
-    user is refused: it may have been planted."""
+    is made in their place); the paths removed. A state folder or secret that is not this
+    user's own (a secret: a regular file) is refused: it may have been planted."""
+    try:
+        owner = settings.state_dir.stat().st_uid
+    except FileNotFoundError:
+        return []
+    if owner != os.geteuid():
+        raise DevError(f"{settings.state_dir} belongs to uid {owner}, not to you: choose another --state-dir")
     removed = []
     for path in (settings.secret_file, settings.api_token_file):
         try:

@@ -80,3 +80,13 @@ def test_a_secret_that_is_not_the_users_own_file_is_refused(tmp_path: Path) -> N
     with pytest.raises(DevError, match="webhook-secret is not a file of yours"):
         stack_in(state, []).prepare()
     assert not (state / "config.git").exists()  # nothing made
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_state_folder_of_another_user_is_refused(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    os.chown(state, 65534, 65534)  # nobody's: whoever made it could read what we write there
+    with pytest.raises(DevError, match="belongs to uid 65534, not to you"):
+        stack_in(state, []).prepare()
+    assert list(state.iterdir()) == []
