@@ -27,7 +27,7 @@ help: ## list the targets
 	@echo "Phrame GitOps - make targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 	  awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
-	@echo "Variables: DEV_ARGS='--listen ... --broker-port ...' (up, down), PURGE=1 (down),"
+	@echo "Variables: DEV_ARGS='--listen ... --broker-port ...' (up, down; status: --state-dir), PURGE=1 (down),"
 	@echo "  REPO=path (validate), PYTEST_ARGS='...', WORKERS=n and PHRAME_REQUIRE_SERVICES=1 (test)."
 
 deps: ## install Debian packages and the .venv where missing
@@ -41,8 +41,11 @@ up: deps ## run the whole loop here: broker, config-sync, placement, 2 agents (p
 down: deps ## stop the dev stack and remove its containers and networks (PURGE=1: its state too)
 	$(VENV)/phrame dev --down $(if $(PURGE),--purge) $(DEV_ARGS)
 
-status: deps ## nodes and environments as the dev stack's broker reports them
-	$(VENV)/phrame status
+status: deps ## nodes and environments as the dev stack's broker reports them (DEV_ARGS=--state-dir DIR)
+	@set -- $(DEV_ARGS); dir=; while [ "$$#" -gt 0 ]; do \
+	  case "$$1" in --state-dir) dir=$${2:-}; shift ;; --state-dir=*) dir=$${1#*=} ;; esac; shift; \
+	done; \
+	PHRAME_DEV_STATE_DIR=$${dir:-$${PHRAME_DEV_STATE_DIR:-}} $(VENV)/phrame status
 
 check: lint ## lint, then the fast tier (unit + integration not marked slow) on every core
 	@scripts/ensure-dockerd
@@ -96,7 +99,7 @@ bench-docs: deps ## copy out/bench.md (make bench) into docs/performance.md, out
 
 replay: deps ## post a recorded webhook to a running config-sync (EVENT=fixtures/webhooks/push.json URL=... TOKEN_FILE=...)
 	$(VENV)/phrame replay $(or $(EVENT),fixtures/webhooks/push.json) --new-key $(if $(URL),--url $(URL)) \
-	  $(if $(TOKEN_FILE),--token-file $(TOKEN_FILE),$(if $(wildcard .phrame-dev/webhook-secret),--token-file .phrame-dev/webhook-secret))
+	  $(if $(TOKEN_FILE),--token-file $(TOKEN_FILE))
 
 plan: deps ## per node, what a change adds, changes and removes (REPO=git repo FROM=main TO=ref)
 	$(VENV)/phrame plan $(REPO) --from $(or $(FROM),main) $(if $(TO),--to $(TO))

@@ -6,7 +6,10 @@ shows the same commands, so change both together.
 
 from __future__ import annotations
 
-from dev_stack.settings import DEFAULT_BROKER_PORT, DEFAULT_LISTEN, DevSettings
+from pathlib import Path
+
+from dev_stack.credentials import PERSON_ACCOUNT, password_file
+from dev_stack.settings import DEFAULT_STATE_DIR, DevSettings
 
 
 def banner(settings: DevSettings, took_s: float, *, has_docker: bool) -> list[str]:
@@ -19,17 +22,16 @@ def banner(settings: DevSettings, took_s: float, *, has_docker: bool) -> list[st
         "",
         f"  config repo:  git clone {s.repo} phrame-config",
         f"  config-sync:  {s.config_sync_url}/status",
-        f"  broker:       {s.broker_url}",
+        f"  broker:       {s.broker_url}  (to read it: user operator, password in "
+        f"{password_file(s, PERSON_ACCOUNT)})",
         f"  the page:     {s.web_url}" + ("" if has_docker else " (needs Docker)"),
         f"  dashboard:    {s.api_url}",
         f"  API docs:     {s.api_url}docs  (token for writes: {s.api_token_file})",
         f"  logs:         {s.logs}/",
     ]
-    if (s.broker_port, s.listen) != (DEFAULT_BROKER_PORT, DEFAULT_LISTEN):
-        lines.append(
-            f"  other ports than the defaults: give commands PHRAME_DESIRED_MQTT_URL={s.broker_url} "
-            f"PHRAME_LISTEN={s.listen}"
-        )
+    if s.state_dir != Path(DEFAULT_STATE_DIR).absolute():
+        # phrame status, promote and replay find a stack in ./.phrame-dev by themselves
+        lines.append(f"  other commands: PHRAME_DEV_STATE_DIR={s.state_dir} phrame status")
     lines += [
         "",
         "Three things to try (in another terminal):",

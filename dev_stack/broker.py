@@ -1,20 +1,21 @@
-"""The dev stack's broker: Debian's mosquitto, or amqtt only where mosquitto cannot be had.
+"""The dev stack's broker: Debian's mosquitto with production's passwords and ACL.
 
 The supervisor asks :func:`broker_command` for the argv of its first child. The broker
-listens on 127.0.0.1 only, lets anyone in (nothing leaves this machine) and keeps its
-retained topics in the state folder, so a second start finds the desired plane again.
+listens on 127.0.0.1 only, lets no one in without a password (every local user can reach
+127.0.0.1, and the agents run what the desired plane says), and keeps its retained topics in
+the state folder, so a second start finds the desired plane again. amqtt is not offered: it
+cannot check mosquitto's password file and ACL.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
-from pathlib import Path
 
 from dev_stack.errors import DevError
+from dev_stack.files import write_private
 from dev_stack.settings import DevSettings
-from phrame.mqtt.broker_config import MAX_QUEUED_MESSAGES
+from phrame.mqtt.broker_config import CLIENT_ID_IS_USER, MAX_QUEUED_MESSAGES
 
 
 def find_mosquitto() -> str | None:
@@ -28,8 +29,12 @@ def mosquitto_config(settings: DevSettings) -> str:
     lines = [
         "# written by phrame dev at every start",
         "per_listener_settings false",
+        # as the generated production config: passwords, the ACL, ids bound to accounts
+        "allow_anonymous false",
+        f"password_file {settings.broker_dir}/passwd",
+        f"acl_file {settings.broker_dir}/acl",
         f"listener {settings.broker_port} 127.0.0.1",
-        "allow_anonymous true",
+        CLIENT_ID_IS_USER,
         "persistence true",
         f"persistence_location {settings.broker_dir}/",
         "autosave_interval 30",
@@ -45,32 +50,16 @@ def mosquitto_config(settings: DevSettings) -> str:
     return "\n".join(lines) + "\n"
 
 
-def amqtt_config(settings: DevSettings) -> str:
-    return (
-        "listeners:\n"
-        "  default:\n"
-        "    type: tcp\n"
-        f"    bind: 127.0.0.1:{settings.broker_port}\n"
-        "auth:\n"
-        "  allow-anonymous: true\n"
-        "topic-check:\n"
-        "  enabled: false\n"
-    )
-
-
 def broker_command(settings: DevSettings) -> tuple[str, list[str]]:
-    """(which broker, argv) after writing its configuration into the state folder."""
-    settings.broker_dir.mkdir(parents=True, exist_ok=True)
-    mosquitto = find_mosquitto() if settings.broker in ("auto", "mosquitto") else None
-    if mosquitto:
-        conf = settings.broker_dir / "mosquitto.conf"
-        conf.write_text(mosquitto_config(settings))
-        return "mosquitto", [mosquitto, "-c", str(conf)]
-    if settings.broker == "mosquitto":
-        raise DevError("mosquitto is not installed (Debian package mosquitto; make deps installs it)")
-    amqtt = Path(sys.executable).parent / "amqtt"
-    if not amqtt.exists():
-        raise DevError("neither mosquitto (Debian package) nor amqtt (pip install amqtt) is installed")
-    conf = settings.broker_dir / "amqtt.yaml"
-    conf.write_text(amqtt_config(settings))
-    return "amqtt", [str(amqtt), "-c", str(conf)]
+    """(which broker, argv) after writing its configuration (the same at every call; the
+    passwords it names are :func:`dev_stack.credentials.write_credentials`'s, made once per start)."""
+    mosquitto = find_mosquitto()
+    if not mosquitto:
+        raise DevError(
+            "mosquitto is not installed (Debian package mosquitto; make deps installs it): the dev "
+            "stack's broker checks passwords and the ACL as production's does"
+        )
+    settings.broker_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    conf = settings.broker_dir / "mosquitto.conf"
+    write_private(conf, mosquitto_config(settings))
+    return "mosquitto", [mosquitto, "-c", str(conf)]

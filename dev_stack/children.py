@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from phrame.runtime import backoff
+from phrame.settings.state import inherited_umask
 
 MIN_BACKOFF_S, MAX_BACKOFF_S = 1.0, 30.0
 STABLE_AFTER_S = 60.0  # running this long resets the backoff
@@ -56,7 +57,8 @@ class Child:
         return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
 
     def start(self) -> None:
-        with open(self.log_file, "ab") as out:
+        fd = os.open(self.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # its output is private
+        with os.fdopen(fd, "ab") as out:
             out.write(f"--- phrame dev: starting {self.name} at {time.strftime('%H:%M:%S')}\n".encode())
             out.flush()
             self.proc = subprocess.Popen(
@@ -66,6 +68,7 @@ class Child:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # Ctrl-C reaches the supervisor only; it stops us in order
+                umask=inherited_umask(),  # the user's own: agents pass it on to their host processes
             )
         self.started_at = self.clock()
         self.restart_at = None

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import stat
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from dev_stack.errors import DevError
+from dev_stack.files import write_private
 from dev_stack.settings import DevSettings
 
 HOOK = """#!{python}
@@ -37,7 +39,9 @@ AUTHOR = {
 
 def _git(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+        done = subprocess.run(  # umask: what git writes in the state folder is the owner's alone
+            ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True, umask=0o077
+        )
     except FileNotFoundError:
         raise DevError("git is not installed (Debian package git)") from None
     except subprocess.CalledProcessError as e:
@@ -55,6 +59,33 @@ def api_token(settings: DevSettings) -> str:
     return _secret(settings.api_token_file)
 
 
+def exposed_secrets(settings: DevSettings) -> list[Path]:
+    """Remove the webhook secret and API token where other users could read them (a new one
+    is made in their place); the paths removed. A state folder or secret that is not this
+    user's own (a secret: a regular file) is refused: it may have been planted."""
+    try:
+        owner = settings.state_dir.stat().st_uid
+    except FileNotFoundError:
+        return []
+    if owner != os.geteuid():
+        raise DevError(f"{settings.state_dir} belongs to uid {owner}, not to you: choose another --state-dir")
+    removed = []
+    for path in (settings.secret_file, settings.api_token_file):
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            raise DevError(
+                f"{path} is not a file of yours (a link, or owned by uid {st.st_uid}): remove it "
+                "and start again (phrame dev makes a new one)"
+            )
+        if st.st_mode & 0o077:
+            path.unlink()
+            removed.append(path)
+    return removed
+
+
 def _secret(path: Path) -> str:
     if not path.exists():
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -66,7 +97,8 @@ def _secret(path: Path) -> str:
 def create_repo(settings: DevSettings, files: dict[str, str]) -> str:
     """A new bare repository holding ``files`` in one commit on ``main``; returns the sha."""
     repo = settings.repo
-    _git("init", "--quiet", "--bare", "--initial-branch=main", str(repo))
+    # --shared=0600: what git writes there later, a person's push too, stays the owner's
+    _git("init", "--quiet", "--bare", "--shared=0600", "--initial-branch=main", str(repo))
     with tempfile.TemporaryDirectory(prefix="phrame-dev-sample-") as tmp:
         work = Path(tmp)
         for rel, text in files.items():
@@ -89,12 +121,14 @@ def install_hook(settings: DevSettings) -> None:
         "secret_file": str(settings.secret_file),
         "project": "phrame-config",
     }
-    (settings.repo / "phrame-hook.json").write_text(json.dumps(config, indent=2) + "\n")
+    write_private(settings.repo / "phrame-hook.json", json.dumps(config, indent=2) + "\n")
     root = str(Path(__file__).resolve().parent.parent)
     hook = settings.repo / "hooks" / "post-receive"
     hook.parent.mkdir(exist_ok=True)
     hook.write_text(HOOK.format(python=sys.executable, root=root))
-    hook.chmod(0o755)
+    hook.chmod(0o700)
+    # a repository made before it was private: git keeps new files 0600 from now on
+    _git("--git-dir", str(settings.repo), "config", "core.sharedRepository", "0600")
 
 
 def prepare(settings: DevSettings, sample: dict[str, str]) -> str | None:

@@ -14,7 +14,9 @@ from collections.abc import Mapping
 
 from dev_stack.broker import broker_command
 from dev_stack.children import Child
+from dev_stack.credentials import password_file
 from dev_stack.settings import DevSettings
+from phrame.mqtt.broker_config import node_account
 
 # settings that choose *where* things are: the dev stack decides them for its children
 SCRUBBED_PREFIXES = (
@@ -59,6 +61,14 @@ def base_env(settings: DevSettings, environ: Mapping[str, str] | None = None) ->
     return env
 
 
+def login_env(settings: DevSettings, account: str) -> dict[str, str]:
+    """The settings that log a client in to the dev stack's broker as ``account``."""
+    return {
+        "PHRAME_MQTT_USERNAME": account,
+        "PHRAME_MQTT_PASSWORD_FILE": str(password_file(settings, account)),
+    }
+
+
 def _phrame(*args: str) -> list[str]:
     return [sys.executable, "-m", "phrame", *args]
 
@@ -73,11 +83,11 @@ def build_children(
     repo = {"PHRAME_GIT_HOST": "local", "PHRAME_REPO_URL": str(settings.repo), "PHRAME_TRACK_REF": "main"}
     state = {"PHRAME_STATE_DIR": str(settings.state_dir)}
     which, broker_argv = broker_command(settings)
-    if which == "amqtt":
-        env["PHRAME_MQTT_PROTOCOL"] = "3.1.1"  # amqtt speaks MQTT 3.1.1 only
 
-    def child(name: str, argv: list[str], extra: dict[str, str]) -> Child:
-        return Child(name, argv, env | extra, settings.logs, settings.run_dir)
+    def child(name: str, argv: list[str], extra: dict[str, str], account: str | None = None) -> Child:
+        # each part logs in with its own account, as in production (the password in a file)
+        login = {} if account is None else login_env(settings, account)
+        return Child(name, argv, env | login | extra, settings.logs, settings.run_dir)
 
     children = [
         child("broker", broker_argv, {}),
@@ -87,14 +97,15 @@ def build_children(
             repo
             | state
             | {"PHRAME_LISTEN": settings.listen, "PHRAME_WEBHOOK_SECRET_FILE": str(settings.secret_file)},
+            "config-sync",
         ),
-        child("placement", _phrame("placement"), repo | state),
+        child("placement", _phrame("placement"), repo | state, "placement"),
     ]
     # the mirrors and the topic API start before the agents: the dashboard sees them arrive
     mirror = state | {"PHRAME_MIRROR_DIR": str(settings.mirror_dir)}
     children += [
-        child("mirror-desired", _phrame("mirror", "--plane", "desired"), mirror),
-        child("mirror-actual", _phrame("mirror", "--plane", "actual"), mirror),
+        child("mirror-desired", _phrame("mirror", "--plane", "desired"), mirror, "mirror-desired"),
+        child("mirror-actual", _phrame("mirror", "--plane", "actual"), mirror, "mirror-actual"),
         child(
             "topic-api",
             _phrame("topic-api"),
@@ -104,6 +115,7 @@ def build_children(
                 "PHRAME_LISTEN": f"127.0.0.1:{settings.api_port}",
                 "PHRAME_API_TOKEN_FILE": str(settings.api_token_file),
             },
+            "topic-api",
         ),
     ]
     for node in settings.nodes:
@@ -112,5 +124,5 @@ def build_children(
             "PHRAME_STATE_DIR": str(settings.agent_state(node)),
             "PHRAME_SHARED_DAEMON": "true",  # several agents on one daemon: names carry the node
         }
-        children.append(child(f"agent-{node}", _phrame("node-agent"), agent))
+        children.append(child(f"agent-{node}", _phrame("node-agent"), agent, node_account(node)))
     return which, children

@@ -1,5 +1,5 @@
 """Is the dev stack ready: the broker answers, config-sync is ready, the topic API has both
-snapshots, every agent is online.
+snapshots, every agent is online (watched with the supervisor's own read-only account).
 
 The supervisor polls :class:`Readiness` until :meth:`Readiness.missing` is empty, then
 prints its banner once. Node statuses come from one MQTT subscription; it only reads.
@@ -14,8 +14,9 @@ import threading
 import urllib.error
 import urllib.request
 
+from dev_stack.credentials import SUPERVISOR_ACCOUNT, password_file
 from dev_stack.settings import DevSettings
-from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings
+from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings, SettingsError
 from schemas import Topics
 
 
@@ -63,9 +64,15 @@ class Readiness:
     def _watch(self) -> bool:
         if self.client is not None:
             return True
-        mqtt = MqttSettings.from_env(
-            "desired", {"PHRAME_DESIRED_MQTT_URL": self.settings.broker_url, "PHRAME_MQTT_PROTOCOL": "3.1.1"}
-        )  # 3.1.1 reads statuses from either broker (amqtt has no MQTT 5)
+        login = {
+            "PHRAME_DESIRED_MQTT_URL": self.settings.broker_url,
+            "PHRAME_MQTT_USERNAME": SUPERVISOR_ACCOUNT,
+            "PHRAME_MQTT_PASSWORD_FILE": str(password_file(self.settings, SUPERVISOR_ACCOUNT)),
+        }
+        try:
+            mqtt = MqttSettings.from_env("desired", login)
+        except SettingsError:  # the password file is written before the broker starts
+            return False
         client = MqttClient(mqtt, f"phrame-dev-readiness-{os.getpid()}")
         try:
             client.start(timeout=2)

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dev_stack.errors import DevError
+from dev_stack.files import write_private
 from phrame.settings import Listen, parse_host_port
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -34,7 +35,7 @@ class DevSettings:
     listen: str = DEFAULT_LISTEN
     web_port: int = DEFAULT_WEB_PORT
     api_port: int = DEFAULT_API_PORT
-    broker: str = "auto"  # auto (mosquitto, else amqtt), mosquitto or amqtt
+    broker: str = "auto"  # auto or mosquitto: the one broker that checks passwords and the ACL
     image: str = IMAGE
     extra: dict[str, str] = field(default_factory=dict)  # nothing yet
 
@@ -110,6 +111,11 @@ class DevSettings:
         return self.state_dir / "broker"
 
     @property
+    def credentials_dir(self) -> Path:
+        """One file per broker account holding its password, remade at every start (0600)."""
+        return self.state_dir / "credentials"
+
+    @property
     def stack_file(self) -> Path:
         """What ``--down`` needs to know after the fact (node names, ports)."""
         return self.state_dir / "stack.json"
@@ -123,7 +129,7 @@ class DevSettings:
 
     def save(self) -> None:
         doc = asdict(self) | {"state_dir": str(self.state_dir)}
-        self.stack_file.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        write_private(self.stack_file, json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
     @classmethod
     def load(cls, state_dir: Path) -> DevSettings | None:

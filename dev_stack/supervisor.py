@@ -19,11 +19,13 @@ from dev_stack import git_host, sample
 from dev_stack.banner import banner
 from dev_stack.children import Child
 from dev_stack.console import LogFollower, event_line, sync_errors
+from dev_stack.credentials import write_credentials
 from dev_stack.down import running_pid, stop_leftovers
 from dev_stack.errors import DevError
 from dev_stack.parts import build_children
 from dev_stack.readiness import Readiness
 from dev_stack.settings import DevSettings, taken_ports
+from phrame.settings.state import private_dir
 
 TICK_S = 0.2
 PROGRESS_EVERY_S = 10.0
@@ -74,9 +76,15 @@ class DevStack:
     def prepare(self) -> None:
         s = self.settings
         saved = DevSettings.load(s.state_dir)
-        for path in (s.state_dir, s.logs, s.run_dir, *(s.workdir(n) for n in s.nodes)):
-            path.mkdir(parents=True, exist_ok=True)
+        for exposed in git_host.exposed_secrets(s):  # before the folder is made private below
+            self.say(f"{exposed} was readable by other users: replaced it with a new one (0600)")
+        # the owner's alone, like each service's folder: the repo holds environment values,
+        # the credentials folder the broker's passwords (an older state folder is tightened)
+        private_dir(s.state_dir)
+        for path in (s.logs, s.run_dir, *(s.workdir(n) for n in s.nodes)):
+            private_dir(path)
         s.save()
+        write_credentials(s)  # this start's passwords, before any part (the broker) reads them
         if saved is not None and saved.web_port != s.web_port and (s.repo / "HEAD").exists():
             self.say(
                 f"note: the config repo was made with --web-port {saved.web_port}; the page stays "
@@ -94,8 +102,6 @@ class DevStack:
         # from the logs' current ends: this start's events, not the last run's
         self.followers = [LogFollower(logs / "config-sync.log"), LogFollower(logs / "placement.log")]
         which, self.children = build_children(self.settings)
-        if which == "amqtt" and self.settings.broker == "auto":
-            self.say("mosquitto is not installed: using the amqtt broker instead (MQTT 3.1.1)")
         for child in self.children:
             child.start()
             what = f"{which} on 127.0.0.1:{self.settings.broker_port}" if child.name == "broker" else ""

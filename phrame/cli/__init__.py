@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # sub-command name -> (module, one-line help)
@@ -66,6 +67,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, where a closed pipe can still be caught, not at exit
+    except BrokenPipeError:
+        # the reader went away (``phrame status --json | head -c 100``): end quietly, as
+        # Python's documentation of SIGPIPE recommends; point stdout at /dev/null so the
+        # interpreter's own flush at exit cannot fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     chosen = next((a for a in argv if not a.startswith("-")), "")
     parser = build_parser(chosen if chosen in COMMANDS else "")

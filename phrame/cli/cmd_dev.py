@@ -43,9 +43,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--broker",
-        choices=("auto", "mosquitto", "amqtt"),
+        choices=("auto", "mosquitto"),
         default="auto",
-        help="default: mosquitto, else amqtt",
+        help="mosquitto (auto: the same); amqtt is not offered, it cannot check passwords and the ACL",
     )
     parser.add_argument(
         "--down", action="store_true", help="stop the stack and remove its containers and networks"
@@ -74,9 +74,11 @@ def say(line: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dev_stack.errors import DevError
+    from phrame.settings.state import use_private_umask
 
     # the console is for the supervisor's own lines; its MQTT client's reconnects are no news
     logging.basicConfig(level=logging.ERROR)
+    use_private_umask()  # the state folder's files (and git's) are 0600/0700; children get the user's back
 
     try:
         if args.down:

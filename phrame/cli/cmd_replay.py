@@ -2,7 +2,9 @@
 
 EVENT.json is ``{"headers": {...}, "body": {...}}`` (see fixtures/webhooks). The token
 sent is ``--token-file FILE`` or ``--token -`` (stdin), else ``--token`` (warned about:
-other users see argv), else ``PHRAME_WEBHOOK_SECRET`` (or ``_FILE``), else the file's.
+other users see argv), else ``PHRAME_WEBHOOK_SECRET`` (or ``_FILE``), else a dev stack's
+when the URL is its config-sync, else the file's. Without ``--url`` or ``PHRAME_LISTEN`` it
+posts to a dev stack's config-sync (its ``stack.json``).
 ``--new-key`` gives the delivery a fresh ``Idempotency-Key`` so config-sync does not drop
 it as a replay. Exits 0 for a 2xx answer, 1 for another answer, 2 when the file, the token
 or the server is unreachable.
@@ -12,18 +14,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import uuid
+from pathlib import Path
 
+from phrame.cli.dev_target import config_sync, dev_stack, secret_for
 from phrame.cli.http_post import post
 from phrame.settings import EnvReader
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("event", help="recorded delivery: {headers, body} JSON")
-    default = f"http://{os.environ.get('PHRAME_LISTEN', '127.0.0.1:8080')}/webhooks/gitlab"
-    parser.add_argument("--url", default=default, help=f"webhook URL (default {default})")
+    parser.add_argument(
+        "--url",
+        help="webhook URL (default http://$PHRAME_LISTEN/webhooks/gitlab, else a dev stack's "
+        "config-sync from its stack.json, else http://127.0.0.1:8080/webhooks/gitlab)",
+    )
     given = parser.add_mutually_exclusive_group()
     given.add_argument("--token-file", metavar="FILE", help="read the X-Gitlab-Token to send from FILE")
     given.add_argument(
@@ -35,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--new-key", action="store_true", help="send a fresh Idempotency-Key")
 
 
-def _token(args: argparse.Namespace) -> str | None:
+def _token(args: argparse.Namespace, dev_secret: Path | None) -> str | None:
     if args.token_file:
         try:
             with open(args.token_file, encoding="utf-8") as f:
@@ -57,8 +63,12 @@ def _token(args: argparse.Namespace) -> str | None:
             file=sys.stderr,
         )
         return str(args.token)
-    # the same secret config-sync checks, from PHRAME_WEBHOOK_SECRET or its _FILE
-    return EnvReader().secret("PHRAME_WEBHOOK_SECRET")
+    # the same secret config-sync checks, from PHRAME_WEBHOOK_SECRET or its _FILE, else the
+    # dev stack's own when the URL is its config-sync (else the recording's token is sent)
+    from_env = EnvReader().secret("PHRAME_WEBHOOK_SECRET")
+    if from_env is None and dev_secret is not None:
+        return dev_secret.read_text().strip() or None
+    return from_env
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"phrame replay: {args.event}: not a recorded delivery ({e})", file=sys.stderr)
         return 2
     try:
-        token = _token(args)
-    except (OSError, ValueError) as e:
+        url = args.url or f"{config_sync(None)[0]}/webhooks/gitlab"
+        token = _token(args, secret_for(url, dev_stack()))
+    except (OSError, ValueError) as e:  # NoDevStack too
         print(f"phrame replay: {e}", file=sys.stderr)
         return 2
     if token:
@@ -80,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if args.new_key:
         headers["Idempotency-Key"] = str(uuid.uuid4())
     headers["Content-Type"] = "application/json"
-    answer = post("phrame replay", args.url, body, headers)
+    answer = post("phrame replay", url, body, headers)
     if answer is None:
         return 2
     code, text = answer

@@ -3,7 +3,8 @@
 Reads the retained node ``status``/``heartbeat`` and container topics (a container that
 exited within ``PHRAME_API_RECENT_EXIT_S`` and runs again is mentioned), each node's ``manifest`` and each
 environment's ``sync``, ``placement`` and ``deploys`` topics (MQTT settings as every service:
-``PHRAME_*``), then listens for live heartbeats (at most ``--timeout`` seconds, less once
+``PHRAME_*``; with none, a dev stack's broker and read-only account from its ``stack.json``,
+see :mod:`phrame.cli.dev_target`), then listens for live heartbeats (at most ``--timeout`` seconds, less once
 every node is decided): a node is online when heard live and offline when silent longer
 than ``PHRAME_NODE_TIMEOUT_S`` (default 20, as placement), on this host's clock, so a node
 whose clock is off is judged right (the shared :class:`phrame.actual.ActualView`).
@@ -41,8 +42,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from phrame.cli.dev_target import NoDevStack, mqtt_env
     from phrame.mqtt import MqttClient, MqttError, MqttSettings, SettingsError
 
+    try:
+        env = mqtt_env()  # no broker setting: the dev stack's, when there is one
+    except NoDevStack as e:
+        print(f"phrame status: {e}", file=sys.stderr)
+        return 2
     topics = Topics(os.environ.get("PHRAME_TOPIC_PREFIX") or "phrame")
     try:
         timeout_s = node_timeout()
@@ -61,12 +68,12 @@ def run(args: argparse.Namespace) -> int:
         # each node's manifest: whether the node applied what was published for it
         manifests = f"{topics.prefix}/desired/nodes/+/manifest"
         planes.append(("desired", [topics.environments_filter(), manifests]))
-        if MqttSettings.from_env(plane="desired") == MqttSettings.from_env(plane="actual"):
+        if MqttSettings.from_env("desired", env) == MqttSettings.from_env("actual", env):
             # one broker, one connection: a broker that makes the user name the client id (as
             # broker-config's does) throws out the first of two logins with one account
             planes = [("actual", planes[0][1] + planes[1][1])]
         for plane, filters in planes:
-            client = MqttClient(MqttSettings.from_env(plane=plane), f"phrame-status-{os.getpid()}-{plane}")
+            client = MqttClient(MqttSettings.from_env(plane, env), f"phrame-status-{os.getpid()}-{plane}")
             clients.append(client)
             client.start(timeout=args.timeout)
             if plane == "actual":  # listening from here on

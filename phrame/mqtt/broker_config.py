@@ -24,11 +24,13 @@ _PREFIX = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
 SERVICE_ACCOUNTS: dict[str, tuple[tuple[str, str], ...]] = {
     # config-sync reads the desired plane back to find what is already published, and each
     # node's status to turn phrame/deploy green once the node converged, and heartbeat to
-    # say which nodes a running deploy waits on are offline.
+    # say which nodes a running deploy waits on are offline, and each container's report for
+    # a staged rollout's health gate.
     "config-sync": (
         ("readwrite", "{p}/desired/#"),
         ("read", "{p}/actual/nodes/+/status"),
         ("read", "{p}/actual/nodes/+/heartbeat"),
+        ("read", "{p}/actual/nodes/+/containers/+"),
     ),
     "placement": (
         ("read", "{p}/desired/#"),

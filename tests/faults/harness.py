@@ -193,7 +193,7 @@ class FaultStack:
     def status_json(self, timeout: float = 5) -> tuple[int, dict[str, Any]]:
         """``phrame status --json --timeout <timeout>`` (also the most it listens for heartbeats)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("PHRAME_")}
-        env["PHRAME_DESIRED_MQTT_URL"] = f"mqtt://127.0.0.1:{self.stack.broker_port}"
+        env |= self.stack.login_env("observer")  # as phrame status finds it beside the stack
         env["PHRAME_NODE_TIMEOUT_S"] = NODE_TIMEOUT_S
         done = subprocess.run(
             [sys.executable, "-m", "phrame", "status", "--json", "--timeout", str(timeout)],

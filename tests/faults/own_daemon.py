@@ -17,6 +17,8 @@ from pathlib import Path
 
 import docker
 
+from phrame.mqtt import MqttClient
+from phrame.mqtt.broker_config import node_account
 from tests.faults.harness import FaultStack
 from tests.support.docker import busybox_image, labels
 from tests.support.private_dockerd import PrivateDockerd
@@ -52,6 +54,7 @@ class OwnDaemonNode:
             restart_policy={"Name": "unless-stopped"},  # back after the restart, as ours are
         )
         self.unmanaged.append(c.id)
+        self.faults.stack.add_node_account(self.name)  # the broker knows only the stack's own nodes
         self.start_agent()
         self.faults.daemons[self.name] = self.client
         node = f"name: {self.name}\nlabels:\n  pool: own-daemon\ncapacity:\n  cpus: 2\n  memory: 2Gi\n"
@@ -72,10 +75,15 @@ class OwnDaemonNode:
             s.commit_and_push(f"faults: node {self.name} retired")
         self.stop_agent()
         self.faults.daemons.pop(self.name, None)
-        mqtt = s.mqtt
-        if mqtt is not None and mqtt.is_connected:  # an offline node left behind would be reported
-            for topic in mqtt.collect_retained(f"phrame/actual/nodes/{self.name}/#", timeout=5):
-                mqtt.publish(topic, None)
+        # an offline node left behind would be reported: cleared with the node's own account,
+        # the one that may write its reports (its agent is stopped, so no connection is taken)
+        mqtt = MqttClient(s.login(node_account(self.name)), node_account(self.name))
+        try:
+            mqtt.start(timeout=10)
+            held = mqtt.collect_retained(f"phrame/actual/nodes/{self.name}/#", timeout=5)
+            mqtt.publish_batch([(topic, None) for topic in held], timeout=10)
+        finally:
+            mqtt.stop()
         with s._lock:
             s.statuses.pop(self.name, None)
         self.client.close()
@@ -83,15 +91,18 @@ class OwnDaemonNode:
     # -- the agent, by pid
     def start_agent(self) -> None:
         s = self.faults.stack
-        env = s.child_env | {
-            "PHRAME_DESIRED_MQTT_URL": f"mqtt://127.0.0.1:{s.broker_port}",
-            "PHRAME_NODE_NAME": self.name,
-            "PHRAME_STATE_DIR": str(self.root / "agent-state"),
-            "PHRAME_RESYNC_S": RESYNC_S,
-            "PHRAME_LOG_FORMAT": "text",
-            "PYTHONUNBUFFERED": "1",
-            "DOCKER_HOST": self.dockerd.host,
-        }
+        env = (
+            s.child_env
+            | s.login_env(node_account(self.name))
+            | {
+                "PHRAME_NODE_NAME": self.name,
+                "PHRAME_STATE_DIR": str(self.root / "agent-state"),
+                "PHRAME_RESYNC_S": RESYNC_S,
+                "PHRAME_LOG_FORMAT": "text",
+                "PYTHONUNBUFFERED": "1",
+                "DOCKER_HOST": self.dockerd.host,
+            }
+        )
         with open(self.agent_log, "ab") as out:
             self.agent = subprocess.Popen(
                 [sys.executable, "-m", "phrame", "node-agent"],

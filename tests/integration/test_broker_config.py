@@ -210,23 +210,28 @@ def test_untrusted_server_certificate_is_refused(broker: SecureBroker) -> None:
         MqttClient(no_ca, "agent-no-ca").start(timeout=2)
 
 
-def test_config_sync_reads_node_statuses_for_its_deploy_status(broker: SecureBroker, clients: list) -> None:
+def test_config_sync_reads_node_statuses_and_containers_for_deploys_and_rollouts(
+    broker: SecureBroker, clients: list
+) -> None:
     """phrame/deploy turns green from the agents' status topics and names the nodes offline
-    by their heartbeat: config-sync must see both, and nothing else of the actual plane."""
+    by their heartbeat; a staged rollout's health gate reads each replica's container report:
+    config-sync must see those three, and nothing else of the actual plane."""
     sync = connect(clients, broker.settings("config-sync"), "config-sync-deploy")
     inbox = Inbox()
     sync.subscribe("phrame/actual/#", inbox)
     agent = connect(clients, broker.settings("node-edge-01"), "agent-edge-01-status")
     agent.publish_batch([
+        ("phrame/actual/nodes/edge-01/processes/studio-a.ticker.0", b'{"state": "running"}'),
         ("phrame/actual/nodes/edge-01/containers/studio-a.mixer.0", b'{"state": "running"}'),
         ("phrame/actual/nodes/edge-01/heartbeat", b'{"seq": 1}'),
         ("phrame/actual/nodes/edge-01/status", b'{"state": "online"}'),
     ])  # fmt: skip
-    # both readable topics arrive (waited for each: one arriving says nothing of the other's order)
+    # the readable topics arrive (waited for each: one arriving says nothing of another's order)
     assert inbox.wait_for("phrame/actual/nodes/edge-01/status")
     assert inbox.wait_for("phrame/actual/nodes/edge-01/heartbeat")
-    with inbox.cond:  # the item was sent before both: it would have arrived by now
-        assert "phrame/actual/nodes/edge-01/containers/studio-a.mixer.0" not in inbox.topics
+    assert inbox.wait_for("phrame/actual/nodes/edge-01/containers/studio-a.mixer.0")
+    with inbox.cond:  # the process report was sent before all three: it would have arrived by now
+        assert "phrame/actual/nodes/edge-01/processes/studio-a.ticker.0" not in inbox.topics
 
 
 # -- client ids are tied to user names

@@ -23,7 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from phrame.mqtt import Message, MqttClient, MqttSettings
+from dev_stack.credentials import PERSON_ACCOUNT, mosquitto_hash
+from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings
+from phrame.mqtt.broker_config import node_account, node_acl
 from tests.support.services import free_port
 from tests.support.waiting import wait_for
 
@@ -102,12 +104,43 @@ class DevStackProcess:
         ready_after = time.monotonic() - self.started
         if not self.clone.exists():
             self.git("clone", "--quiet", str(self.state / "config.git"), str(self.clone), cwd=self.root)
-        mqtt = MqttSettings(url=f"mqtt://127.0.0.1:{self.broker_port}")
-        self.mqtt = MqttClient(mqtt, f"e2e-watch-{uuid.uuid4().hex[:6]}")
+        # as a person watches it: the read-only account (the broker refuses anonymous clients)
+        self.mqtt = MqttClient(self.login(PERSON_ACCOUNT), f"e2e-watch-{uuid.uuid4().hex[:6]}")
         self.mqtt.start()
         self.mqtt.subscribe("phrame/actual/nodes/+/status", self._on_status)
         self.mqtt.subscribe(f"phrame/desired/environments/{self.environment}/placement", self._on_placement)
         return ready_after
+
+    # -- the broker's accounts (a new password for each at every start of the stack)
+    def password_file(self, account: str) -> Path:
+        return self.state / "credentials" / account
+
+    def login_env(self, account: str) -> dict[str, str]:
+        """The settings a ``phrame`` command needs to log in to the stack's broker as ``account``."""
+        return {
+            "PHRAME_DESIRED_MQTT_URL": f"mqtt://127.0.0.1:{self.broker_port}",
+            "PHRAME_MQTT_USERNAME": account,
+            "PHRAME_MQTT_PASSWORD_FILE": str(self.password_file(account)),
+        }
+
+    def login(self, account: str) -> MqttSettings:
+        return MqttSettings.from_env("desired", self.login_env(account))
+
+    def add_node_account(self, node: str) -> None:
+        """An account for a node that joins after the start (a password, its ACL block), which
+        the running broker reads on SIGHUP, as mosquitto reloads its password file and ACL."""
+        password = uuid.uuid4().hex
+        path = self.password_file(node_account(node))
+        path.write_text(password + "\n")
+        path.chmod(0o600)
+        broker = self.state / "broker"
+        with open(broker / "passwd", "a") as f:
+            f.write(f"{node_account(node)}:{mosquitto_hash(password)}\n")
+        with open(broker / "acl", "a") as f:
+            f.write("\n" + "\n".join(node_acl(node, "phrame")) + "\n")
+        os.kill(self.pid_of("broker"), signal.SIGHUP)
+        login = self.login(node_account(node))
+        wait_for(lambda: _logs_in(login), f"the broker to let {node_account(node)} in", 10)
 
     def close(self) -> str:
         """Stop the stack and remove what it created; the output of ``--down --purge``."""
@@ -247,3 +280,14 @@ class DevStackProcess:
             path.touch()
         else:
             path.unlink(missing_ok=True)
+
+
+def _logs_in(login: MqttSettings) -> bool:
+    client = MqttClient(login, "login-check")
+    try:
+        client.start(timeout=2)
+    except MqttError:
+        return False
+    finally:
+        client.stop()
+    return True

@@ -124,7 +124,19 @@ def test_children_get_the_stack_settings_whatever_the_callers_environment(tmp_pa
     by_name = {c.name: c for c in children}
     sync = by_name["config-sync"].env
     assert sync["PHRAME_DESIRED_MQTT_URL"] == "mqtt://127.0.0.1:2883"
-    assert "PHRAME_MQTT_PASSWORD_FILE" not in sync
+    # the caller's password is dropped; each part logs in with its own account of this start
+    assert sync["PHRAME_MQTT_PASSWORD_FILE"] == str(settings.credentials_dir / "config-sync")
+    logins = {c.name: c.env.get("PHRAME_MQTT_USERNAME") for c in children}
+    assert logins == {
+        "broker": None,
+        "config-sync": "config-sync",
+        "placement": "placement",
+        "mirror-desired": "mirror-desired",
+        "mirror-actual": "mirror-actual",
+        "topic-api": "topic-api",
+        "agent-dev-1": "node-dev-1",
+        "agent-dev-2": "node-dev-2",
+    }
     assert (sync["PHRAME_GIT_HOST"], sync["PHRAME_REPO_URL"]) == ("local", str(settings.repo))
     assert sync["PHRAME_LISTEN"] == "127.0.0.1:9080"
     assert sync["PHRAME_WEBHOOK_SECRET_FILE"] == str(settings.secret_file)
@@ -174,9 +186,12 @@ def test_banner_names_the_clone_line_the_urls_and_three_things_to_try(tmp_path: 
     assert "git revert --no-edit HEAD HEAD~1 && git push" in text
     assert "  dashboard:    http://127.0.0.1:8090/\n" in text and "http://127.0.0.1:8090/docs" in text
     assert str(tmp_path / "api-token") in text
-    assert "PHRAME_LISTEN" not in text  # default ports: every phrame command finds the stack
+    # the broker takes passwords: where a person's read-only one is
+    assert f"user operator, password in {tmp_path / 'credentials' / 'operator'}" in text
+    # another state folder than ./.phrame-dev: how other commands find the stack
+    assert f"PHRAME_DEV_STATE_DIR={tmp_path} phrame status" in text
     other = "\n".join(banner(DevSettings(tmp_path, broker_port=2883), 1, has_docker=False))
-    assert "PHRAME_DESIRED_MQTT_URL=mqtt://127.0.0.1:2883" in other and "(needs Docker)" in other
+    assert "mqtt://127.0.0.1:2883" in other and "(needs Docker)" in other
 
 
 class ExitedProcess:

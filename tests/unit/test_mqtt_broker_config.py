@@ -37,6 +37,7 @@ def test_service_accounts_get_what_they_need_and_no_more() -> None:
         "topic readwrite site1/desired/#",
         "topic read site1/actual/nodes/+/status",
         "topic read site1/actual/nodes/+/heartbeat",
+        "topic read site1/actual/nodes/+/containers/+",
     ]
     assert acl["placement"] == [
         "topic read site1/desired/#",
