@@ -1,4 +1,4 @@
-"""``phrame status [--json] [--timeout S]``: the fleet as the broker knows it.
+"""``phrame status [--json] [--timeout S] [--node NAME]``: the fleet as the broker knows it.
 
 Reads the retained node ``status``/``heartbeat`` and container topics (a container that
 exited within ``PHRAME_API_RECENT_EXIT_S`` and runs again is mentioned), each node's ``manifest`` and each
@@ -20,10 +20,11 @@ import json
 import os
 import sys
 import time
+from dataclasses import asdict
 
 from phrame.actual import ActualView
-from phrame.cli.status_text import render_text
-from phrame.cli.status_view import DEFAULT_NODE_TIMEOUT_S, summarize
+from phrame.cli.status_text import render_node, render_text
+from phrame.cli.status_view import DEFAULT_NODE_TIMEOUT_S, Summary, summarize
 from phrame.settings.env import EnvReader
 from schemas import Topics
 from schemas.container_exits import DEFAULT_WINDOW_S
@@ -33,6 +34,11 @@ POLL_S = 0.05
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument(
+        "--node",
+        metavar="NAME",
+        help="this node alone, with the last lines of each of its failing containers",
+    )
     parser.add_argument(
         "--timeout",
         type=float,
@@ -50,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     except NoDevStack as e:
         print(f"phrame status: {e}", file=sys.stderr)
         return 2
-    topics = Topics(os.environ.get("PHRAME_TOPIC_PREFIX") or "phrame")
+    topics = Topics(EnvReader().topic_prefix())
     try:
         timeout_s = node_timeout()
         recent_s = EnvReader(error=ValueError).number("PHRAME_API_RECENT_EXIT_S", DEFAULT_WINDOW_S)
@@ -91,8 +97,20 @@ def run(args: argparse.Namespace) -> int:
             client.stop()
     now = time.time()
     summary = summarize(retained, now, topics, timeout_s, recent_s, view=view)
+    if args.node is not None:
+        return _show_node(summary, args.node, now, as_json=args.json)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else render_text(summary, now))
     return 0 if summary.is_healthy else 1
+
+
+def _show_node(summary: Summary, name: str, now: float, *, as_json: bool) -> int:
+    row = next((n for n in summary.nodes if n.node == name), None)
+    if row is None:
+        known = ", ".join(n.node for n in summary.nodes) or "none"
+        print(f"phrame status: no node {name!r} on this broker (nodes: {known})", file=sys.stderr)
+        return 2
+    print(json.dumps(asdict(row), indent=2) if as_json else render_node(row, now))
+    return 1 if row.needs_attention else 0
 
 
 def listen_until(view: ActualView, *, deadline: float) -> None:

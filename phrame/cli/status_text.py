@@ -95,6 +95,8 @@ def render_text(summary: Summary, now: float | None = None) -> str:
             lines.append(f"    {note}")
         lines += [f"    error: {e}" for e in n.errors]
         lines += [f"    recent exit: {x}" for x in n.recent_exits]
+        if n.logs:
+            lines.append(f"    last lines of {', '.join(sorted(n.logs))}: phrame status --node {n.node}")
     if not summary.nodes:
         lines.append("(no node has reported)")
     lines += ["", "ENVIRONMENT     REF            SYNC  COMMIT        APPLIED ON"]
@@ -120,4 +122,18 @@ def render_text(summary: Summary, now: float | None = None) -> str:
         lines.append("(no environment has been synced)")
     lines.append("")
     lines.append("healthy" if summary.is_healthy else "needs attention")
+    return "\n".join(lines)
+
+
+def render_node(row: NodeRow, now: float | None = None) -> str:
+    """``phrame status --node N``: the node's row as in the summary, then the last lines of
+    each of its failing containers, as their reports carry them."""
+    table = render_text(Summary([row], []), now).split("\n")
+    nodes_part = table[: table.index("")]  # the node table ends with a blank line
+    lines = [line for line in nodes_part if "phrame status --node" not in line]
+    for item, tail in sorted(row.logs.items()):
+        lines += ["", f"{item}: its last {len(tail)} line(s)"]
+        lines += [f"    {line}" for line in tail]
+    if not row.logs:
+        lines += ["", "(none of its containers carries log lines: none is down, unhealthy or crash-looping)"]
     return "\n".join(lines)

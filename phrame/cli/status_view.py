@@ -44,6 +44,8 @@ class NodeRow:
     is_reporting: bool = False  # a status or heartbeat was seen
     # containers running again after an exit within the window: said, not unhealthy
     recent_exits: list[str] = field(default_factory=list)
+    # a failing container's last lines, as its report carries them (item id -> lines)
+    logs: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def needs_attention(self) -> bool:
@@ -124,6 +126,13 @@ def _exit_line(item_id: str, raw: bytes, now: float, window_s: float) -> str | N
     return f"{item_id}: {code}, {seconds_text(seen['age_s'])} ago{by}"
 
 
+def _log_lines(raw: bytes) -> list[str]:
+    """A container report's ``logs`` lines (none when it carries none or is invalid)."""
+    doc = _doc("actual-item", raw)
+    logs = doc.get("logs") if isinstance(doc, dict) else None
+    return list(logs["lines"]) if isinstance(logs, dict) else []
+
+
 class _Copy(NamedTuple):
     """A retained message as the view takes it (without importing the MQTT client)."""
 
@@ -165,6 +174,9 @@ def summarize(
             line = _exit_line(t.item_id, raw, now, recent_exit_s)
             if line is not None:
                 nodes.setdefault(t.node, NodeRow(t.node)).recent_exits.append(line)
+            lines = _log_lines(raw)
+            if lines:
+                nodes.setdefault(t.node, NodeRow(t.node)).logs[t.item_id] = lines
             continue
         if t.kind not in ("status", "heartbeat", "manifest", "sync", "placement", "deploys", "rollout"):
             continue

@@ -25,14 +25,19 @@ def heartbeat(ts: float, interval_s: float = 5) -> bytes:
 
 
 def run_status(
-    url: str, extra_env: dict[str, str] | None = None, *, json_out: bool = True, timeout: float = 3
+    url: str,
+    extra_env: dict[str, str] | None = None,
+    *,
+    json_out: bool = True,
+    timeout: float = 3,
+    args: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     """``timeout``: ``--timeout``, also how long it listens for live heartbeats; these tests'
     nodes do not beat, so (below 1.5 intervals + 1 s) they are judged by their own ``ts``."""
     env = {**os.environ, "PHRAME_DESIRED_MQTT_URL": url, **(extra_env or {})}
     env.pop("PHRAME_ACTUAL_MQTT_URL", None)
     return subprocess.run(
-        [sys.executable, "-m", "phrame", "status", *(["--json"] if json_out else []), "--timeout", str(timeout)],
+        [sys.executable, "-m", "phrame", "status", *(["--json"] if json_out else []), "--timeout", str(timeout), *args],
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
@@ -207,3 +212,26 @@ def test_one_login_reads_both_planes_of_one_broker() -> None:
         broker.stop()
         if broker.proc is not None and broker.proc.stderr is not None:
             broker.proc.stderr.close()
+
+
+@pytest.mark.slow
+def test_status_of_one_node_shows_its_failing_containers_last_lines(mosquitto: Mosquitto) -> None:
+    client = MqttClient(MqttSettings(url=mosquitto.url), "test-status-logs")
+    client.start(timeout=5)
+    try:
+        tail = {"lines": ["starting", "boom: no database"], "truncated": False}
+        client.publish_batch([
+            (T.status("edge-01"), canonical_json({"state": "online", "converged": True, "generation": 2, "commit": "c1"})),
+            (T.heartbeat("edge-01"), heartbeat(time.time())),
+            (T.actual_item("edge-01", "containers", "lab.db.0"), canonical_json({"state": "exited", "logs": tail})),
+        ])  # fmt: skip
+        text = run_status(mosquitto.url, json_out=False, args=("--node", "edge-01"))
+        assert "lab.db.0: its last 2 line(s)" in text.stdout and "    boom: no database" in text.stdout, text
+        doc = json.loads(run_status(mosquitto.url, args=("--node", "edge-01")).stdout)
+        assert doc["node"] == "edge-01" and doc["logs"] == {"lab.db.0": tail["lines"]}
+        missing = run_status(mosquitto.url, args=("--node", "edge-09"))
+        assert (
+            missing.returncode == 2 and "no node 'edge-09'" in missing.stderr and "edge-01" in missing.stderr
+        )
+    finally:
+        client.stop()

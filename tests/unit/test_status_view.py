@@ -260,3 +260,24 @@ def test_a_canary_waiting_for_promotion_says_how_to_promote() -> None:
     topics[T.env_rollout("studio-a", "web")] = _rollout("waiting-promotion", 1, 1)
     text = render_text(summarize(topics, NOW, T))
     assert "waiting for a promotion: phrame promote studio-a web, or a new commit" in text
+
+
+def test_a_failing_containers_last_lines_are_pointed_at_and_shown_for_its_node() -> None:
+    from phrame.cli.status_text import render_node
+
+    retained = healthy()
+    tail = {"lines": ["starting", "boom: no database"], "truncated": False}
+    retained[T.actual_item("edge-01", "containers", "studio-a.db.0")] = raw(
+        {"state": "exited", "exit_code": 3, "logs": tail}
+    )
+    retained[T.actual_item("edge-01", "containers", "studio-a.web.0")] = raw({"state": "running"})
+    s = summarize(retained, NOW, T)
+    (node,) = s.nodes
+    assert node.logs == {"studio-a.db.0": ["starting", "boom: no database"]}
+    assert "    last lines of studio-a.db.0: phrame status --node edge-01" in render_text(s).splitlines()
+    detail = render_node(node, NOW).splitlines()
+    assert detail[0].startswith("NODE") and detail[1].startswith("edge-01")
+    assert "studio-a.db.0: its last 2 line(s)" in detail and "    boom: no database" in detail
+    assert not any("phrame status --node" in line for line in detail)
+    node.logs.clear()
+    assert "none of its containers carries log lines" in render_node(node, NOW)
