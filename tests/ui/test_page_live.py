@@ -230,3 +230,34 @@ def test_restart_asks_for_the_token_once_and_sends_the_command(
         assert [m for m in watch.console if "401" not in m] == [] and not watch.errors, watch.problems()
     finally:
         listener.stop()
+
+
+def test_a_crash_looping_containers_last_lines_reach_its_node_detail(
+    api: ApiStack, writer: MqttClient, open_page: Opener
+) -> None:
+    """A container report that carries its last lines (the agent's ``logs``): the node
+    detail shows them, folded, as text; opened, they stay open when the next report comes."""
+    page, watch = open_page(api.url + "/#node/ui-2")
+    row = '#node-detail tr[data-id="demo.crash.0"]'
+    topic = T.actual_item("ui-2", "containers", "demo.crash.0")
+
+    def report(lines: list[str], restarts: int) -> bytes:
+        last = {"exit_code": 3, "finished_at": "2026-12-04T10:00:00Z", "restarted_by": "agent"}
+        doc = {"state": "running", "digest": None, "last_exit": last, "agent_restarts": restarts,
+               "logs": {"lines": lines, "truncated": False}}  # fmt: skip
+        check_payload("actual-item", doc)
+        return json.dumps(doc).encode()
+
+    writer.publish(topic, report(["starting", f"boom: {XSS}"], 1))
+    page.wait_for_selector(f"{row} details.logs")
+    assert "Last 2 lines of its output" in (page.text_content(f"{row} details.logs summary") or "")
+    page.click(f"{row} details.logs summary")
+    assert page.is_visible(f"{row} details.logs pre")
+    assert page.text_content(f"{row} details.logs pre") == f"starting\nboom: {XSS}"
+    writer.publish(topic, report(["starting", "boom again"], 2))
+    wait_js(page, f"document.querySelector('{row} details.logs pre').textContent.endsWith('boom again')",
+            "the next report's lines", timeout=5)  # fmt: skip
+    assert page.get_attribute(f"{row} details.logs", "open") is not None, "the refetch folded them again"
+    assert page.evaluate("window.__xss === undefined")
+    writer.publish(topic, b"")
+    assert not watch.problems(), watch.problems()

@@ -55,7 +55,17 @@ export function recentExitNote(it) {
     ` (${code})`]));
 }
 
-function actualText(it) {
+// a failing container's last lines, as its report carries them (open stays open across refetches)
+function logLines(a, open) {
+  const lines = (a.logs && Array.isArray(a.logs.lines)) ? a.logs.lines : [];
+  if (!lines.length) return null;
+  const more = a.logs.truncated ? " (older lines left out)" : "";
+  return h("details", { class: "logs", open: Boolean(open) },
+    h("summary", { text: `Last ${lines.length} line${lines.length === 1 ? "" : "s"} of its output${more}` }),
+    h("pre", { text: lines.join("\n") }));
+}
+
+function actualText(it, logsOpen) {
   const a = it.actual;
   if (!a) return h("span", { class: "muted", text: "not on the node" });
   const bits = [a.state];
@@ -64,7 +74,7 @@ function actualText(it) {
   if (a.restart_count) bits.push(`restarted ${a.restart_count}×`);
   const since = a.state === "running" ? fmt.when(a.started_at) : null;
   return [bits.filter(Boolean).join(" · "), since ? [", started ", since] : null,
-    a.error ? h("p", { class: "error-text", text: a.error }) : null];
+    a.error ? h("p", { class: "error-text", text: a.error }) : null, logLines(a, logsOpen)];
 }
 
 function desiredText(it) {
@@ -103,7 +113,8 @@ function itemTable(kind, title, items, node, actions) {
     fill(tr.cells[1], it.service ? `${it.environment || "–"} / ${it.service}` : "–");
     tr.cells[2].className = `status status-${level}`;
     fill(tr.cells[2], statusText(it, level), recentExitNote(it));
-    fill(tr.cells[3], actualText(it));
+    const logsOpen = tr.cells[3].querySelector("details.logs")?.open;
+    fill(tr.cells[3], actualText(it, logsOpen));
     fill(tr.cells[4], desiredText(it));
     fill(tr.cells[5], h("code", { class: "sha", title: it.commit || "", text: fmt.sha(it.commit) }));
     fill(tr.cells[6], differences(it));
