@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from config_sync.deploys.gitlab_environments import GitLabEnvironments
 from config_sync.deploys.history import DeployHistory
 from config_sync.deploys.records import DeployRecord
 from config_sync.deploys.watcher import DeployWatcher
@@ -119,6 +120,14 @@ class ConfigSync:
         self.deployer.history = self.history
         self.history.on_finished = self._deploy_finished
         self.history.on_health = self._deploy_health
+        # with GitLab: each deployment as a GitLab deployment of its environment
+        self.environments = (
+            GitLabEnvironments(self.reporter.gitlab.deployments)
+            if isinstance(self.reporter, GitLabReporter)
+            else None
+        )
+        if self.environments is not None:
+            self.history.watchers.append(self.environments.note)
         self.notifier = make_notifier(settings, self.metrics)
         # staged rollouts: a rolled-back replica's earlier spec is re-rendered from its commit
         self.rollouts = RolloutController(
@@ -192,6 +201,8 @@ class ConfigSync:
             self.actual.subscribe(topic_filter, self.view.on_message)
         self.actual.subscribe(self.topics.actual_containers_filter(), self.view.on_message)
         self.notifier.start()
+        if self.environments is not None:
+            self.environments.start()
         # placement's state per environment: which replicas no node can take (deploy health)
         self.mqtt.subscribe(
             f"{self.topics.prefix}/desired/environments/+/placement", self.deployer.on_placement
@@ -224,6 +235,8 @@ class ConfigSync:
         self.rollouts.stop()
         self.deployer.stop()
         self.notifier.stop()
+        if self.environments is not None:
+            self.environments.stop()
         if self.actual is not self.mqtt:
             self.actual.stop()
         self.mqtt.stop()

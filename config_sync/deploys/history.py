@@ -53,6 +53,8 @@ class DeployHistory:
         self.on_finished: Callable[[str, DeployRecord], None] | None = None
         # a pending record's health word changed (suspended: waiting for a promotion)
         self.on_health: Callable[[str, DeployRecord], None] | None = None
+        # told of every record made, superseded or judged (under the lock: they only note)
+        self.watchers: list[Callable[[str, DeployRecord], None]] = []
         self._lock = threading.RLock()  # held while publishing too: never an older list after a newer
 
     def restore(self, published: Mapping[str, bytes]) -> None:
@@ -123,6 +125,8 @@ class DeployHistory:
                 after = records.add(before, new)
                 if after != before:
                     self.by_env[env] = after
+                    for made in (r for r in after if r not in before):
+                        self._tell(env, made)
                     self.deadlines[(env, outcome.commit)] = now + self.timeout_s
                     self.dirty.add(env)
             self.flush()
@@ -163,12 +167,20 @@ class DeployHistory:
                         recs[i] = judged
                         self.dirty.add(env)
                         log.info("deployment of %s to %s: %s", r.commit[:12], env, judged.state)
+                        self._tell(env, judged)
                         if self.on_finished is not None and not judged.is_pending:
                             self.on_finished(env, judged)
                         elif self.on_health is not None and judged.health != r.health:
                             self.on_health(env, judged)
             self.deadlines = {k: v for k, v in self.deadlines.items() if self._is_pending(*k)}
             self.flush()
+
+    def _tell(self, env: str, record: DeployRecord) -> None:
+        for watcher in self.watchers:
+            try:
+                watcher(env, record)
+            except Exception:  # a watcher's bug never stops the deploy records
+                log.exception("a watcher of the deployments failed on %s at %s", env, record.commit[:12])
 
     def _is_pending(self, env: str, commit: str) -> bool:
         return any(r.commit == commit and r.is_pending for r in self.by_env.get(env, ()))

@@ -1,19 +1,22 @@
 """The GitLab adapter of every phrame part: one project, its statuses, branches, commits and
 merge requests, through python-gitlab (the only package that imports it).
 
-config-sync reports statuses and its plan note, placement opens review merge requests, the
+config-sync reports statuses, its plan note and deployments, placement opens review merge requests, the
 topic API proposes imports. Every failure is a :class:`GitLabError`, either
 :class:`GitLabUnavailable` (transient: call again later) or :class:`GitLabRefused` (permanent).
 """
 
 from __future__ import annotations
 
+from phrame.gitlab.deployments import Deployment, Deployments
 from phrame.gitlab.errors import GitLabError, GitLabRefused, GitLabUnavailable
 from phrame.gitlab.merge_requests import MergeRequest, MergeRequests
 from phrame.gitlab.project import STATES, GitLabProject
 
 __all__ = [
     "STATES",
+    "Deployment",
+    "Deployments",
     "GitLabError",
     "GitLabProject",
     "GitLabRefused",

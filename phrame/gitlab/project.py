@@ -1,4 +1,4 @@
-"""One GitLab project over python-gitlab: branches, files, commits and commit statuses.
+"""One GitLab project over python-gitlab: branches, files, commits, commit statuses, deployments.
 
 config-sync sets statuses, placement and the topic API's imports use merge requests
 (:attr:`GitLabProject.merge_requests`), imports read branches and trees and commit. A branch
@@ -14,6 +14,7 @@ from typing import Any
 
 import gitlab
 
+from phrame.gitlab.deployments import Deployments
 from phrame.gitlab.errors import GitLabError, converting, refuse_tag
 from phrame.gitlab.merge_requests import MergeRequests
 
@@ -34,6 +35,7 @@ class GitLabProject:
         self._project = self._gl.projects.get(project, lazy=True)
         self.where = f"{url} project {project}"
         self.merge_requests = MergeRequests(self._project, self.where)
+        self.deployments = Deployments(self._project, self.where)
 
     # -- commit statuses
     def set_status(

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
@@ -54,12 +55,38 @@ class CannedGitLab:
         mock.add_callback(responses.GET, notes, self.list_notes)
         mock.add_callback(responses.POST, notes, self.create_note)
         mock.add_callback(responses.PUT, re.compile(rf"{notes.pattern}/(\d+)"), self.edit_note)
+        # Deployments API: list (filtered by environment), create, update the status
+        self.deployments: list[dict[str, Any]] = []
+        deployments = re.compile(rf"{re.escape(PROJECT)}/deployments")
+        mock.add_callback(responses.GET, re.compile(rf"{deployments.pattern}(\?.*)?$"), self.list_deployments)
+        mock.add_callback(responses.POST, deployments, self.create_deployment)
+        mock.add_callback(responses.PUT, re.compile(rf"{deployments.pattern}/(\d+)"), self.update_deployment)
 
     def status(self, request: Any) -> tuple[int, dict[str, str], str]:
         sha = request.url.rsplit("/", 1)[-1]
         doc = {**json.loads(request.body), "sha": sha}
         self.statuses.append(doc)
         return 201, JSON, json.dumps({"id": len(self.statuses), "status": doc["state"], **doc})
+
+    def list_deployments(self, request: Any) -> tuple[int, dict[str, str], str]:
+        env = parse_qs(urlsplit(request.url).query).get("environment", [None])[0]
+        found = [d for d in self.deployments if env is None or d["environment"]["name"] == env]
+        return 200, JSON, json.dumps(sorted(found, key=lambda d: -d["id"]))
+
+    def create_deployment(self, request: Any) -> tuple[int, dict[str, str], str]:
+        body = json.loads(request.body)
+        doc = {"id": 40 + len(self.deployments), "iid": len(self.deployments) + 1, "sha": body["sha"],
+               "ref": body["ref"], "tag": body["tag"], "status": body["status"],
+               "environment": {"id": 1, "name": body["environment"]}}  # fmt: skip
+        self.deployments.append(doc)
+        return 201, JSON, json.dumps(doc)
+
+    def update_deployment(self, request: Any) -> tuple[int, dict[str, str], str]:
+        found = next(d for d in self.deployments if d["id"] == int(request.url.rsplit("/", 1)[-1]))
+        if found["status"] in ("success", "failed", "canceled"):  # GitLab: a finished one stays so
+            return 400, JSON, json.dumps({"message": f"Cannot transition status via :{found['status']}"})
+        found["status"] = json.loads(request.body)["status"]
+        return 200, JSON, json.dumps(found)
 
     def list_notes(self, _request: Any) -> tuple[int, dict[str, str], str]:
         return 200, JSON, json.dumps(self.notes)
@@ -107,6 +134,30 @@ def test_push_reports_validate_and_deploy_statuses(gitlab_running: tuple[Running
     assert [(s["name"], s["state"]) for s in failed] == [("phrame/validate", "failed")]
     assert failed[0]["description"].startswith("1 problem(s); first: nodes/core-01.yaml:2: ")
     assert failed[0]["ref"] == "main"
+
+
+def test_each_deployment_is_a_gitlab_deployment_of_its_environment(
+    gitlab_running: tuple[Running, CannedGitLab], mosquitto: Mosquitto
+) -> None:
+    """GitLab's Environments page shows which commit runs where: a deployment per environment
+    the commit changed, created running, success once its nodes converged."""
+    running, gitlab = gitlab_running
+    first = running.remote.work.head.commit.hexsha
+    envs = sorted(running.service.history.by_env)
+    assert envs, "the sample deploys at least one environment"
+
+    def statuses() -> dict[str, str]:
+        return {d["environment"]["name"]: d["status"] for d in gitlab.deployments if d["sha"] == first}
+
+    assert eventually(lambda: statuses() == dict.fromkeys(envs, "running")), gitlab.deployments
+    assert all(d["ref"] == "main" and d["tag"] is False for d in gitlab.deployments)
+    generations = running.service.syncer.last["main"].generations
+    with reader(mosquitto.url, "fake-agents-envs") as agents:
+        agents.publish_batch(converged_on(first, generations))
+        assert eventually(lambda: statuses() == dict.fromkeys(envs, "success"), timeout=30), (
+            gitlab.deployments
+        )
+    assert len(gitlab.deployments) == len(envs), "one deployment per environment and commit"
 
 
 def test_a_commit_that_changes_nothing_gets_deploy_success(
