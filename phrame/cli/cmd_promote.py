@@ -1,22 +1,27 @@
-"""``phrame promote ENV SERVICE [--url URL]``: release a staged rollout past its canary wave.
+"""``phrame promote ENV SERVICE [--commit SHA] [--url URL]``: release a staged rollout past its canary wave.
 
-Posts ``/rollouts/<env>/<service>/promote`` to a running config-sync with the webhook
-secret as a bearer token (``--token-file FILE``, ``--token -`` for stdin, else
-``PHRAME_WEBHOOK_SECRET`` or ``_FILE``; the dev stack's is ``.phrame-dev/webhook-secret``).
-Prints config-sync's answer (and, on a 401, where the token comes from); exits 0 when the
-promotion is queued, 1 when config-sync refused it (no such rollout waiting, wrong token), 2
-for usage or an unreachable config-sync. Never changes git.
+Posts ``/rollouts/<env>/<service>/promote`` with ``{"commit": SHA}`` to a running
+config-sync; without ``--commit``, the commit is read from config-sync's ``/status`` (the
+rollout's, printed). The bearer token: ``--token-file FILE``, ``--token -`` for stdin, else
+``PHRAME_TOKEN`` or ``_FILE`` (a ``deploy`` token of the tokens file), else
+``PHRAME_WEBHOOK_SECRET`` or ``_FILE`` (honoured only where config-sync has no tokens file;
+the dev stack's is ``.phrame-dev/webhook-secret``). Prints config-sync's answer (and, on a
+401, where the token comes from); exits 0 when the promotion is queued, 1 when config-sync
+refused it (no rollout waiting at that commit, wrong token or scope), 2 for usage or an
+unreachable config-sync. Never changes git.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
+import urllib.request
 
 from phrame.cli.http_post import post
-from phrame.settings import EnvReader
+from phrame.settings import EnvReader, SettingsError
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
@@ -31,6 +36,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--token-file", metavar="FILE", help="read the bearer token (the webhook secret) from FILE"
     )
     given.add_argument("--token", choices=["-"], help="'-': read the token from stdin")
+    parser.add_argument(
+        "--commit",
+        metavar="SHA",
+        help="the commit whose canary to promote (7+ hex digits); default: the one config-sync says waits",
+    )
 
 
 def _token(args: argparse.Namespace) -> str | None:
@@ -39,7 +49,21 @@ def _token(args: argparse.Namespace) -> str | None:
             return f.readline().strip() or None
     if args.token == "-":
         return sys.stdin.readline().strip() or None
-    return EnvReader().secret("PHRAME_WEBHOOK_SECRET")
+    reader = EnvReader(error=SettingsError)
+    return reader.secret("PHRAME_TOKEN") or reader.secret("PHRAME_WEBHOOK_SECRET")
+
+
+def _waiting_commit(base: str, env: str, service: str, headers: dict[str, str]) -> str | None:
+    """The commit of ``env/service``'s rollout as config-sync's full ``/status`` shows it."""
+    request = urllib.request.Request(f"{base}/status", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            doc = json.loads(answer.read())
+    except (OSError, ValueError):
+        return None
+    rollout = (doc.get("rollouts") or {}).get(f"{env}/{service}") if isinstance(doc, dict) else None
+    commit = rollout.get("commit") if isinstance(rollout, dict) else None
+    return commit if isinstance(commit, str) else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,9 +76,21 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"phrame promote: --token-file: cannot read {args.token_file}: {e.strerror}", file=sys.stderr)
         return 2
-    url = f"{args.url.rstrip('/')}/rollouts/{args.environment}/{args.service}/promote"
+    except SettingsError as e:
+        print(f"phrame promote: {e}", file=sys.stderr)
+        return 2
+    base = args.url.rstrip("/")
+    url = f"{base}/rollouts/{args.environment}/{args.service}/promote"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    answer = post("phrame promote", url, b"", headers)
+    commit = args.commit
+    if commit is None and token:
+        commit = _waiting_commit(base, args.environment, args.service, headers)
+        if commit is not None:
+            print(
+                f"phrame promote: {args.environment}/{args.service} rolls out {commit[:12]}", file=sys.stderr
+            )
+    body = json.dumps({"commit": commit}).encode() if commit else b""
+    answer = post("phrame promote", url, body, {**headers, "Content-Type": "application/json"})
     if answer is None:
         return 2
     code, text = answer
@@ -62,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
     if code == 401:
         given = "the token given is not config-sync's" if token else "no token was given"
         print(
-            f"phrame promote: {given}: pass its webhook secret with --token-file FILE (the dev stack's:"
-            " .phrame-dev/webhook-secret), --token - (stdin) or PHRAME_WEBHOOK_SECRET",
+            f"phrame promote: {given}: pass a deploy token with --token-file FILE, --token - (stdin) or"
+            " PHRAME_TOKEN; without a tokens file, config-sync takes its webhook secret (the dev stack's:"
+            " .phrame-dev/webhook-secret, or PHRAME_WEBHOOK_SECRET)",
             file=sys.stderr,
         )
     return 0 if 200 <= code < 300 else 1
