@@ -45,10 +45,13 @@ def decide_promotion(env: str, service: str, state: Mapping[str, Any] | None, co
     promoted at ``commit`` (as the request gave it)?"""
     name = f"{env}/{service}"
     if not isinstance(commit, str) or not commit:
-        waiting = ""
-        if state is not None and state.get("state") == "waiting-promotion":
-            waiting = f" ({name} waits with {state.get('commit')})"
-        return Promotion(400, f'name the commit to promote: {{"commit": "<sha>"}}{waiting}')
+        if state is None:
+            now = f"{name}: nothing to promote: no rollout of it is running"
+        elif state.get("state") == "waiting-promotion":
+            now = f"{name} waits with {state.get('commit')}"
+        else:
+            now = f"{name}: nothing to promote: {_where(state)}"
+        return Promotion(400, f'name the commit to promote: {{"commit": "<sha>"}} ({now})')
     commit = commit.strip().lower()
     if not COMMIT.match(commit):
         return Promotion(400, f"commit {commit[:80]!r} is not a commit sha (7 to 64 hex digits)")
