@@ -137,3 +137,24 @@ def test_the_audit_list_is_bounded_valid_restored_and_best_effort(caplog: pytest
     with caplog.at_level(logging.INFO, logger="phrame.audit"):
         failing.record(who="bob", action="kv-put", target="phrame/kv/x", result="accepted", status=200)
     assert "kv-put phrame/kv/x by bob: accepted (200)" in caplog.text and "could not publish" in caplog.text
+
+
+def test_the_services_read_the_tokens_file_setting(tmp_path: Path) -> None:
+    from config_sync.settings import SyncSettings
+    from topic_api.app import create_app
+    from topic_api.errors import SettingsError
+    from topic_api.settings import ApiSettings
+
+    env = {"PHRAME_REPO_URL": str(tmp_path), "PHRAME_TOKENS_FILE": str(tmp_path / "t.yaml")}
+    assert SyncSettings.from_env(env).tokens_file == str(tmp_path / "t.yaml")
+    assert ApiSettings.from_env({"PHRAME_TOKENS_FILE": "/etc/phrame/tokens.yaml"}).tokens_file == Path(
+        "/etc/phrame/tokens.yaml"
+    )
+    # reads may require a token of the file alone (no PHRAME_API_TOKEN)
+    ApiSettings(mirror_dir=tmp_path, read_token_required=True, tokens_file=tmp_path / "t.yaml")
+    with pytest.raises(SettingsError, match="PHRAME_TOKENS_FILE"):
+        ApiSettings(mirror_dir=tmp_path, read_token_required=True)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- {name: x, scopes: [root], sha256: 00}\n")
+    with pytest.raises(SettingsError, match=r"PHRAME_TOKENS_FILE: .*bad.yaml: entry 1 \(x\)"):
+        create_app(ApiSettings(mirror_dir=tmp_path, tokens_file=bad))
