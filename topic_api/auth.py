@@ -2,11 +2,12 @@
 
 :mod:`topic_api.context` reads the token with :func:`given_token` and decides through
 ``phrame.auth`` (the tokens file's scopes, ``PHRAME_API_TOKEN`` as an implicit admin);
-:func:`refusal` is the single-token rule alone. The token is taken from
-``Authorization: Bearer <token>`` only, never from a URL (access logs, proxies and browser history keep URLs): a request with
-``?access_token=`` is refused, saying so. A browser's ``EventSource``, which cannot send
-headers, takes a stream ticket instead (:mod:`topic_api.tickets`). Compared in constant
-time. Never logs a token; :class:`RedactTokens` masks one, or a ticket, in the access log.
+:func:`refusal` is the single-token rule alone. The token is taken from ``Authorization: Bearer
+<token>`` only, never from a URL (access logs, proxies and browser history keep URLs): a
+request with ``?access_token=`` is refused, saying so. A browser's ``EventSource``, which
+cannot send headers, takes a stream ticket instead (:mod:`topic_api.tickets`). Compared in
+constant time. Never logs a token; :class:`RedactTokens` masks one, or a ticket, in the access
+log.
 """
 
 from __future__ import annotations
