@@ -158,3 +158,25 @@ def test_the_services_read_the_tokens_file_setting(tmp_path: Path) -> None:
     bad.write_text("- {name: x, scopes: [root], sha256: 00}\n")
     with pytest.raises(SettingsError, match=r"PHRAME_TOKENS_FILE: .*bad.yaml: entry 1 \(x\)"):
         create_app(ApiSettings(mirror_dir=tmp_path, tokens_file=bad))
+
+
+def test_phrame_token_new_prints_the_token_once_and_an_entry_that_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from phrame.cli import main
+
+    assert main(["token", "new", "alice", "--scopes", "deploy,read"]) == 0
+    out, err = capsys.readouterr()
+    token = out.strip()
+    entry = err.splitlines()[-1]
+    assert token not in err and entry.startswith("- ")
+    path = tmp_path / "tokens.yaml"
+    path.write_text(entry + "\n")
+    holder = TokenStore(path).holder(token)
+    assert holder is not None and holder.name == "alice" and holder.may("deploy")
+    monkeypatch.setattr("sys.stdin", io.StringIO(token + "\n"))
+    assert main(["token", "hash"]) == 0
+    assert capsys.readouterr().out.strip() == H(token)
+    assert main(["token", "new", "alice", "--scopes", "root"]) == 2
