@@ -4,6 +4,10 @@ Handlers only check, deduplicate, route and queue; they never wait on git or MQT
 GitLab gets its answer in milliseconds (it disables a hook after 4 failures in a row).
 Bad input is a 4xx that says why, never a 5xx; an accepted event is never answered 5xx
 either: the poll catches anything a trigger missed. Served by ``phrame.settings.http_serving``.
+Credentials: the webhook secret authenticates GitLab's webhook; promote (scope ``deploy``),
+``/sync`` (``admin``) and the full ``/status`` (``read``) take a token of the tokens file
+(``PHRAME_TOKENS_FILE``), or the webhook secret only when there is no tokens file. Every
+write a known holder asks for is audited (``phrame.auth.audit``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import anyio
 from starlette.applications import Starlette
@@ -22,11 +27,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route as HttpRoute
 
+from config_sync.errors import SettingsError
 from config_sync.intake.webhooks import MalformedEvent, delivery_key, is_token_valid, parse_body, route
 from config_sync.metrics import CONTENT_TYPE
 from config_sync.service import ConfigSync
+from phrame.auth import AuditLog, TokensFileError, TokenStore
+from phrame.auth.access import Access, Legacy, check_access
 from phrame.settings.http_body import BodyTimeout, BodyTooLarge, ClientGone, read_body
 from phrame.settings.logs import ConditionLog
+from schemas import load_json
 
 log = logging.getLogger(__name__)
 SEEN_KEYS = 10_000  # x 32-byte digests: about 2 MB at most, whatever the keys' length
@@ -87,14 +96,38 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
     seen = Deliveries()
     notes = ConditionLog(log)
 
-    def token_ok(request: Request) -> bool:
-        if insecure:
-            return True
+    store = _token_store(settings.tokens_file)
+    # without a tokens file, the webhook secret does what it always did (an implicit admin);
+    # with one, it authenticates GitLab's webhook only
+    secret = settings.webhook_secret
+    legacy = [Legacy("webhook-secret", secret, frozenset({"admin"}))] if store is None and secret else []
+    audit = _audit_log(service)
+
+    def given_token(request: Request) -> str | None:
         given = request.headers.get("x-gitlab-token")
         auth = request.headers.get("authorization", "")
         if given is None and auth.lower().startswith("bearer "):
             given = auth[7:].strip()
-        return is_token_valid(settings.webhook_secret, given)
+        return given
+
+    def token_ok(request: Request) -> bool:
+        """The webhook's check: GitLab's secret."""
+        if insecure:
+            return True
+        return is_token_valid(settings.webhook_secret, given_token(request))
+
+    def access(request: Request, scope: str) -> Access:
+        if insecure and store is None:
+            return Access(None, 200)
+        return check_access(given_token(request), scope, store=store, legacy=legacy)
+
+    def refused(request: Request, decided: Access, action: str, target: str) -> Response:
+        if decided.status == 403:  # a known holder: on the record
+            audit.record(who=decided.who, action=action, target=target, result="forbidden", status=403)
+        else:
+            log.info("%s %s refused (401) for %s: %s", action, target, _peer(request), decided.why)
+        headers = {"WWW-Authenticate": "Bearer"} if decided.status == 401 else None
+        return AsciiJSONResponse({"error": decided.why}, status_code=decided.status, headers=headers)
 
     def dropped(iid: int | None) -> Response:
         pending = service.max_pending_reviews
@@ -143,23 +176,49 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         return _answer(service, "ignored", 200, reason=decided.reason)
 
     async def manual_sync(request: Request) -> Response:
-        if not token_ok(request):
-            return AsciiJSONResponse({"error": "token does not match"}, status_code=401)
         ref = request.query_params.get("ref")
+        decided = access(request, "admin")
+        if not decided.is_allowed:
+            return refused(request, decided, "sync", ref or "*")
         refs = [ref] if ref else sorted(service.tracked)
         queued = [r for r in refs if service.trigger_sync(r)]
         if not queued:
-            return AsciiJSONResponse({"error": f"ref {ref!r} is not tracked"}, status_code=404)
+            why = f"ref {ref!r} is not tracked"
+            audit.record(
+                who=decided.who, action="sync", target=str(ref), result="refused", status=404, detail=why
+            )
+            return AsciiJSONResponse({"error": why}, status_code=404)
+        audit.record(who=decided.who, action="sync", target=",".join(queued), result="accepted", status=202)
         return JSONResponse({"status": "queued", "refs": queued}, status_code=202)
 
     async def promote(request: Request) -> Response:
-        if not token_ok(request):
-            return AsciiJSONResponse({"error": "token does not match"}, status_code=401)
         env, svc = request.path_params["env"], request.path_params["service"]
-        accepted, text = service.rollouts.promote(env, svc)
-        if not accepted:  # no rollout of it running here: nothing waits for a promotion
-            return AsciiJSONResponse({"error": text}, status_code=409)
-        return AsciiJSONResponse({"status": "queued", "message": text}, status_code=202)
+        target = f"{env}/{svc}"
+        decided = access(request, "deploy")
+        if not decided.is_allowed:
+            return refused(request, decided, "promote", target)
+        try:
+            raw = await read_body(request, limit=4096, timeout_s=settings.http.body_timeout_s)
+        except BodyTooLarge:
+            return AsciiJSONResponse({"error": "body over 4096 bytes"}, status_code=413)
+        except (BodyTimeout, ClientGone):
+            return AsciiJSONResponse({"error": "body not complete"}, status_code=400)
+        commit = _commit_of(raw)
+        promotion = service.rollouts.promote(env, svc, commit)
+        named = commit if isinstance(commit, str) else None
+        audit.record(
+            who=decided.who,
+            action="promote",
+            target=target,
+            result="accepted" if promotion.is_taken else "refused",
+            status=promotion.status,
+            commit=promotion.commit or (named[:64] if named else None),
+            detail=None if promotion.is_taken else promotion.message,
+        )
+        if not promotion.is_taken:  # nothing waits for this promotion (or it names no commit)
+            return AsciiJSONResponse({"error": promotion.message}, status_code=promotion.status)
+        body = {"status": "queued", "message": promotion.message, "commit": promotion.commit}
+        return AsciiJSONResponse(body, status_code=202)
 
     async def healthz(_: Request) -> Response:
         failed = service.start_error
@@ -173,7 +232,7 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
 
     async def status(request: Request) -> Response:
         # the full view names git command lines, errors and merge requests: token holders only
-        if token_ok(request):
+        if access(request, "read").is_allowed:
             return AsciiJSONResponse(service.status())
         return AsciiJSONResponse(service.public_status())
 
@@ -190,7 +249,7 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
             if manage_lifecycle:
                 await anyio.to_thread.run_sync(service.stop)
 
-    return Starlette(
+    app = Starlette(
         routes=[
             HttpRoute("/webhooks/gitlab", webhook, methods=["POST"]),
             HttpRoute("/sync", manual_sync, methods=["POST"]),
@@ -202,3 +261,44 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         ],
         lifespan=lifespan,
     )
+    app.state.audit = audit
+    return app
+
+
+def _token_store(path: str | None) -> TokenStore | None:
+    if path is None:
+        return None
+    try:
+        return TokenStore(Path(path))
+    except TokensFileError as e:
+        raise SettingsError(f"PHRAME_TOKENS_FILE: {e}") from None
+
+
+def _audit_log(service: ConfigSync) -> AuditLog:
+    """The audit list at ``<prefix>/desired/audit/config-sync``, taken back from the published
+    plane at its first entry (queued on the broker connection: never waits on the broker)."""
+    topic = service.topics.audit("config-sync")
+
+    def publish(t: str, payload: bytes) -> None:
+        service.mqtt.publish(t, payload, retain=True)
+
+    def previous() -> bytes | None:
+        published = service.publisher.published
+        return None if published is None else published.get(topic, b"")
+
+    return AuditLog("config-sync", topic, publish, previous=previous)
+
+
+def _commit_of(raw: bytes) -> object:
+    """The ``commit`` a promote body names (None: no body, not JSON or no such field)."""
+    if not raw.strip():
+        return None
+    try:
+        doc = load_json(raw)
+    except ValueError:
+        return None
+    return doc.get("commit") if isinstance(doc, dict) else None
+
+
+def _peer(request: Request) -> str:
+    return request.client.host if request.client else "unknown"

@@ -34,6 +34,7 @@ class SyncSettings:
     gitlab_project: str | None = None
     webhook_secret: str | None = field(default=None, repr=False)
     insecure_no_webhook_secret: bool = False  # development only: no token checked at all
+    tokens_file: str | None = None  # named, scoped, hashed tokens (promote, /sync, full /status)
     listen: str = DEFAULT_LISTEN
     poll_s: float = 60.0
     debounce_s: float = 0.5
@@ -102,6 +103,7 @@ class SyncSettings:
             **git_host_fields(e),
             webhook_secret=e.secret("PHRAME_WEBHOOK_SECRET"),
             insecure_no_webhook_secret=e.flag(INSECURE_FLAG, False),
+            tokens_file=e.text("PHRAME_TOKENS_FILE"),
             listen=e.text("PHRAME_LISTEN", DEFAULT_LISTEN) or DEFAULT_LISTEN,
             poll_s=e.number("PHRAME_POLL_S", 60.0, minimum=1.0),
             debounce_s=e.number("PHRAME_DEBOUNCE_S", 0.5, minimum=0.0),

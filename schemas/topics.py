@@ -25,6 +25,7 @@ SCHEMA_OF = {
     ("desired", "placement"): "desired-placement",
     ("desired", "deploys"): "desired-deploys",
     ("desired", "rollout"): "desired-rollout",
+    ("desired", "audit"): "desired-audit",
     ("actual", "status"): "actual-status",
     ("actual", "heartbeat"): "actual-heartbeat",
     ("actual", "containers"): "actual-item",
@@ -37,7 +38,7 @@ SCHEMA_OF = {
 @dataclass(frozen=True)
 class Topic:
     """A parsed topic. ``kind`` is an item kind, ``manifest``, ``status``, ``heartbeat``,
-    ``service``, ``sync``, ``placement``, ``deploys``, ``rollout`` or ``restart``."""
+    ``service``, ``sync``, ``placement``, ``deploys``, ``rollout``, ``audit`` or ``restart``."""
 
     plane: str  # desired | actual | cmd
     kind: str
@@ -98,6 +99,10 @@ class Topics:
     def env_rollout(self, env: str, service: str) -> str:
         """A service's staged rollout (config-sync's ``rollouts``)."""
         return f"{self.environment(env)}/rollouts/{_check(_NAME, service, 'service')}"
+
+    def audit(self, writer: str) -> str:
+        """The audit list of HTTP writes one service took (``phrame.auth.audit``)."""
+        return f"{self.prefix}/desired/audit/{_check(_NAME, writer, 'writer')}"
 
     # -- actual plane
     def actual_node(self, node: str) -> str:
@@ -182,6 +187,9 @@ def _parse_parts(p: list[str]) -> Topic:
             return Topic(plane, "rollout", environment=env, service=_check(_NAME, p[4], "service"))
         if len(p) == 4 and p[3] in ("sync", "placement", "deploys"):
             return Topic(plane, p[3], environment=env)
+    if plane == "desired" and len(p) == 3 and p[1] == "audit":
+        _check(_NAME, p[2], "writer")
+        return Topic(plane, "audit")
     if plane == "cmd" and len(p) == 6 and p[1] == "nodes" and p[3] == "containers":
         node = _check(_NAME, p[2], "node")
         item = _check(_ITEM_ID, p[4], "item id")

@@ -20,9 +20,12 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Mount, Route
 
+from phrame.auth import AuditLog, TokensFileError, TokenStore
+from schemas import Topics
 from topic_api import compose_routes, docs, models, reads, write_routes
 from topic_api.broker import Broker
 from topic_api.context import ApiContext
+from topic_api.errors import SettingsError
 from topic_api.events import EventHub, event_stream
 from topic_api.guard import BrowserGuard
 from topic_api.imports.targets import import_target
@@ -50,7 +53,15 @@ def create_app(
     state = ApiState(settings.topic_prefix, history_s=settings.history_s, timeout_s=settings.node_timeout_s)
     hub = EventHub(settings.max_streams, settings.max_streams_per_client)
     metrics = ApiMetrics(streams=lambda: len(hub.streams))
-    ctx = ApiContext(settings, state, hub, metrics, broker)
+    ctx = ApiContext(
+        settings,
+        state,
+        hub,
+        metrics,
+        broker,
+        store=_token_store(settings),
+        audit=_audit_log(settings, broker),
+    )
     watcher = SnapshotWatcher(settings.mirror_dir, state, hub, poll_s=settings.poll_s, metrics=metrics)
     if should_stop is not None:
         watcher.should_stop = should_stop
@@ -203,3 +214,32 @@ async def _not_found(request: Request, _exc: Exception) -> Response:
 
 async def _not_allowed(request: Request, _exc: Exception) -> Response:
     return error(405, f"method {request.method} is not allowed on {request.url.path!r}")
+
+
+def _token_store(settings: ApiSettings) -> TokenStore | None:
+    if settings.tokens_file is None:
+        return None
+    try:
+        return TokenStore(settings.tokens_file)
+    except TokensFileError as e:
+        raise SettingsError(f"PHRAME_TOKENS_FILE: {e}") from None
+
+
+def _audit_log(settings: ApiSettings, broker: Broker | None) -> AuditLog:
+    """The audit list at ``<prefix>/desired/audit/topic-api`` (taken back once the broker
+    holds it; without a broker, the log only)."""
+    topic = audit_topic(settings.topic_prefix)
+    if broker is None:
+        return AuditLog("topic-api", topic, None)
+
+    def publish(t: str, payload: bytes) -> None:
+        broker.publish(t, payload, retain=True)
+
+    def previous() -> bytes | None:
+        return (broker.value(topic) or b"") if broker.client.is_connected else None
+
+    return AuditLog("topic-api", topic, publish, previous=previous)
+
+
+def audit_topic(prefix: str) -> str:
+    return Topics(prefix).audit("topic-api")

@@ -1,10 +1,13 @@
-"""Bearer-token checks: every write needs ``PHRAME_API_TOKEN``; reads too when configured.
+"""Bearer tokens: taken from the header only; the legacy single-token check; log masking.
 
-Called by :mod:`topic_api.context`. The token is taken from ``Authorization: Bearer <token>``
-only, never from a URL (access logs, proxies and browser history keep URLs): a request with
-``?access_token=`` is refused, saying so. A browser's ``EventSource``, which cannot send
-headers, takes a stream ticket instead (:mod:`topic_api.tickets`). Compared in constant
-time. Never logs a token; :class:`RedactTokens` masks one, or a ticket, in the access log.
+:mod:`topic_api.context` reads the token with :func:`given_token` and decides through
+``phrame.auth`` (the tokens file's scopes, ``PHRAME_API_TOKEN`` as an implicit admin);
+:func:`refusal` is the single-token rule alone. The token is taken from ``Authorization: Bearer
+<token>`` only, never from a URL (access logs, proxies and browser history keep URLs): a
+request with ``?access_token=`` is refused, saying so. A browser's ``EventSource``, which
+cannot send headers, takes a stream ticket instead (:mod:`topic_api.tickets`). Compared in
+constant time. Never logs a token; :class:`RedactTokens` masks one, or a ticket, in the access
+log.
 """
 
 from __future__ import annotations

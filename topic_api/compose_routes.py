@@ -1,11 +1,11 @@
-"""The compose routes: ``GET /api/nodes/{node}/compose`` (a node's desired state as a
-docker-compose.yml, ``phrame.compose.export_node`` over the desired mirror snapshot) and
-``POST /api/import/compose`` (a compose file in, a branch for review out).
+"""The compose routes: ``GET /api/nodes/{node}/compose`` (a node's desired state as a docker-
+compose.yml, ``phrame.compose.export_node`` over the desired mirror snapshot) and ``POST
+/api/import/compose`` (a compose file in, a branch for review out).
 
-Wired by :mod:`topic_api.app`. An import needs the token, reads its body within the size and
-time limits of ``http_body``, and is proposed by the target the settings name (local bare
-repository, GitLab, or none: the files are only returned). It never deploys: it never
-writes the tracked branch or a tag. Bad input is a 4xx naming what and where.
+Wired by :mod:`topic_api.app`. An import needs an ``admin`` token (and is audited), reads its
+body within the size and time limits of ``http_body``, and is proposed by the target the
+settings name (local bare repository, GitLab, or none: the files are only returned). It never
+deploys: it never writes the tracked branch or a tag. Bad input is a 4xx naming what and where.
 """
 
 from __future__ import annotations
@@ -93,8 +93,15 @@ def routes(ctx: ApiContext, target: ImportTarget | None) -> dict[str, Any]:
         ),
     )
     async def import_(request: Request) -> Response:
-        if (refused := ctx.refuse_write(request)) is not None:
-            return refused
+        target = request.query_params.get("env") or "?"
+        granted = await ctx.grant_write(request, "admin", "import", target)
+        if isinstance(granted, Response):
+            return granted
+        answer = await _import(request)
+        await ctx.record(granted, "import", target, answer.status_code)
+        return answer
+
+    async def _import(request: Request) -> Response:
         limit, timeout_s = settings.max_body_bytes, settings.http.body_timeout_s
         try:
             env = request.query_params.get("env")

@@ -29,6 +29,7 @@ HISTORY_S = 600.0  # heartbeats kept per node for the dashboard's charts
 class ApiSettings:
     mirror_dir: Path
     token: str | None = field(default=None, repr=False)
+    tokens_file: Path | None = None  # named, scoped, hashed tokens (phrame.auth.tokens)
     read_token_required: bool = False  # reads need the token too (see docs/api.md)
     listen: str = DEFAULT_LISTEN
     allowed_hosts: tuple[str, ...] = ()  # Host names served besides localhost and the listen host
@@ -49,8 +50,10 @@ class ApiSettings:
     def __post_init__(self) -> None:
         if self.token is not None and not self.token.strip():
             raise SettingsError("PHRAME_API_TOKEN (or its _FILE) is empty; set a token or leave it unset")
-        if self.read_token_required and self.token is None:
-            raise SettingsError("PHRAME_API_READ_TOKEN_REQUIRED=true needs PHRAME_API_TOKEN (or _FILE)")
+        if self.read_token_required and self.token is None and self.tokens_file is None:
+            raise SettingsError(
+                "PHRAME_API_READ_TOKEN_REQUIRED=true needs PHRAME_API_TOKEN (or _FILE) or PHRAME_TOKENS_FILE"
+            )
         for p in self.write_prefixes:
             if not p or any(c in p for c in "#+\x00"):
                 raise SettingsError(f"PHRAME_API_WRITE_PREFIXES: {p!r} is not a topic prefix")
@@ -86,6 +89,7 @@ class ApiSettings:
             mirror_dir=directory,
             allowed_hosts=hosts,
             token=e.secret("PHRAME_API_TOKEN"),
+            tokens_file=e.path("PHRAME_TOKENS_FILE"),
             read_token_required=e.flag("PHRAME_API_READ_TOKEN_REQUIRED", False),
             listen=e.text("PHRAME_LISTEN", DEFAULT_LISTEN) or DEFAULT_LISTEN,
             topic_prefix=e.topic_prefix(),

@@ -1,9 +1,11 @@
 """The write routes: ``PUT``/``DELETE /api/kv/{topic}`` and the restart command.
 
-Each checks the token first, then the body (size and time limits of ``http_body``), then
-the rules of :mod:`topic_api.writes`, and only then publishes over the API's one broker
-connection, in a worker thread (the PUBACK wait never blocks the event loop). Wired by
-:mod:`topic_api.app`. A refused write publishes nothing.
+Each checks the token and its scope first (``admin`` for kv, ``deploy`` for a restart), then
+the body (size and time limits of ``http_body``), then the rules of :mod:`topic_api.writes`,
+and only then publishes over the API's one broker connection, in a worker thread (the PUBACK
+wait never blocks the event loop). Wired by :mod:`topic_api.app`. A refused write publishes
+nothing. Every write a known holder asks for is audited with its result
+(``ApiContext.record``).
 """
 
 from __future__ import annotations
@@ -60,9 +62,15 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
         ),
     )
     async def kv_put(request: Request) -> Response:
-        if (refused := ctx.refuse_write(request)) is not None:
-            return refused
         topic = request.path_params["topic"]
+        granted = await ctx.grant_write(request, "admin", "kv-put", topic)
+        if isinstance(granted, Response):
+            return granted
+        answer = await _kv_put(request, topic)
+        await ctx.record(granted, "kv-put", topic, answer.status_code)
+        return answer
+
+    async def _kv_put(request: Request, topic: str) -> Response:
         limit, timeout_s = settings.max_body_bytes, settings.http.body_timeout_s
         try:
             raw = await read_body(request, limit=limit, timeout_s=timeout_s)
@@ -80,15 +88,19 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
 
     @operation("clear a retained value", Json("cleared", models.KvDeleted), access="write", errors=(400, 403))
     async def kv_del(request: Request) -> Response:
-        if (refused := ctx.refuse_write(request)) is not None:
-            return refused
         topic = request.path_params["topic"]
+        granted = await ctx.grant_write(request, "admin", "kv-delete", topic)
+        if isinstance(granted, Response):
+            return granted
         try:
             kv_delete(topic, prefixes=settings.allowed_prefixes)
         except WriteRefused as e:
-            return _refused(ctx, e)
-        failed = await _publish(ctx, topic, None, retain=True)
-        return failed or ApiJSON(models.KvDeleted(topic=topic, deleted=True))
+            answer = _refused(ctx, e)
+        else:
+            failed = await _publish(ctx, topic, None, retain=True)
+            answer = failed or ApiJSON(models.KvDeleted(topic=topic, deleted=True))
+        await ctx.record(granted, "kv-delete", topic, answer.status_code)
+        return answer
 
     @operation(
         "ask the node's agent to restart a container (not retained)",
@@ -98,9 +110,16 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
         errors=(400, 404),
     )
     async def restart(request: Request) -> Response:
-        if (refused := ctx.refuse_write(request)) is not None:
-            return refused
         node, item_id = request.path_params["node"], request.path_params["id"]
+        target = f"{node}/{item_id}"
+        granted = await ctx.grant_write(request, "deploy", "restart", target)
+        if isinstance(granted, Response):
+            return granted
+        answer = await _restart(node, item_id)
+        await ctx.record(granted, "restart", target, answer.status_code)
+        return answer
+
+    async def _restart(node: str, item_id: str) -> Response:
         if node not in ctx.state.node_names():
             return error(404, f"node {node!r} is in neither the desired nor the actual snapshot")
         try:

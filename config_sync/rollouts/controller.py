@@ -25,6 +25,7 @@ from config_sync.publication.sender import Gate, SyncOutcome
 from config_sync.reporting import CommitReporter
 from config_sync.rollouts.gate import Gated, Key, gate_rollouts
 from config_sync.rollouts.models import Observed
+from config_sync.rollouts.promotion import Promotion, decide_promotion
 from phrame.actual import ActualView, Change, ItemReport
 from phrame.gitlab import GitLabError
 from phrame.runtime import Runner
@@ -58,7 +59,7 @@ class RolloutController:
         self.view.listen(self._on_change)
         self.trigger: Callable[[str], None] | None = None  # queue a pass of a ref (no fetch)
         self.active: dict[Key, str] = {}  # rollouts to re-evaluate -> the ref that publishes them
-        self.promotions: set[Key] = set()  # asked for, not yet seen in a pass
+        self.promotions: dict[Key, str] = {}  # asked for (-> the commit promoted), not yet seen in a pass
         self.last: dict[Key, dict[str, Any]] = {}  # each rollout's last state, for /status
         self._reported: dict[tuple[str, str], str] = {}  # (ref, commit) -> last deploy text
         self._generations: dict[tuple[str, str], dict[str, int]] = {}  # nodes changed while rolling
@@ -75,7 +76,7 @@ class RolloutController:
         if reading.rendered is None:
             return None
         with self._lock:
-            promote = set(self.promotions)
+            promote = dict(self.promotions)
             remembered = dict(self.last)
 
         def gate(
@@ -123,8 +124,11 @@ class RolloutController:
                         due.append((skey, plan.due))
                 else:
                     self.active.pop(skey, None)
-                if skey in self.promotions and (plan.state.promoted or not plan.state.is_active):
-                    self.promotions.discard(skey)
+                asked = self.promotions.get(skey)
+                if asked is not None and (
+                    plan.state.promoted or not plan.state.is_active or plan.state.commit != asked
+                ):
+                    self.promotions.pop(skey, None)
                 # a rollout begun at an older commit that this head still rolls out (placement
                 # committed meanwhile, a README edit) is this head's deployment now
                 if plan.state.state != "complete":
@@ -170,18 +174,18 @@ class RolloutController:
             log.warning("could not report %s %s of %s: %s", DEPLOY, state, commit[:12], e)
 
     # -- promotion (HTTP and CLI)
-    def promote(self, env: str, service: str) -> tuple[bool, str]:
-        """Ask for ``service``'s canary to be promoted; (accepted, why)."""
+    def promote(self, env: str, service: str, commit: object) -> Promotion:
+        """Ask for ``service``'s canary to be promoted at ``commit``: taken only while its
+        rollout waits for it (:func:`~config_sync.rollouts.promotion.decide_promotion`)."""
         key = (env, service)
         with self._lock:
-            ref = self.active.get(key)
-            last = self.last.get(key)
-            if ref is None or last is None:
-                state = last["state"] if last else "no rollout"
-                return False, f"{env}/{service}: nothing to promote ({state})"
-            self.promotions.add(key)
-        self.runner.queue.add(key)
-        return True, f"{env}/{service}: promotion of {str(last['commit'])[:12]} queued"
+            last = self.last.get(key) if key in self.active else None
+            decided = decide_promotion(env, service, last, commit)
+            if decided.commit is not None:
+                self.promotions[key] = decided.commit
+        if decided.commit is not None:
+            self.runner.queue.add(key)
+        return decided
 
     # -- re-evaluation
     def observed(self, node: str, item: str) -> Observed | None:

@@ -56,13 +56,14 @@ def gate_rollouts(
     observed: Callable[[str, str], Observed | None],
     now: float,
     spec_at: Callable[[str], Rendered | None],
-    promote: Collection[Key] = (),
+    promote: Mapping[Key, str] | None = None,
     remembered: Mapping[Key, dict[str, Any]] | None = None,
     silent: Silent = never_silent,
 ) -> Gated:
     """``rendered`` with every rollout's held-back replicas put back (see the module docstring)."""
     out = dict(rendered)
     remembered = remembered or {}
+    promote = promote or {}
     by_service: dict[Key, dict[str, tuple[str, str]]] = defaultdict(dict)  # item -> (topic, node)
     for topic in rendered:
         parsed = owned_topic(topics, topic)
@@ -115,7 +116,8 @@ def gate_rollouts(
             service=service,
             commit=commit,
             now=now,
-            promote=key in promote,
+            # a promotion counts only for the commit it named (a newer rollout is not promoted)
+            promote=state is not None and promote.get(key) == state.commit,
             silent=silent,
         )
         gated.plans[key] = plan

@@ -78,7 +78,7 @@ def plan_rollout(
             },
             started_at=now,
         )
-    if promote and state.is_active:
+    if promote and state.state == "waiting-promotion":  # never before the canary waits for it
         state = replace(state, promoted=True)
     if state.is_active:
         # a released replica placement moved is a new replica on its new node: its deadline

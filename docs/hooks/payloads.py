@@ -23,6 +23,7 @@ BEGIN, END = "<!-- payloads:begin -->", "<!-- payloads:end -->"
 WRITERS = {
     "desired": "config-sync only; retained, QoS 1",
     ("desired", "placement"): "placement only; retained, QoS 1",
+    ("desired", "audit"): "the service it names (`config-sync` or `topic-api`) only; retained, QoS 1",
     "actual": "the node's own agent only; retained",
     "cmd": "the topic API (`POST /api/nodes/{node}/containers/{id}/restart`); not retained",
 }

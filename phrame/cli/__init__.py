@@ -31,6 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("phrame.cli.cmd_plan", "print per node what a change adds, changes and removes (the MR plan)"),
     "replay": ("phrame.cli.cmd_replay", "post a recorded GitLab webhook delivery to a running config-sync"),
     "promote": ("phrame.cli.cmd_promote", "release a staged rollout past its canary wave (config-sync)"),
+    "token": (
+        "phrame.cli.cmd_token",
+        "make a token for the tokens file (new), or hash one from stdin (hash)",
+    ),
     "placement": ("phrame.cli.cmd_placement", "choose nodes for label-placed services, commit node.json"),
     "status": ("phrame.cli.cmd_status", "show nodes and environments as the broker reports them"),
     "mirror": ("phrame.cli.cmd_mirror", "write one plane's retained topics as a JSON snapshot file"),

@@ -1,24 +1,29 @@
-"""``phrame promote ENV SERVICE [--url URL]``: release a staged rollout past its canary wave.
+"""``phrame promote ENV SERVICE [--commit SHA] [--url URL]``: release a staged rollout past its canary wave.
 
-Posts ``/rollouts/<env>/<service>/promote`` to a running config-sync with the webhook
-secret as a bearer token (``--token-file FILE``, ``--token -`` for stdin, else
-``PHRAME_WEBHOOK_SECRET`` or ``_FILE``, else a dev stack's own when the URL is its config-sync).
-Without ``--url`` or ``PHRAME_LISTEN`` it goes to a dev stack's config-sync (its ``stack.json``).
-Prints config-sync's answer (and, on a 401, where the token comes from); exits 0 when the
-promotion is queued, 1 when config-sync refused it (no such rollout waiting, wrong token), 2
-for usage or an unreachable config-sync. Never changes git.
+Posts ``/rollouts/<env>/<service>/promote`` with ``{"commit": SHA}`` to a running
+config-sync; without ``--commit``, the commit is read from config-sync's ``/status`` (the
+rollout's, printed). Without ``--url`` or ``PHRAME_LISTEN`` it goes to a dev stack's
+config-sync (its ``stack.json``). The bearer token: ``--token-file FILE``, ``--token -`` for
+stdin, else ``PHRAME_TOKEN`` or ``_FILE`` (a ``deploy`` token of the tokens file), else
+``PHRAME_WEBHOOK_SECRET`` or ``_FILE`` (honoured only where config-sync has no tokens file),
+else a dev stack's own secret when the URL is its config-sync. Prints config-sync's answer
+(and, on a 401, where the token comes from); exits 0 when the promotion is queued, 1 when
+config-sync refused it (no rollout waiting at that commit, wrong token or scope), 2 for
+usage or an unreachable config-sync. Never changes git.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
+import urllib.request
 from pathlib import Path
 
 from phrame.cli.dev_target import NoDevStack, config_sync
 from phrame.cli.http_post import post
-from phrame.settings import EnvReader
+from phrame.settings import EnvReader, SettingsError
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
@@ -31,10 +36,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="config-sync's base URL (default http://$PHRAME_LISTEN, else a dev stack's from "
         "its stack.json, else http://127.0.0.1:8080)",
     )
-    given = parser.add_mutually_exclusive_group()
-    given.add_argument(
-        "--token-file", metavar="FILE", help="read the bearer token (the webhook secret) from FILE"
+    parser.add_argument(
+        "--commit",
+        metavar="SHA",
+        help="the commit whose canary to promote (7+ hex digits); default: the one config-sync says waits",
     )
+    given = parser.add_mutually_exclusive_group()
+    given.add_argument("--token-file", metavar="FILE", help="read the bearer token from FILE")
     given.add_argument("--token", choices=["-"], help="'-': read the token from stdin")
 
 
@@ -44,10 +52,24 @@ def _token(args: argparse.Namespace, dev_secret: Path | None) -> str | None:
             return f.readline().strip() or None
     if args.token == "-":
         return sys.stdin.readline().strip() or None
-    token = EnvReader().secret("PHRAME_WEBHOOK_SECRET")
+    reader = EnvReader(error=SettingsError)
+    token = reader.secret("PHRAME_TOKEN") or reader.secret("PHRAME_WEBHOOK_SECRET")
     if token is None and dev_secret is not None:  # the dev stack's config-sync: its secret
         token = dev_secret.read_text().strip() or None
     return token
+
+
+def _waiting_commit(base: str, env: str, service: str, headers: dict[str, str]) -> str | None:
+    """The commit of ``env/service``'s rollout as config-sync's full ``/status`` shows it."""
+    request = urllib.request.Request(f"{base}/status", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            doc = json.loads(answer.read())
+    except (OSError, ValueError):
+        return None
+    rollout = (doc.get("rollouts") or {}).get(f"{env}/{service}") if isinstance(doc, dict) else None
+    commit = rollout.get("commit") if isinstance(rollout, dict) else None
+    return commit if isinstance(commit, str) else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,9 +87,20 @@ def run(args: argparse.Namespace) -> int:
         where = "--token-file: " if args.token_file else ""
         print(f"phrame promote: {where}cannot read {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
+    except SettingsError as e:
+        print(f"phrame promote: {e}", file=sys.stderr)
+        return 2
     url = f"{base}/rollouts/{args.environment}/{args.service}/promote"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    answer = post("phrame promote", url, b"", headers)
+    commit = args.commit
+    if commit is None and token:
+        commit = _waiting_commit(base, args.environment, args.service, headers)
+        if commit is not None:
+            print(
+                f"phrame promote: {args.environment}/{args.service} rolls out {commit[:12]}", file=sys.stderr
+            )
+    body = json.dumps({"commit": commit}).encode() if commit else b""
+    answer = post("phrame promote", url, body, {**headers, "Content-Type": "application/json"})
     if answer is None:
         return 2
     code, text = answer
@@ -75,8 +108,9 @@ def run(args: argparse.Namespace) -> int:
     if code == 401:
         given = "the token given is not config-sync's" if token else "no token was given"
         print(
-            f"phrame promote: {given}: pass its webhook secret with --token-file FILE (the dev stack's:"
-            " .phrame-dev/webhook-secret), --token - (stdin) or PHRAME_WEBHOOK_SECRET",
+            f"phrame promote: {given}: pass a deploy token with --token-file FILE, --token - (stdin) or"
+            " PHRAME_TOKEN; without a tokens file, config-sync takes its webhook secret (the dev stack's:"
+            " .phrame-dev/webhook-secret, or PHRAME_WEBHOOK_SECRET)",
             file=sys.stderr,
         )
     return 0 if 200 <= code < 300 else 1

@@ -15,7 +15,7 @@ from typing import Any
 from phrame.mqtt import MqttError
 from phrame.settings import setup_logging
 from phrame.settings.http_serving import serve
-from topic_api.app import create_app
+from topic_api.app import audit_topic, create_app
 from topic_api.auth import RedactTokens
 from topic_api.broker import Broker
 from topic_api.errors import SettingsError
@@ -30,16 +30,23 @@ def run(args: argparse.Namespace) -> int:
     setup_logging()
     try:
         settings = ApiSettings.from_env()
-        broker = None if args.no_broker else Broker(settings.mqtt, settings.allowed_prefixes)
+        # the kv space, and its own audit list (taken back after a restart)
+        watched = (*settings.allowed_prefixes, audit_topic(settings.topic_prefix))
+        broker = None if args.no_broker else Broker(settings.mqtt, watched)
+        servers: list[Any] = []  # uvicorn's, once built: its should_exit ends the event streams
+        app = create_app(
+            settings, broker=broker, should_stop=lambda: bool(servers and servers[0].should_exit)
+        )
     except (SettingsError, MqttError) as e:
         print(f"phrame topic-api: {e}", file=sys.stderr)
         return 2
-    if settings.token is None:
-        print("phrame topic-api: no PHRAME_API_TOKEN: writes are refused (401)", file=sys.stderr)
+    if settings.token is None and settings.tokens_file is None:
+        print(
+            "phrame topic-api: no PHRAME_API_TOKEN nor PHRAME_TOKENS_FILE: writes are refused (401)",
+            file=sys.stderr,
+        )
     logging.getLogger("uvicorn.access").addFilter(RedactTokens())  # a token or ticket put in a URL
     host, port = settings.listen_address
-    servers: list[Any] = []  # uvicorn's, once built: its should_exit ends the event streams
-    app = create_app(settings, broker=broker, should_stop=lambda: bool(servers and servers[0].should_exit))
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises Ctrl-C after its graceful shutdown
         serve(app, host, port, settings.http, on_server=servers.append)
     return 0

@@ -40,7 +40,8 @@ SERVICE_ACCOUNTS: dict[str, tuple[tuple[str, str], ...]] = {
     "mirror-desired": (("read", "{p}/desired/#"),),
     "mirror-actual": (("read", "{p}/actual/#"),),
     # topic-api serves both planes, sends the one imperative verb (restart) and keeps the
-    # users' kv space (its default PHRAME_API_WRITE_PREFIXES; other prefixes need a grant here).
+    # users' kv space (its default PHRAME_API_WRITE_PREFIXES; other prefixes need a grant here),
+    # and its own audit list of the writes it took (config-sync's lies in its desired/#).
     # An ACL line cannot refuse the retain flag (mosquitto's acl_file checks topics only; a
     # plugin would be needed): the agents drop retained, old and repeated commands instead.
     "topic-api": (
@@ -48,6 +49,7 @@ SERVICE_ACCOUNTS: dict[str, tuple[tuple[str, str], ...]] = {
         ("read", "{p}/actual/#"),
         ("write", "{p}/cmd/nodes/+/containers/+/restart"),
         ("readwrite", "{p}/kv/#"),
+        ("write", "{p}/desired/audit/topic-api"),
     ),
     # people and `phrame status`: read-only, so they need no service's account (a second
     # connection with a service's account would take that service's place, see below).

@@ -270,7 +270,10 @@ def test_5_the_dashboard_shows_the_rollout_waiting(stack: DevStackProcess, tmp_p
 def test_6_phrame_promote_releases_the_rest(stack: DevStackProcess, sampler: Sampler) -> None:
     secret = (stack.state / "webhook-secret").read_text().strip()
     env = {**os.environ, "PHRAME_WEBHOOK_SECRET": secret}
-    command = [sys.executable, "-m", "phrame", "promote", stack.environment, SERVICE]
+    # a promotion is taken only while the canary waits for it, naming the commit it promotes
+    stack.wait(lambda: rollout(stack).get("state") == "waiting-promotion", "the canary to wait", 120)
+    commit = str(rollout(stack)["commit"])
+    command = [sys.executable, "-m", "phrame", "promote", stack.environment, SERVICE, "--commit", commit]
     done = subprocess.run(
         [*command, "--url", f"http://127.0.0.1:{stack.sync_port}"],
         env=env,

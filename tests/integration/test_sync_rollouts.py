@@ -298,7 +298,8 @@ def test_canary_waits_for_promotion_and_restart_resumes(
             service = _start(remote, tmp_path, mosquitto)
             assert not eventually(lambda: _digests(desired_on_broker(watch))[1] != old[1], timeout=1.0)
             assert (_rollout(desired_on_broker(watch)) or {}).get("state") == "waiting-promotion"
-            assert service.rollouts.promote("lab", "web")[0]
+            waiting = str((_rollout(desired_on_broker(watch)) or {}).get("commit"))
+            assert service.rollouts.promote("lab", "web", waiting).is_taken
             assert eventually(lambda: _digests(desired_on_broker(watch))[1:3] != old[1:3], 10)
             state = _rollout(desired_on_broker(watch))
             assert state is not None and state["promoted"] and state["wave"] == 2
@@ -310,7 +311,7 @@ def test_canary_waits_for_promotion_and_restart_resumes(
                 return (_rollout(broker) or {}).get("state") == "complete"
 
             assert eventually(complete, 10, interval=0.2)
-            assert not service.rollouts.promote("lab", "web")[0]  # nothing left to promote
+            assert service.rollouts.promote("lab", "web", waiting).status == 409  # nothing left to promote
     finally:
         service.stop()
 
@@ -350,9 +351,9 @@ def test_promote_over_http_and_the_cli(
             assert eventually(lambda: service.queue.wait_idle(0.1) and service.syncer.last.get("main"), 30)
             old = _digests(desired_on_broker(watch))
             fleet.run_what_is_published(desired_on_broker(watch))
-            refused = _promote_cli(url, SECRET)
+            refused = _promote_cli(url, SECRET)  # no rollout: no commit to name, nothing to promote
             assert (
-                refused.returncode == 1 and "409" in refused.stdout and "nothing to promote" in refused.stdout
+                refused.returncode == 1 and "400" in refused.stdout and "nothing to promote" in refused.stdout
             )
             remote.commit("v2", files=_files("web:2", update))
             service.trigger_sync("main")
@@ -367,9 +368,12 @@ def test_promote_over_http_and_the_cli(
             assert tokenless.returncode == 1 and tokenless.stdout.startswith("401 ")
             assert "no token was given" in tokenless.stderr and "--token-file" in tokenless.stderr
             assert _digests(desired_on_broker(watch))[1] == old[1]
-            promoted = _promote_cli(url, SECRET)
+            status_before = httpx.get(f"{url}/status", headers={"Authorization": f"Bearer {SECRET}"}).json()
+            promoted = _promote_cli(url, SECRET)  # reads the waiting commit from /status, names it
             assert promoted.returncode == 0, promoted.stdout + promoted.stderr
             assert promoted.stdout.startswith("202 ")
+            waiting = status_before["rollouts"]["lab/web"]["commit"]
+            assert f"rolls out {waiting[:12]}" in promoted.stderr and waiting in promoted.stdout
             assert eventually(lambda: _digests(desired_on_broker(watch))[1] != old[1], 10)
             assert _digests(desired_on_broker(watch))[2:] == old[2:]  # waves of one after the canary
             status = httpx.get(f"{url}/status", headers={"Authorization": f"Bearer {SECRET}"}).json()

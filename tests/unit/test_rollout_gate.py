@@ -108,3 +108,28 @@ def test_a_replica_placement_moves_keeps_the_spec_its_wave_has() -> None:
     assert t2_old not in gated.rendered  # and gone from the old one
     doc = json.loads(gated.messages[0][1])
     assert doc["total"] == 3 and {r["replica"]: r["node"] for r in doc["replicas"]}["lab.web.2"] == "n2"
+
+
+def test_a_promotion_counts_only_for_the_commit_it_named() -> None:
+    old, new = _plane("web:1", "c1"), _plane("web:2", "c2")
+    policy = {("lab", "web"): UpdatePolicy(max_parallel=1, canary=1, min_healthy_s=0)}
+    first, _ = _gate(new, _bytes(old), policies=policy)
+    published = {**_bytes({t: first.rendered[t] for t in new}), **dict(first.messages)}
+    canary = sorted(new, key=lambda t: t.rsplit(".", 1)[-1])[0]
+    target = new[canary]["digest"]
+
+    def healthy(node: str, item: str) -> Observed | None:
+        return Observed(target, "running", "healthy", 0, 50.0) if item == "lab.web.0" else None
+
+    waits, _ = _gate(new, published, policies=policy, observed=healthy, now=101.0)
+    assert waits.plans[("lab", "web")].state.state == "waiting-promotion"
+    published = {**published, **dict(waits.messages)}
+    other, _ = _gate(
+        new, published, policies=policy, observed=healthy, now=102.0, promote={("lab", "web"): "c9"}
+    )
+    assert other.plans[("lab", "web")].state.state == "waiting-promotion"  # another commit's promotion
+    mine, _ = _gate(
+        new, published, policies=policy, observed=healthy, now=102.0, promote={("lab", "web"): "c2"}
+    )
+    state = mine.plans[("lab", "web")].state
+    assert state.promoted and state.wave == 2

@@ -76,7 +76,7 @@ def test_every_route_is_documented_with_its_own_path_and_methods(tmp_path: Path)
     restart = spec["paths"]["/api/nodes/{node}/containers/{id}/restart"]["post"]
     assert [p["name"] for p in restart["parameters"]] == ["node", "id"]
     assert restart["security"] == [{"bearer": []}] and set(restart["responses"]) == {
-        "202", "400", "401", "404", "503"
+        "202", "400", "401", "403", "404", "503"
     }  # fmt: skip
     assert spec["paths"]["/api/kv/{topic}"]["put"]["requestBody"]["required"] is True
     assert "security" not in spec["paths"]["/healthz"]["get"]  # public

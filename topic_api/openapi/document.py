@@ -97,7 +97,7 @@ def _operation(book: SchemaBook, route: Route, op: Operation) -> dict[str, Any]:
     if op.access == "read":
         codes = (401, *codes)
     elif op.access == "write":
-        codes = (401, 503, *codes)
+        codes = (401, 403, 503, *codes)
     responses = {str(op.status): _answer(book, op.ok)}
     responses |= {str(c): _answer(book, Json(ERRORS[c], models.Error)) for c in codes}
     responses |= {str(c): _answer(book, a) for c, a in op.answers.items()}

@@ -19,7 +19,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 ERRORS = {
     400: "bad input (the message says what and where)",
     401: "missing or wrong bearer token (or stream ticket)",
-    403: "topic outside the writable prefixes",
+    403: "the token's scope does not allow it, or the topic is outside the writable prefixes",
     404: "not found",
     408: "body not complete in time",
     409: "the import's branch exists already, or the tracked ref is no branch",
