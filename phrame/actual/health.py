@@ -3,7 +3,9 @@
 Config-sync's ``phrame/deploy`` and its ``deploys`` records call :func:`assess`; ``phrame
 status``, the topic API and the dashboard show the word and the reasons it gave (they read
 the record, they never judge again). States, worst first: ``failed`` (cannot get there: a
-pull, create or mount error, a port taken, a staged rollout that failed), ``degraded``
+pull, create or mount error, a port taken, on the replica's own report; a staged rollout
+that failed; errors of the node itself, such as a full disk or its Docker daemon away, are
+no failure of the deployment: it waits for them, within the deploy timeout), ``degraded``
 (runs, but not as desired: a replica unassigned, crash-looping or unhealthy), ``unknown``
 (a node that should run something is not reporting), ``suspended`` (waiting for promotion),
 ``progressing``, ``healthy``. Never healthy while a desired replica is unassigned or not
@@ -26,6 +28,16 @@ FAILED, DEGRADED, UNKNOWN, SUSPENDED, PROGRESSING, HEALTHY = (
 )
 STATES = (FAILED, DEGRADED, UNKNOWN, SUSPENDED, PROGRESSING, HEALTHY)  # worst first
 CRASH_LOOP_RESTARTS = 3  # restarts on the new spec that count as crash-looping
+#: what the node agent's errors say of trouble of the node itself, which it retries and which
+#: passes without a new commit: its Docker daemon not answering (a restart, an outage) or its
+#: disk full. The deployment waits for them (within the deploy timeout); it has not failed.
+PASSING = ("Docker unreachable", "no Docker daemon answers", "No space left on device")
+
+
+def _is_passing(error: str) -> bool:
+    return any(marker in error for marker in PASSING)
+
+
 #: ``phrame/deploy``'s word for each state (GitLab's commit status)
 DEPLOY_STATUS = {
     FAILED: "failed",
@@ -128,10 +140,12 @@ def assess(
     for node, seen in sorted(nodes.items()):
         if seen.converged:
             continue
-        if seen.errors:
+        if seen.errors and not _is_passing(seen.errors[0]):
             found[FAILED].append(Reason(node, "", seen.errors[0]))
         elif seen.liveness != "online":
             found[UNKNOWN].append(Reason(node, "", f"not reporting ({seen.liveness}: {seen.why})"))
+        elif seen.errors:  # the node's own trouble (its disk, its Docker daemon): it keeps trying
+            found[PROGRESSING].append(Reason(node, "", f"not converged yet: {seen.errors[0]}"))
         else:
             found[PROGRESSING].append(
                 Reason(node, "", f"not converged yet{f' (at {seen.at})' if seen.at else ''}")
@@ -167,6 +181,8 @@ def _replica(
     """One placed replica's state and why (``None``: healthy, or said by its node already)."""
     error = report.get("error") if report is not None else None
     if fresh and isinstance(error, str) and error:
+        if _is_passing(error):  # the node's trouble, not the replica's: it retries
+            return PROGRESSING, error
         return FAILED, error
     if node is not None and not node.converged:
         return None, ""  # its node's own reason says it

@@ -237,7 +237,7 @@ def test_a_staged_rollouts_record_lists_every_node_of_every_wave(
         assert eventually(lambda: records(watch, "lab")[0]["health"] == "suspended", 10)
         pending = records(watch, "lab")[0]
         assert (pending["commit"], pending["state"]) == (v2, "pending")  # not converged on the canary alone
-        assert service.rollouts.promote("lab", "web")[0]
+        assert service.rollouts.promote("lab", "web", v2).is_taken
 
         def complete() -> bool:
             _run_what_is_published(agents, desired_on_broker(watch))

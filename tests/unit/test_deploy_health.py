@@ -183,6 +183,29 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "n1 prod.web.0: running, not long enough yet to tell it is not crash-looping",
     ),
     (
+        "the node's Docker daemon away: it retries, the deployment waits",
+        dict(
+            replicas=[WEB],
+            nodes={"n1": NodeSeen(errors=("list containers: Docker unreachable: connection aborted",))},
+            reports={WEB.replica: {"state": "exited", "error": "remove c1: Docker unreachable: refused"}},
+            fresh={WEB.replica},
+        ),
+        "progressing",
+        "n1: not converged yet: list containers: Docker unreachable: connection aborted",
+    ),
+    (
+        "the node's disk full: it retries, the deployment waits",
+        dict(
+            replicas=[WEB],
+            nodes={
+                "n1": NodeSeen(errors=("prod.job.0: its record cannot be saved (No space left on device)",))
+            },
+            reports={},
+        ),
+        "progressing",
+        "n1: not converged yet: prod.job.0: its record cannot be saved (No space left on device)",
+    ),
+    (
         "running and settled",
         dict(replicas=[WEB], nodes={"n1": OK}, reports={WEB.replica: RUNNING}, settled={WEB.replica}),
         "healthy",
