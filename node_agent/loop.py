@@ -306,7 +306,9 @@ class Agent:
         self._last = (result, converged)
         if converged and desired.manifest is not None:
             self.applied = (desired.manifest.generation, desired.manifest.commit)
-        item_errors = dict(result.plan.refused) | {o.action.target: o.error for o in result.outcomes if o.error}
+        item_errors = dict(result.plan.refused) | {
+            o.action.target: o.error for o in result.outcomes if o.error
+        }
         self.reporter.note_started(started_containers(result.outcomes, result.actual))  # last_exit
         self.reporter.refresh([*stopped, *(o.action.ref for o in result.outcomes if o.action.ref)])
         try:

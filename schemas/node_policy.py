@@ -64,7 +64,11 @@ class NodePolicy:
         """The ``policy`` object of the node status (``node-policy`` schema)."""
         return {
             "file": self.file,
-            "bind_mounts": {"allow": list(self.allow), "deny": list(self.deny), "protected": list(self.protected)},
+            "bind_mounts": {
+                "allow": list(self.allow),
+                "deny": list(self.deny),
+                "protected": list(self.protected),
+            },
             "processes": {
                 "allowed": self.processes,
                 "users": None if self.users is None else list(self.users),
@@ -134,7 +138,9 @@ def _mount(source: str, policy: NodePolicy, host: HostLookups) -> str | None:
         if p != path:  # the real path against the real paths of the policy's own
             allow, deny, protected = (_with_real(x, host) for x in (allow, deny, protected))
         if not any(is_under(p, a) for a in allow):
-            return f"{shown} is under no allowed root (bind_mounts.allow: {', '.join(policy.allow) or 'none'})"
+            return (
+                f"{shown} is under no allowed root (bind_mounts.allow: {', '.join(policy.allow) or 'none'})"
+            )
         for d in deny:
             if _overlaps(p, d):
                 return f"{shown} reaches {d}, which bind_mounts.deny refuses"

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from phrame.mqtt import Message, MqttClient, MqttSettings
+from tests.support.agent_support import open_policy_file
 from tests.support.services import free_port
 from tests.support.waiting import wait_for
 
@@ -56,7 +57,8 @@ class DevStackProcess:
         self._lock = threading.Lock()
         self.mqtt: MqttClient | None = None
         self.child_env = {k: v for k, v in os.environ.items() if not k.startswith("PHRAME_")}
-        self.child_env |= FAST | (env or {})
+        # the sample runs a host process, as root where the tests run as root: a node policy allowing it
+        self.child_env |= FAST | {"PHRAME_POLICY_FILE": open_policy_file(root)} | (env or {})
         self.node_count = nodes
         self._out = open(self.output, "ab")  # noqa: SIM115 -- closed in close()
         self.start()

@@ -115,7 +115,9 @@ def test_errors_say_what_where_and_by_which_policy():
 
 
 def test_the_status_form_round_trips_and_matches_its_schema():
-    p = NodePolicy(allow=("/srv",), deny=("/srv/k",), processes=True, users=("app",), file="/p.yaml", agent_user="x")
+    p = NodePolicy(
+        allow=("/srv",), deny=("/srv/k",), processes=True, users=("app",), file="/p.yaml", agent_user="x"
+    )
     doc = p.to_doc()
     check_payload("node-policy", doc)
     assert NodePolicy.from_doc(doc) == p
