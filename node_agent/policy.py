@@ -31,8 +31,8 @@ def read_policy(
 ) -> NodePolicy:
     """The policy in ``path`` (None: ``default``, whose absence means the defaults; a file
     named on purpose must exist). ``guarding``: the agent's own folders (state, secrets),
-    added to ``deny`` with the file itself: a container that could write them could make
-    the agent run what it likes."""
+    protected with the file itself: a container that could write them could make the agent
+    run what it likes (lifted, as the built-in ones, only by listing them in ``allow``)."""
     file = path or default
     try:
         raw = file.read_bytes() if file.stat().st_size <= MAX_POLICY_BYTES else None
@@ -51,7 +51,7 @@ def read_policy(
     own = [normal(str(p)) for p in (*guarding, file) if str(p)]
     return replace(
         policy,
-        deny=tuple(dict.fromkeys((*policy.deny, *own))),
+        protected=tuple(dict.fromkeys((*policy.protected, *own))),
         agent_user=_user_name(os.geteuid()),
     )
 

@@ -116,7 +116,7 @@ def test_the_agent_and_docker_compose_run_the_same_containers(
     secrets = tmp_path / "secrets"
     secrets.mkdir(mode=0o700)
     (secrets / "GREETING").write_text("hello\n")
-    policy = tmp_path / "policy.yaml"  # the app reads the host's name: a node that allows it
+    policy = tmp_path / "hostname-policy.yaml"  # the app reads the host's name: a node that allows it
     policy.write_text(OPEN_POLICY + "bind_mounts: {allow: [/etc/hostname]}\n")
     agent = subprocess.run(
         [sys.executable, "-m", "phrame", "node-agent", "--once", "--json", "--desired", str(tmp_path / "desired.json")],
