@@ -64,8 +64,11 @@ def test_a_commit_cannot_lift_the_node_policy_but_the_node_can(
     agent = start_agent(env, tmp_path, mosquitto.url, "processes: {allowed: true}\n", "strict")
     try:
         watcher.wait_for(
-            lambda: (watcher.item("containers", names["plain"]) or {}).get("state") == "running"
-            and len([e for e in (watcher.status() or {}).get("errors", []) if e.startswith("policy: ")]) == 4,
+            lambda: (
+                (watcher.item("containers", names["plain"]) or {}).get("state") == "running"
+                and len([e for e in (watcher.status() or {}).get("errors", []) if e.startswith("policy: ")])
+                == 4
+            ),
             what="the plain container running and four items refused",
         )
         status = watcher.status()
@@ -76,7 +79,9 @@ def test_a_commit_cannot_lift_the_node_policy_but_the_node_can(
             report = watcher.item("containers", names[name])
             assert report["state"] == "missing", report
             assert report["error"].startswith(f"policy: {names[name]}: bind mount of "), report
-            assert f"not allowed on {env.node} by policy file {tmp_path}/policy-strict.yaml" in report["error"]
+            assert (
+                f"not allowed on {env.node} by policy file {tmp_path}/policy-strict.yaml" in report["error"]
+            )
             assert not env.exists(names[name])  # never created
         rootfs = watcher.item("containers", names["rootfs"])["error"]
         assert "bind mount of / (volumes[0] '/:/host:ro'): / is under no allowed root" in rootfs
@@ -100,8 +105,10 @@ def test_a_commit_cannot_lift_the_node_policy_but_the_node_can(
     agent = start_agent(env, tmp_path, mosquitto.url, allowed, "open")
     try:
         watcher.wait_for(
-            lambda: (watcher.status() or {}).get("converged") is True
-            and (watcher.status() or {}).get("policy", {}).get("processes", {}).get("users") == ["root"],
+            lambda: (
+                (watcher.status() or {}).get("converged") is True
+                and (watcher.status() or {}).get("policy", {}).get("processes", {}).get("users") == ["root"]
+            ),
             what="the node converged under the allowing policy",
         )
         for name in DANGEROUS:
@@ -116,7 +123,10 @@ def test_a_commit_cannot_lift_the_node_policy_but_the_node_can(
     ("text", "says"),
     [
         ("processes:\n  allowed: maybe\n", ":2:12: /processes/allowed: 'maybe' is not of type 'boolean'"),
-        ("bind_mount:\n  allow: [/srv]\n", "Additional properties are not allowed ('bind_mount' was unexpected)"),
+        (
+            "bind_mount:\n  allow: [/srv]\n",
+            "Additional properties are not allowed ('bind_mount' was unexpected)",
+        ),
         ("bind_mounts:\n  allow: [srv]\n", ":2:11: /bind_mounts/allow/0: 'srv' does not match '^/'"),
         ("bind_mounts:\n  protected: []\n", ":2:3: bind_mounts.protected is set by the agent, not the file"),
         ("ports: [\n", "policy.yaml:2:1: "),
@@ -126,7 +136,11 @@ def test_a_bad_policy_file_stops_the_agent_at_start(tmp_path: Path, text: str, s
     path = tmp_path / "policy.yaml"
     path.write_text(text)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PHRAME_")}
-    env |= {"PHRAME_POLICY_FILE": str(path), "PHRAME_NODE_NAME": "n1", "PHRAME_STATE_DIR": str(tmp_path / "s")}
+    env |= {
+        "PHRAME_POLICY_FILE": str(path),
+        "PHRAME_NODE_NAME": "n1",
+        "PHRAME_STATE_DIR": str(tmp_path / "s"),
+    }
     done = subprocess.run(
         [sys.executable, "-m", "phrame", "node-agent"], env=env, capture_output=True, text=True, timeout=60
     )
