@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from node_agent.errors import SettingsError
@@ -44,7 +44,7 @@ class AgentSettings:
     command_max_age_s: float = 60.0  # a restart command whose ts is further from now is dropped
     # what desired items may ask of this host (PHRAME_POLICY_FILE; node_agent/policy.py). The
     # default here is the policy of a node without a file; from_env always reads the file
-    policy: NodePolicy = NodePolicy()
+    policy: NodePolicy = field(default_factory=NodePolicy)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:

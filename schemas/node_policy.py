@@ -28,7 +28,7 @@ PROTECTED = (
     "/sys",
     "/var/run/docker.sock",
 )
-_ALL_INTERFACES = {None, "", "0.0.0.0", "::", "[::]"}  # noqa: S104 - the addresses we refuse
+_ALL_INTERFACES = {None, "", "0.0.0.0", "::", "[::]"}
 _ROOT_USERS = {"root", "0"}
 
 
@@ -119,7 +119,8 @@ def violations(spec: Mapping[str, Any], policy: NodePolicy, *, host: HostLookups
                 out.append(f"bind mount of {source} (volumes[{i}] {volume!r}): {why}")
     for i, port in enumerate(spec.get("ports") or ()):
         if not policy.all_interfaces and port.get("host_ip") in _ALL_INTERFACES:
-            published = f"{port.get('host_port') or 'a free port'}->{port.get('container_port')}/{port.get('protocol')}"
+            host_port = port.get("host_port") or "a free port"
+            published = f"{host_port}->{port.get('container_port')}/{port.get('protocol')}"
             out.append(
                 f"port {published} on every interface (ports[{i}]): name a host IP such as 127.0.0.1, "
                 "or allow ports.all_interfaces"

@@ -15,7 +15,7 @@ from phrame.compose.models import Dangerous
 from phrame.config_repo.quantities import parse_ports
 from schemas.node_policy import PROTECTED, is_under, normal
 
-_EVERY_INTERFACE = {None, "", "0.0.0.0", "::"}  # noqa: S104 - the addresses we warn about
+_EVERY_INTERFACE = {None, "", "0.0.0.0", "::"}
 _SOCKETS = {"/var/run/docker.sock", "/run/docker.sock"}
 
 
