@@ -10,7 +10,7 @@ hands in how to resolve a host path and a user (the agent: ``realpath``, ``pwd``
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,9 +104,23 @@ class HostLookups:
     uid_of: Callable[[str], int | None] = field(default=lambda u: None)
 
 
-def violations(spec: Mapping[str, Any], policy: NodePolicy, *, host: HostLookups | None = None) -> list[str]:
-    """What of a desired container or process spec ``policy`` does not allow, one line each
-    as ``<what> (<field>): <why>``; empty when it may run."""
+@dataclass(frozen=True)
+class Violation:
+    """One thing a spec asks that the policy refuses: ``text`` reads ``<what> (<field>):
+    <why>``; ``path`` is where the service file declares it (``("volumes", 0)``)."""
+
+    text: str
+    path: tuple[str | int, ...]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def violations(
+    spec: Mapping[str, Any], policy: NodePolicy, *, host: HostLookups | None = None
+) -> list[Violation]:
+    """What of a desired container or process spec ``policy`` does not allow; empty when it
+    may run."""
     host = host or HostLookups()
     if spec.get("kind") == "process":
         return _process(spec, policy, host)
@@ -116,15 +130,15 @@ def violations(spec: Mapping[str, Any], policy: NodePolicy, *, host: HostLookups
         if ":" in str(volume) and source.startswith("/"):
             why = _mount(source, policy, host)
             if why:
-                out.append(f"bind mount of {source} (volumes[{i}] {volume!r}): {why}")
+                out.append(
+                    Violation(f"bind mount of {source} (volumes[{i}] {volume!r}): {why}", ("volumes", i))
+                )
     for i, port in enumerate(spec.get("ports") or ()):
         if not policy.all_interfaces and port.get("host_ip") in _ALL_INTERFACES:
             host_port = port.get("host_port") or "a free port"
             published = f"{host_port}->{port.get('container_port')}/{port.get('protocol')}"
-            out.append(
-                f"port {published} on every interface (ports[{i}]): name a host IP such as 127.0.0.1, "
-                "or allow ports.all_interfaces"
-            )
+            text = f"port {published} on every interface (ports): name a host IP such as 127.0.0.1, "
+            out.append(Violation(text + "or allow ports.all_interfaces", ("ports",)))
     return out
 
 
@@ -170,31 +184,26 @@ def _overlaps(path: str, denied: str) -> bool:
     return is_under(path, denied) or is_under(denied, path)
 
 
-def _process(spec: Mapping[str, Any], policy: NodePolicy, host: HostLookups) -> list[str]:
+def _process(spec: Mapping[str, Any], policy: NodePolicy, host: HostLookups) -> list[Violation]:
     if not policy.processes:
-        return ["host process (kind: process): processes.allowed is false"]
+        return [Violation("host process (kind: process): processes.allowed is false", ("kind",))]
     user = spec.get("user") or None
     name = user or policy.agent_user
-    field_ = "user" if user else f"no user: the agent's own, {name or 'unknown'}"
+    field_, at = (
+        ("user", ("user",)) if user else (f"no user: the agent's own, {name or 'unknown'}", ("kind",))
+    )
     if name is None:
-        return [f"process without a user ({field_}): name the user it runs as"]
+        return [Violation(f"process without a user ({field_}): name the user it runs as", at)]
     if policy.users is not None:
         if name not in policy.users:
-            return [f"process as user {name} ({field_}): not in processes.users ({', '.join(policy.users)})"]
+            listed = ", ".join(policy.users)
+            return [Violation(f"process as user {name} ({field_}): not in processes.users ({listed})", at)]
         return []
     if name.split(":", 1)[0] in _ROOT_USERS or host.uid_of(name) == 0:
-        return [f"process as root ({field_}): list the user in processes.users to allow it"]
+        return [Violation(f"process as root ({field_}): list the user in processes.users to allow it", at)]
     return []
 
 
-def as_error(violation: str, *, item: str, node: str, policy: NodePolicy) -> str:
+def as_error(violation: Violation, *, item: str, node: str, policy: NodePolicy) -> str:
     """One violation as the agent reports it on the item and its status."""
     return f"policy: {item}: {violation}; not allowed on {node} by {policy.source}"
-
-
-def check_all(
-    specs: Sequence[Mapping[str, Any]], policy: NodePolicy, *, host: HostLookups | None = None
-) -> dict[str, list[str]]:
-    """Violations by item name, for the items that have any."""
-    found = {str(s.get("name")): violations(s, policy, host=host) for s in specs}
-    return {k: v for k, v in found.items() if v}

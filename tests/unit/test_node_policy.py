@@ -7,7 +7,12 @@ from typing import Any
 import pytest
 
 from schemas import check_payload
-from schemas.node_policy import PROTECTED, HostLookups, NodePolicy, as_error, normal, violations
+from schemas.node_policy import PROTECTED, HostLookups, NodePolicy, as_error, normal
+from schemas.node_policy import violations as found
+
+
+def violations(spec: dict[str, Any], policy: NodePolicy, **kw: Any) -> list[str]:
+    return [str(v) for v in found(spec, policy, **kw)]
 
 
 def box(*volumes: str, ports: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -82,9 +87,9 @@ def test_a_link_is_judged_by_where_it_leads():
 
 
 def test_ports_on_every_interface_are_refused_by_default():
-    spec = box(ports=[port(None), port("0.0.0.0"), port("::"), port("127.0.0.1"), port(None, None)])
-    found = violations(spec, DEFAULT)
-    assert [w.split("(")[1].split(")")[0] for w in found] == ["ports[0]", "ports[1]", "ports[2]", "ports[4]"]
+    spec = box(ports=[port(None), port("0.0.0.0"), port("::"), port(None, None), port("127.0.0.1")])
+    refused = violations(spec, DEFAULT)
+    assert [w.split(" on")[0] for w in refused] == ["port 8080->80/tcp"] * 3 + ["port a free port->80/tcp"]
     assert violations(spec, NodePolicy(all_interfaces=True)) == []
 
 
@@ -108,7 +113,8 @@ def test_a_process_never_runs_as_root_unless_listed():
 
 def test_errors_say_what_where_and_by_which_policy():
     p = NodePolicy(file="/etc/phrame/policy.yaml")
-    (why,) = violations(box("/etc:/etc"), p)
+    (why,) = found(box("/etc:/etc"), p)
+    assert why.path == ("volumes", 0)
     line = as_error(why, item="lab.app.0", node="n1", policy=p)
     assert line.startswith("policy: lab.app.0: bind mount of /etc (volumes[0] '/etc:/etc'): ")
     assert line.endswith("not allowed on n1 by policy file /etc/phrame/policy.yaml")
