@@ -161,7 +161,8 @@ def _mount(source: str, policy: NodePolicy, host: HostLookups) -> str | None:
                 return f"{shown} reaches {d}, which bind_mounts.deny refuses"
         for d in protected:
             if _overlaps(p, d) and not _lifted(p, d, allow):
-                return f"{shown} reaches {d}, which is protected unless bind_mounts.allow lists it"
+                what = "is protected" if p == d else f"reaches {d}, which is protected"
+                return f"{shown} {what} unless bind_mounts.allow lists it"
     return None
 
 
