@@ -133,7 +133,7 @@ def violations(
                 out.append(
                     Violation(f"bind mount of {source} (volumes[{i}] {volume!r}): {why}", ("volumes", i))
                 )
-    for i, port in enumerate(spec.get("ports") or ()):
+    for port in spec.get("ports") or ():
         if not policy.all_interfaces and port.get("host_ip") in _ALL_INTERFACES:
             host_port = port.get("host_port") or "a free port"
             published = f"{host_port}->{port.get('container_port')}/{port.get('protocol')}"
