@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 
 from phrame.config_repo.model import ConfigRepo
 from phrame.config_repo.problems import Problem
@@ -21,14 +22,15 @@ from schemas.node_policy import NodePolicy, violations
 RULE = "node-policy"
 
 
-def policies_from_statuses(statuses: Mapping[str, bytes]) -> tuple[dict[str, NodePolicy], list[str]]:
-    """Each node's policy from its status payload (node -> payload); and notes on the nodes
-    whose status says none (an agent from before the node policy, or an unreadable one)."""
+def policies_from_statuses(statuses: Mapping[str, Any]) -> tuple[dict[str, NodePolicy], list[str]]:
+    """Each node's policy from its status (node -> payload bytes, or the parsed document);
+    and notes on the nodes whose status says none (an agent from before the node policy, or
+    an unreadable status)."""
     out: dict[str, NodePolicy] = {}
     notes: list[str] = []
     for node, payload in sorted(statuses.items()):
         try:
-            doc = json.loads(payload)
+            doc = json.loads(payload) if isinstance(payload, bytes | str) else payload
             check_payload("actual-status", doc)
         except (ValueError, PayloadError) as e:
             notes.append(f"node {node}: its status is unreadable ({e}); not checked")
