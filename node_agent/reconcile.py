@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from node_agent.errors import DockerError
+from node_agent.errors import DockerError, printable
 from node_agent.executor import Executor
 from node_agent.handover import wanted
 from node_agent.models import ActionOutcome, ActualState, DesiredState, ObservedProcess, Plan, Spec
@@ -100,8 +100,8 @@ class NodeReconciler:
         out: dict[str, str] = {}
         for spec in (*desired.containers.values(), *desired.processes.values()):
             found = item_violations(spec, self.policy, node=self.node)
-            if found:
-                out[str(spec["name"])] = "; ".join(found)
+            if found:  # a hostile spec's thousand volumes make no megabyte status line
+                out[str(spec["name"])] = printable("; ".join(found))
         return out
 
     def run_pass(self, desired: DesiredState, *, dry_run: bool = False) -> PassResult:
