@@ -87,11 +87,13 @@ def review_note(
     waves: list[str] | None = None,
     placed: Sequence[Placed] = (),
     liveness: str = "",
+    refused: Sequence[dict[str, Any]] = (),
 ) -> str:
     """The review note as Markdown: errors first, then one table per node, then the staged
     rollouts' ``waves`` (:func:`rollout_waves`), then the placement preview of label-placed
     replicas (``placed``, decided with ``liveness`` as the caller knows it) — the MR note
-    body, and what ``phrame plan`` prints."""
+    body, and what ``phrame plan`` prints. ``refused``: the items the nodes' own policies
+    refuse (``node-policy`` problems), shown first: their agents will not run them."""
     where = f" into `{ref}`" if ref else ""
     lines = [REVIEW_NOTE_MARKER, f"### Phrame plan for `{commit[:12]}`{where}", ""]
     if errors:
@@ -101,6 +103,7 @@ def review_note(
             place = f"{e.get('file', '?')}:{e.get('line', 1)}:{e.get('column', 1)}"
             lines.append(f"| `{_cell(place)}` | {_cell(e.get('rule', ''))} | {_cell(e.get('message', ''))} |")
         return "\n".join(lines) + "\n"
+    lines += _refused(refused)
     if not changes:
         return (
             "\n".join([*lines, "No changes to any node.", "", *_placement(placed, liveness)]).rstrip() + "\n"
@@ -116,6 +119,23 @@ def review_note(
     if waves:
         lines += ["#### Staged rollouts", "", *waves, ""]
     return "\n".join([*lines, *_placement(placed, liveness)])
+
+
+def _refused(refused: Sequence[dict[str, Any]]) -> list[str]:
+    """The node-policy section: nothing when every node's policy allows its items."""
+    if not refused:
+        return []
+    lines = [
+        f"**{len(refused)} item(s) refused by their node's own policy: the agent will not run them** "
+        "(the node's policy file decides; a commit cannot lift it).",
+        "",
+        "| file | message |",
+        "|---|---|",
+    ]
+    for e in refused:
+        place = f"{e.get('file', '?')}:{e.get('line', 1)}:{e.get('column', 1)}"
+        lines.append(f"| `{_cell(place)}` | {_cell(e.get('message', ''))} |")
+    return [*lines, ""]
 
 
 def _placement(placed: Sequence[Placed], liveness: str) -> list[str]:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dev_stack.broker import broker_command
 from dev_stack.children import Child
 from dev_stack.credentials import password_file
+from dev_stack.node_policy import policy_path
 from dev_stack.settings import DevSettings
 from phrame.mqtt.broker_config import node_account
 
@@ -124,5 +125,7 @@ def build_children(
             "PHRAME_STATE_DIR": str(settings.agent_state(node)),
             "PHRAME_SHARED_DAEMON": "true",  # several agents on one daemon: names carry the node
         }
+        if "PHRAME_POLICY_FILE" not in env:  # the caller's own policy file wins
+            agent["PHRAME_POLICY_FILE"] = str(policy_path(settings))
         children.append(child(f"agent-{node}", _phrame("node-agent"), agent, node_account(node)))
     return which, children

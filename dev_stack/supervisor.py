@@ -22,6 +22,7 @@ from dev_stack.console import LogFollower, event_line, sync_errors
 from dev_stack.credentials import write_credentials
 from dev_stack.down import running_pid, stop_leftovers
 from dev_stack.errors import DevError
+from dev_stack.node_policy import write_policy
 from dev_stack.parts import build_children
 from dev_stack.readiness import Readiness
 from dev_stack.settings import DevSettings, taken_ports
@@ -85,6 +86,7 @@ class DevStack:
             private_dir(path)
         s.save()
         write_credentials(s)  # this start's passwords, before any part (the broker) reads them
+        write_policy(s)  # what the agents allow a commit (the sample's host process)
         if saved is not None and saved.web_port != s.web_port and (s.repo / "HEAD").exists():
             self.say(
                 f"note: the config repo was made with --web-port {saved.web_port}; the page stays "

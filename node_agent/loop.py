@@ -69,6 +69,7 @@ class Agent:
             parallelism=settings.parallelism,
             own_container_id=own_container_id,
             shared_daemon=settings.shared_daemon,
+            policy=settings.policy,
         )
         self.supervisor = supervisor
         self.stop_event = threading.Event()
@@ -120,6 +121,7 @@ class Agent:
             wall_clock=wall_clock,
             logs=LogTails(docker.logs_tail),
             read_secret=functools.partial(read_secret, settings.secrets_dir),
+            policy=settings.policy,
         )
 
     def _will(self) -> Will:
@@ -304,7 +306,9 @@ class Agent:
         self._last = (result, converged)
         if converged and desired.manifest is not None:
             self.applied = (desired.manifest.generation, desired.manifest.commit)
-        item_errors = {o.action.target: o.error for o in result.outcomes if o.error}
+        item_errors = dict(result.plan.refused) | {
+            o.action.target: o.error for o in result.outcomes if o.error
+        }
         self.reporter.note_started(started_containers(result.outcomes, result.actual))  # last_exit
         self.reporter.refresh([*stopped, *(o.action.ref for o in result.outcomes if o.action.ref)])
         try:

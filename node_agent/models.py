@@ -183,6 +183,8 @@ class Plan:
     notes: tuple[str, ...] = ()
     # item id -> Docker name of this node's desired containers (dependency waits)
     names: Mapping[str, str] = field(default_factory=dict)
+    # item id -> why the node policy keeps it from being created or started (also in errors)
+    refused: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:

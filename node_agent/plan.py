@@ -37,11 +37,14 @@ def compute_plan(
     node: str,
     own_container_id: str | None = None,
     shared_daemon: bool = False,
+    refused: Mapping[str, str] | None = None,
 ) -> Plan:
     """Return the actions that close the gap between ``desired`` and ``actual`` for ``node``.
 
     This node's containers are found by their labels; ``shared_daemon`` only decides the
-    name a new container gets (``naming.container_name``).
+    name a new container gets (``naming.container_name``). ``refused`` (item id -> why) are
+    the items the node policy does not allow: nothing is created, recreated or started for
+    them nor for what depends on them, and what of them already exists is left as it is.
     """
     complete = desired.is_complete  # on what was received: a handed-over container stays listed
     desired = wanted(desired, actual)
@@ -72,6 +75,9 @@ def compute_plan(
         elif seen_proc.digest != spec["digest"]:
             items.append(Action(Op.RESTART_PROCESS, pid, "digest changed", spec, deps))
 
+    held = _refused(items, refused or {})
+    errors += sorted(held.values())
+    items = [a for a in items if a.target not in held]
     pulls = _pulls(a for a in items if a.op in (Op.CREATE, Op.RECREATE))
     pending: list[str] = []
     removals = _removals(desired, actual, mine, extra, own_container_id, pending, complete)
@@ -89,7 +95,28 @@ def compute_plan(
         pending=tuple(pending + nets.pending),
         notes=tuple(nets.notes),
         names=names,
+        refused=held,
     )
+
+
+def _refused(items: list[Action], refused: Mapping[str, str]) -> dict[str, str]:
+    """``refused`` (reported even when nothing was to be done: an item that runs from before
+    the policy is left running, and said to be refused), and the items to act on that
+    depend on one of them."""
+    held = dict(refused)
+    blocked = set(refused)
+    while True:
+        more = {
+            a.target: f"{a.target} waits for {d}, which the node policy refuses"
+            for a in items
+            if a.target not in held
+            for d in a.depends_on
+            if d in blocked
+        }
+        if not more:
+            return held
+        held |= more
+        blocked |= set(more)
 
 
 def _mine(

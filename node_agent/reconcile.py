@@ -11,13 +11,15 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from node_agent.errors import DockerError
+from node_agent.errors import DockerError, printable
 from node_agent.executor import Executor
 from node_agent.handover import wanted
 from node_agent.models import ActionOutcome, ActualState, DesiredState, ObservedProcess, Plan, Spec
 from node_agent.networks import split_duplicates
 from node_agent.plan import compute_plan
+from node_agent.policy import item_violations
 from node_agent.ports import ObservableRuntime
+from schemas.node_policy import NodePolicy
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +66,12 @@ class NodeReconciler:
         own_container_id: str | None = None,
         ready_timeout: float = 120.0,
         shared_daemon: bool = False,
+        policy: NodePolicy | None = None,
     ) -> None:
+        """``policy``: the node's policy (``AgentSettings.policy``); None checks nothing, for
+        tests and benchmarks of other things: every entry point of the agent passes one."""
         self.node = node
+        self.policy = policy
         self.shared_daemon = shared_daemon  # container names carry the node (naming.py)
         self._said: set[str] = set()  # notes already logged
         self.docker = docker
@@ -87,6 +93,17 @@ class NodeReconciler:
         processes = self.supervisor.check() if self.supervisor else {}
         return ActualState(containers, networks, processes, duplicates)
 
+    def refused(self, desired: DesiredState) -> dict[str, str]:
+        """The desired containers and processes the node policy does not allow: item -> why."""
+        if self.policy is None:
+            return {}
+        out: dict[str, str] = {}
+        for spec in (*desired.containers.values(), *desired.processes.values()):
+            found = item_violations(spec, self.policy, node=self.node)
+            if found:  # a hostile spec's thousand volumes make no megabyte status line
+                out[str(spec["name"])] = printable("; ".join(found))
+        return out
+
     def run_pass(self, desired: DesiredState, *, dry_run: bool = False) -> PassResult:
         actual = self.observe()
         plan = compute_plan(
@@ -95,6 +112,7 @@ class NodeReconciler:
             node=self.node,
             own_container_id=self.own_container_id,
             shared_daemon=self.shared_daemon,
+            refused=self.refused(desired),
         )
         for error in plan.errors:
             log.warning("node %s: %s", self.node, error)

@@ -20,6 +20,7 @@ from node_agent.models import NODE, ActualState, Clock, DesiredState, ObservedCo
 from node_agent.restarts import RestartLog
 from schemas import Topics, canonical_json, check_payload
 from schemas.container_exits import docker_time
+from schemas.node_policy import NodePolicy
 
 AGENT_VERSION = "0.1.0"
 Inspect = Callable[[str], Mapping[str, Any]]
@@ -94,9 +95,12 @@ class ActualReporter:
         wall_clock: Clock = time.time,
         logs: LogTails | None = None,
         read_secret: Callable[[str], str] | None = None,
+        policy: NodePolicy | None = None,
     ) -> None:
         """``logs``: failing containers' log tails go with their reports (``read_secret``
-        reads a ``{file: NAME}`` env value, to mask it in them)."""
+        reads a ``{file: NAME}`` env value, to mask it in them); ``policy``: the node policy,
+        told in every status so reviews can check a commit against it."""
+        self.policy = policy
         self.publisher = publisher
         self.wall_clock = wall_clock  # the heartbeat's ts
         self.topics = topics
@@ -230,7 +234,7 @@ class ActualReporter:
         errors: list[str] | None = None,
     ) -> bool:
         """``applied`` is the (generation, commit) of the last manifest fully converged."""
-        doc = {
+        doc: dict[str, Any] = {
             "state": state,
             "agent": AGENT_VERSION,
             "generation": applied[0] if applied else None,
@@ -238,6 +242,8 @@ class ActualReporter:
             "converged": converged,
             "errors": errors or [],
         }
+        if self.policy is not None:
+            doc["policy"] = self.policy.to_doc()
         return self._send(self.topics.status(self.node), "actual-status", doc)
 
     def status_bytes(self, state: str) -> bytes:

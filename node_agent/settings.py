@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from node_agent.errors import SettingsError
+from node_agent.policy import read_policy
 from node_agent.secret_files import DEFAULT_SECRETS_DIR
 from phrame.settings import EnvReader
 from phrame.settings.metrics_listen import Listen, read_listen
+from schemas.node_policy import NodePolicy
 
 DEFAULT_STATE_DIR = "/var/lib/phrame"
 
@@ -40,6 +42,9 @@ class AgentSettings:
     secrets_dir: Path = DEFAULT_SECRETS_DIR
     metrics_listen: Listen | None = None  # PHRAME_METRICS_LISTEN host:port; None: no listener
     command_max_age_s: float = 60.0  # a restart command whose ts is further from now is dropped
+    # what desired items may ask of this host (PHRAME_POLICY_FILE; node_agent/policy.py). The
+    # default here is the policy of a node without a file; from_env always reads the file
+    policy: NodePolicy = field(default_factory=NodePolicy)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
@@ -51,12 +56,14 @@ class AgentSettings:
                 "PHRAME_REGISTRY_USERNAME/PASSWORD are set but PHRAME_REGISTRY_URL is not: "
                 "set it to the registry (host[:port]) the credentials are for"
             )
+        state_dir = r.path("PHRAME_STATE_DIR", DEFAULT_STATE_DIR) or Path(DEFAULT_STATE_DIR)
+        secrets_dir = r.path("PHRAME_SECRETS_DIR", str(DEFAULT_SECRETS_DIR)) or DEFAULT_SECRETS_DIR
         return cls(
             node=r.text("PHRAME_NODE_NAME") or socket.gethostname().split(".")[0].lower(),
             heartbeat_s=r.number("PHRAME_HEARTBEAT_S", 5.0, minimum=0.1),
             resync_s=r.number("PHRAME_RESYNC_S", 30.0, minimum=0.1),
             parallelism=r.integer("PHRAME_PARALLELISM", 4, minimum=1),
-            state_dir=r.path("PHRAME_STATE_DIR", DEFAULT_STATE_DIR) or Path(DEFAULT_STATE_DIR),
+            state_dir=state_dir,
             registry_url=registry_url,
             registry_username=username,
             registry_password=password,
@@ -65,9 +72,10 @@ class AgentSettings:
             stop_timeout_s=r.integer("PHRAME_STOP_TIMEOUT_S", 10),
             max_payload_bytes=r.integer("PHRAME_MAX_PAYLOAD_BYTES", 1024 * 1024, minimum=1024),
             shared_daemon=r.flag("PHRAME_SHARED_DAEMON", False),
-            secrets_dir=r.path("PHRAME_SECRETS_DIR", str(DEFAULT_SECRETS_DIR)) or DEFAULT_SECRETS_DIR,
+            secrets_dir=secrets_dir,
             metrics_listen=read_listen(r, error=SettingsError),
             command_max_age_s=r.number("PHRAME_COMMAND_MAX_AGE_S", 60.0, minimum=1.0),
+            policy=read_policy(r.path("PHRAME_POLICY_FILE", None), guarding=(state_dir, secrets_dir)),
         )
 
     @property

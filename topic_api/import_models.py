@@ -28,6 +28,12 @@ class Unsupported(TypedDict):
     reason: str
 
 
+class Dangerous(TypedDict):
+    service: str
+    key: str
+    reason: str
+
+
 class Validation(TypedDict):
     valid: bool
     scope: Literal["repository", "files"]
@@ -48,6 +54,13 @@ class ComposeImport(TypedDict):
     ]
     kept: Annotated[list[str], Doc("files left as the tracked head has them (an existing environment.yaml)")]
     unsupported: list[Unsupported]
+    dangerous: Annotated[
+        list[Dangerous],
+        Doc(
+            "settings kept that give a service power over its host (a host bind mount, the Docker "
+            "socket, a port on every interface, root): an agent runs them only where its node policy allows"
+        ),
+    ]
     validation: Validation
     dry_run: bool
     branch: str | None

@@ -28,6 +28,7 @@ from config_sync.review_note import item_changes, review_note, rollout_waves
 from config_sync.rollouts.controller import RolloutController
 from phrame.actual.health import Replica
 from phrame.config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
+from phrame.config_repo.node_policies import policies_from_statuses, policy_problems
 from phrame.config_repo.update_policy import policies
 from phrame.git import GitError, RefMissing
 from phrame.gitlab import GitLabError
@@ -280,16 +281,37 @@ class Syncer:
         self._report_validation(sha, errors, source_branch)
         changes, liveness = [], ""
         placed: list[Placed] = []
+        refused: list[dict[str, Any]] = []
         if new.rendered is not None:
             changes = item_changes(old.rendered or {}, new.rendered, self.topics)
             placed, liveness = self._placement_preview(sha)
+            refused = self._refused_by_nodes(sha)
         waves = rollout_waves(changes, new.policies)
         body = review_note(
-            changes, errors, commit=sha, ref=target_ref, waves=waves, placed=placed, liveness=liveness
+            changes,
+            errors,
+            commit=sha,
+            ref=target_ref,
+            waves=waves,
+            placed=placed,
+            liveness=liveness,
+            refused=refused,
         )
         self.reporter.upsert_review_note(mr_iid, body)
         log.info("reviewed !%d at %s: %d change(s), %d error(s)", mr_iid, sha[:12], len(changes), len(errors))
         return body
+
+    def _refused_by_nodes(self, sha: str) -> list[dict[str, Any]]:
+        """The items of a valid ``sha`` that the nodes' own policies (as their statuses, heard
+        by this config-sync, report them) refuse: ``node-policy`` problems."""
+        if self.deployer is None:
+            return []
+        policies, _ = policies_from_statuses(self.deployer.view.statuses())
+        if not policies:
+            return []
+        repo, problems = self.git.load(sha, cache=self.read_cache)
+        validate(repo, problems, cache=self.read_cache)
+        return [p.to_dict() for p in policy_problems(repo, render(repo, commit=sha), policies)]
 
     def _placement_preview(self, sha: str) -> tuple[list[Placed], str]:
         """Where placement would put the replicas ``sha`` adds or moves, with the nodes this

@@ -44,7 +44,8 @@ def _type(prop: dict[str, Any]) -> str:
     if "const" in prop:
         return f"`{json.dumps(prop['const'])}`"
     if "$ref" in prop:
-        return prop["$ref"].rsplit("/", 1)[-1]
+        target = prop["$ref"].rsplit("/", 1)[-1]
+        return f"object (`{target}`)" if target.endswith(".schema.json") else target
     for key in ("oneOf", "anyOf"):
         if key in prop:
             return " or ".join(_type(p) for p in prop[key])

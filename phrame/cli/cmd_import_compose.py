@@ -77,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"unsupported ({len(result.unsupported)}):" if result.unsupported else "unsupported: none")
     for u in result.unsupported:
         print(f"  {u.format()}")
+    # kept, but each gives a service power over its host: a node's policy may refuse it
+    print(f"dangerous, kept ({len(result.dangerous)}):" if result.dangerous else "dangerous: none")
+    for d in result.dangerous:
+        print(f"  {d.format()}")
     return _validate(repo)
 
 

@@ -151,6 +151,7 @@ def _run_once(settings: AgentSettings, args: argparse.Namespace) -> int:
         parallelism=settings.parallelism,
         own_container_id=docker.find_own_container(),
         shared_daemon=settings.shared_daemon,
+        policy=settings.policy,
     )
     desired = store.snapshot()
     start = time.monotonic()

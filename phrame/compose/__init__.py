@@ -10,6 +10,6 @@ from __future__ import annotations
 
 from phrame.compose.exporting.node_file import export_node
 from phrame.compose.importing.compose_file import import_compose
-from phrame.compose.models import ComposeError, ImportResult, Unsupported
+from phrame.compose.models import ComposeError, Dangerous, ImportResult, Unsupported
 
-__all__ = ["ComposeError", "ImportResult", "Unsupported", "export_node", "import_compose"]
+__all__ = ["ComposeError", "Dangerous", "ImportResult", "Unsupported", "export_node", "import_compose"]

@@ -27,7 +27,22 @@ class Unsupported:
         return f"{where}{self.key}: {self.reason}"
 
 
+@dataclass(frozen=True)
+class Dangerous:
+    """A setting the import keeps that gives the service power over its host (a bind mount
+    of a host path, a port on every interface, root): for the reviewer, and for the node
+    policy, which refuses it unless the node allows it."""
+
+    service: str
+    key: str
+    reason: str
+
+    def format(self) -> str:
+        return f"{self.service}: {self.key}: {self.reason}"
+
+
 @dataclass
 class ImportResult:
     files: dict[str, str] = field(default_factory=dict)  # repo-relative path -> YAML text
     unsupported: list[Unsupported] = field(default_factory=list)
+    dangerous: list[Dangerous] = field(default_factory=list)

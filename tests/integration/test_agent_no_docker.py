@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import agent_support as spec
-from tests.support.agent_support import ActualWatcher, AgentProcess
+from tests.support.agent_support import ActualWatcher, AgentProcess, open_policy_file
 from tests.support.mosquitto import Mosquitto
 
 
@@ -48,6 +48,7 @@ def test_without_a_daemon_processes_run_and_containers_are_errors(
         "PHRAME_DESIRED_MQTT_URL": mosquitto.url,
         "PHRAME_HEARTBEAT_S": "0.5",
         "PHRAME_RESYNC_S": "1",
+        "PHRAME_POLICY_FILE": open_policy_file(tmp_path),
     }
     agent = AgentProcess(env, str(tmp_path / "agent.log"))
     try:

@@ -14,7 +14,7 @@ import docker
 import pytest
 
 from phrame.compose import export_node, import_compose
-from tests.support.agent_support import AgentEnv
+from tests.support.agent_support import OPEN_POLICY, AgentEnv
 from tests.support.compose_cli import compose, remove_project
 from tests.support.compose_repo import new_repo, topics, write
 from tests.support.docker import TEST_LABEL
@@ -116,9 +116,11 @@ def test_the_agent_and_docker_compose_run_the_same_containers(
     secrets = tmp_path / "secrets"
     secrets.mkdir(mode=0o700)
     (secrets / "GREETING").write_text("hello\n")
+    policy = tmp_path / "hostname-policy.yaml"  # the app reads the host's name: a node that allows it
+    policy.write_text(OPEN_POLICY + "bind_mounts: {allow: [/etc/hostname]}\n")
     agent = subprocess.run(
         [sys.executable, "-m", "phrame", "node-agent", "--once", "--json", "--desired", str(tmp_path / "desired.json")],
-        env=env.process_env(str(tmp_path / "state"), PHRAME_SECRETS_DIR=str(secrets)),
+        env=env.process_env(str(tmp_path / "state"), PHRAME_SECRETS_DIR=str(secrets), PHRAME_POLICY_FILE=str(policy)),
         capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert agent.returncode == 0, agent.stdout + agent.stderr

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import waiting
+from tests.support.agent_support import open_policy_file
 from tests.support.services import free_port, require_binary
 
 
@@ -45,7 +46,9 @@ def test_a_taken_port_is_a_clear_error_before_anything_starts(tmp_path: Path):
             capture_output=True,
             text=True,
             timeout=60,
-            env=clean_env(DOCKER_HOST=f"unix://{tmp_path}/none.sock"),
+            env=clean_env(
+                DOCKER_HOST=f"unix://{tmp_path}/none.sock", PHRAME_POLICY_FILE=open_policy_file(tmp_path)
+            ),
         )
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"port {port} on 127.0.0.1 is already in use: --broker-port (the broker)" in done.stderr
@@ -66,7 +69,9 @@ def test_without_docker_the_stack_runs_processes_restarts_a_crash_and_stops_in_o
             argv,
             stdout=sink,
             stderr=subprocess.STDOUT,
-            env=clean_env(DOCKER_HOST=f"unix://{tmp_path}/none.sock"),
+            env=clean_env(
+                DOCKER_HOST=f"unix://{tmp_path}/none.sock", PHRAME_POLICY_FILE=open_policy_file(tmp_path)
+            ),
         )
     try:
         wait_for(lambda: "ready in" in out.read_text(), "the ready banner", out)

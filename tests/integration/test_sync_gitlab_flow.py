@@ -22,6 +22,7 @@ import responses
 from config_sync.reporting import GitLabReporter
 from config_sync.service import ConfigSync
 from schemas import Topics
+from schemas.node_policy import NodePolicy
 from tests.integration.test_sync_app import Running, serving
 from tests.integration.test_sync_deploy import converged_on
 from tests.integration.test_sync_publishing import carried, cli_render, without_sync
@@ -310,3 +311,31 @@ def test_merge_request_plan_previews_placement_with_the_nodes_config_sync_hears(
     assert "#### Placement preview" in body and "(not online now: edge-01)" in body
     (row,) = [line for line in body.splitlines() if "`mixer.2`" in line]
     assert row.startswith("| studio-a | `mixer.2` | — | **unassigned** |") and "edge-01" in row, row
+
+
+def test_merge_request_plan_flags_items_a_node_policy_refuses(
+    gitlab_running: tuple[Running, CannedGitLab], mosquitto: Mosquitto
+) -> None:
+    """core-01's agent reports a policy allowing no host bind mount: the plan of a merge
+    request names ``tams`` (it mounts /srv/tams and /etc/phrame/tams) and ``egress`` at their
+    files' lines."""
+    running, gitlab = gitlab_running
+    status = {"state": "online", "agent": "0.1.0", "errors": []}
+    status["policy"] = NodePolicy(file="/etc/phrame/policy.yaml").to_doc()
+    topic = Topics().status("core-01")
+    with reader(mosquitto.url, "fake-agent-policy") as agent:
+        agent.publish_batch([(topic, json.dumps(status).encode())])
+        try:
+            view = running.service.view
+            assert eventually(lambda: "policy" in (view.statuses().get("core-01") or {}))
+            mixer = "environments/studio-a/services/mixer.yaml"
+            text = (SAMPLE / mixer).read_text().replace("replicas: 2", "replicas: 3")
+            running.remote.commit("three mixers", branch="feature/x", files={mixer: text})
+            assert running.post("merge-request-open.json").status_code == 202
+            running.idle()
+        finally:
+            agent.publish_batch([(topic, None)])  # the shared broker: no policy left for other tests
+    body = gitlab.notes[0]["body"]
+    assert "**3 item(s) refused by their node's own policy: the agent will not run them**" in body, body
+    (row,) = [line for line in body.splitlines() if "tams.yaml:12:" in line]
+    assert "studio-a.tams.0: bind mount of /srv/tams" in row and "not allowed on node core-01" in row, row

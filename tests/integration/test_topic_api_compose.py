@@ -147,6 +147,17 @@ def test_a_dry_run_or_a_refused_import_writes_nothing(stack: ApiStack, remote: C
     assert dry.status_code == 200, dry.text
     assert dry.json()["branch"] is None and dry.json()["dry_run"] is True
     assert set(dry.json()["files"]) >= {"environments/dryshop/environment.yaml"}
+    # the security review's file: every setting it keeps that is worth root is listed
+    hostile = "services:\n  app:\n    image: busybox\n    privileged: true\n    volumes: ['/:/host', "
+    hostile += "'/var/run/docker.sock:/var/run/docker.sock']\n    ports: ['2375:2375']\n"
+    risky = post(stack, hostile, env="dryshop", node="core-01", dry_run="true")
+    assert risky.status_code == 200, risky.text
+    assert [(d["service"], d["key"]) for d in risky.json()["dangerous"]] == [
+        ("app", "volumes[0]"),
+        ("app", "volumes[1]"),
+        ("app", "ports[0]"),
+    ]
+    assert [u["key"] for u in risky.json()["unsupported"]] == ["privileged"]
     bad = post(stack, "services:\n  web:\n    image: nginx\n   ports: [80]\n", env="shop")
     assert bad.status_code == 400, bad.text
     assert bad.json()["error"].startswith("compose file:4:"), bad.text

@@ -29,6 +29,19 @@ from tests.support.docker import TEST_LABEL
 from tests.support.waiting import wait_for
 
 COMMIT = "0" * 40
+# the node policy of agents in tests of other things (processes as root among them); the
+# policy itself is tested in tests/integration/test_agent_policy.py
+OPEN_POLICY = """\
+processes: {allowed: true, users: [root, nobody]}
+ports: {all_interfaces: true}
+"""
+
+
+def open_policy_file(folder: Path) -> str:
+    """A policy file in ``folder`` allowing what tests of other things ask of the host."""
+    path = folder / "policy.yaml"
+    path.write_text(OPEN_POLICY)
+    return str(path)
 
 
 def restart_payload(*, ts: float | None = None, command_id: str | None = None) -> bytes:
@@ -206,6 +219,7 @@ class AgentEnv:
             PHRAME_STOP_TIMEOUT_S="1",
             PHRAME_HEARTBEAT_S="0.5",
             PHRAME_RESYNC_S="1",
+            PHRAME_POLICY_FILE=open_policy_file(Path(state_dir).parent),
         )
         env.update(extra)
         return env

@@ -26,6 +26,7 @@ from typing import Any
 from dev_stack.credentials import PERSON_ACCOUNT, mosquitto_hash
 from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings
 from phrame.mqtt.broker_config import node_account, node_acl
+from tests.support.agent_support import open_policy_file
 from tests.support.services import free_port
 from tests.support.waiting import wait_for
 
@@ -58,7 +59,8 @@ class DevStackProcess:
         self._lock = threading.Lock()
         self.mqtt: MqttClient | None = None
         self.child_env = {k: v for k, v in os.environ.items() if not k.startswith("PHRAME_")}
-        self.child_env |= FAST | (env or {})
+        # the sample runs a host process, as root where the tests run as root: a node policy allowing it
+        self.child_env |= FAST | {"PHRAME_POLICY_FILE": open_policy_file(root)} | (env or {})
         self.node_count = nodes
         self._out = open(self.output, "ab")  # noqa: SIM115 -- closed in close()
         self.start()

@@ -233,3 +233,26 @@ def test_the_topic_api_proposes_compose_imports_to_the_dev_repository(tmp_path: 
     assert [by_name["config-sync"].get(k) for k in keys] == api
     assert [by_name["placement"].get(k) for k in keys] == api
     assert by_name["topic-api"]["PHRAME_STATE_DIR"] == str(settings.state_dir)
+
+
+def test_the_agents_take_the_stacks_policy_which_lets_the_sample_run_and_nothing_more(tmp_path: Path):
+    """Without a policy file, host processes are off: the stack writes its own, allowing the
+    quickstart's host process as the user who started it, and no host mounts."""
+    from dev_stack.node_policy import policy_text, write_policy
+    from node_agent.policy import read_policy
+
+    settings = DevSettings(
+        tmp_path, nodes=("dev-1",), broker_port=2883, listen="127.0.0.1:9080", api_port=9090
+    )
+    written = write_policy(settings)
+    assert written.stat().st_mode & 0o777 == 0o600
+    _which, children = build_children(settings, {"PATH": "/bin"})
+    (agent,) = [c for c in children if c.name == "agent-dev-1"]
+    assert agent.env["PHRAME_POLICY_FILE"] == str(written)
+    policy = read_policy(written)
+    assert policy.processes and policy.allow == () and not policy.all_interfaces
+    assert policy.users is not None and len(policy.users) == 1  # its starter alone
+    _which, children = build_children(settings, {"PATH": "/bin", "PHRAME_POLICY_FILE": "/etc/mine.yaml"})
+    (agent,) = [c for c in children if c.name == "agent-dev-1"]
+    assert agent.env["PHRAME_POLICY_FILE"] == "/etc/mine.yaml"  # the caller's own wins
+    assert "users: [alice]" in policy_text("alice")

@@ -63,6 +63,9 @@ class Draft:
     def unsupported_lines(self) -> list[str]:
         return [u.format() for u in self.result.unsupported]
 
+    def dangerous_lines(self) -> list[str]:
+        return [d.format() for d in self.result.dangerous]
+
     def commit_message(self, files: list[str]) -> str:
         lines = [self.title, "", "Files:", *(f"  {f}" for f in sorted(files))]
         if self.result.unsupported:
@@ -71,6 +74,8 @@ class Draft:
                 "Not carried (no phrame equivalent):",
                 *(f"  {u}" for u in self.unsupported_lines()),
             ]
+        if self.result.dangerous:
+            lines += ["", "Kept, with power over the host:", *(f"  {d}" for d in self.dangerous_lines())]
         return "\n".join([*lines, "", "Imported-By: phrame topic-api (POST /api/import/compose)", ""])
 
     def description(self, files: list[str], validation: str) -> str:
@@ -85,6 +90,8 @@ class Draft:
             "**Compose features with no phrame equivalent (not carried)**",
         ]
         out += [f"- {u}" for u in self.unsupported_lines()] or ["- none"]
+        out += ["", "**Kept, with power over the host (a node runs them only where its policy allows)**"]
+        out += [f"- {d}" for d in self.dangerous_lines()] or ["- none"]
         return "\n".join([*out, "", f"**Validation**: {validation}", ""])
 
 
@@ -111,6 +118,9 @@ class Proposal:
             "unsupported": [
                 {"service": u.service, "key": u.key, "reason": u.reason}
                 for u in self.draft.result.unsupported
+            ],
+            "dangerous": [
+                {"service": d.service, "key": d.key, "reason": d.reason} for d in self.draft.result.dangerous
             ],
             "validation": {
                 "valid": True,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from phrame.compose.importing.dangerous import dangerous_settings
 from phrame.compose.importing.service import ServiceImport
 from phrame.compose.importing.text import Context
 from phrame.compose.importing.top import network_file, volume_names
@@ -132,6 +133,7 @@ def import_compose(text: str, *, env: str, node: str | None = None) -> ImportRes
             del spec["networks"]
         used.update(spec.get("networks", []))
         body = {"name": phrame, **spec}
+        result.dangerous.extend(dangerous_settings(name, body))
         if node is not None:
             body["placement"] = {"node": node}
             _one_binding(name, body, result)
