@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from config_sync.deploys.history import DeployHistory
@@ -31,12 +31,13 @@ from config_sync.deploys.records import DeployRecord
 from config_sync.deploys.verdict import failure, is_converged, waiting_for, waiting_text
 from config_sync.reporting import CommitReporter
 from phrame.actual import ActualView, Change
-from phrame.actual.health import HEALTHY, Health, NodeSeen, Replica, assess
+from phrame.actual.health import DEGRADED, FAILED, HEALTHY, PROGRESSING, Health, NodeSeen, Replica, assess
 from phrame.gitlab import GitLabError
 from schemas import PayloadError, Topics, check_payload, load_json
 
 log = logging.getLogger(__name__)
 NAME = "phrame/deploy"
+MAX_FAILING = 1000  # deployments whose failure is being held, remembered
 
 
 @dataclass
@@ -69,9 +70,13 @@ class DeployWatcher:
         settle_s: float = 0.0,
     ) -> None:
         """``settle_s``: how long a replica must have run (healthy, without a restart) on
-        config-sync's clock to count as healthy, so a crash loop shows before ``success``."""
+        config-sync's clock to count as healthy, so a crash loop shows before ``success``;
+        and how long a failure must hold before it fails the deployment, so what the agent
+        mends on its own (a dependency still starting after a daemon restart) does not."""
         self.reporter, self.topics, self.timeout_s = reporter, topics, timeout_s
         self.clock, self.tick_s, self.wall, self.settle_s = clock, tick_s, wall, settle_s
+        # (commit, its nodes) -> since when it has been failed or degraded (view's clock)
+        self._failing_since: dict[tuple[str, frozenset[str]], float] = {}
         # the service hands in its one view; alone (tests), the watcher keeps its own
         self.view = view or ActualView(topics, timeout_s=node_timeout_s, clock=clock, wall=wall)
         self.view.listen(self.on_change)
@@ -170,7 +175,7 @@ class DeployWatcher:
                     unassigned[f"{env}.{u['replica']}" if u["replica"].count(".") < 2 else u["replica"]] = (
                         str(u.get("reason", ""))
                     )
-        return assess(
+        health = assess(
             replicas,
             seen,
             reports,
@@ -178,6 +183,26 @@ class DeployWatcher:
             unassigned=unassigned,
             rollouts=rollouts or (),
             settled=settled,
+        )
+        return self._held(health, (commit, frozenset(nodes) | {r.replica for r in replicas}), now)
+
+    def _held(self, health: Health, key: tuple[str, frozenset[str]], now: float) -> Health:
+        """``health``, but a failure only once it held for ``settle_s`` (until then the
+        deployment is progressing, the failure its reason); cleared, the count starts over."""
+        if health.state not in (FAILED, DEGRADED):
+            with self._cond:
+                self._failing_since.pop(key, None)
+            return health
+        with self._cond:
+            since = self._failing_since.setdefault(key, now)
+            if len(self._failing_since) > MAX_FAILING:  # deployments come and go: the oldest goes
+                del self._failing_since[next(iter(self._failing_since))]
+        if now - since >= self.settle_s:
+            return health
+        held = f"for {now - since:.1f} s of {self.settle_s:g}"
+        return Health(
+            PROGRESSING,
+            tuple(replace(r, reason=f"{r.reason} ({health.state} {held})") for r in health.reasons),
         )
 
     def record_health(self, env: str, record: DeployRecord, rollouts: list[dict[str, Any]]) -> Health:

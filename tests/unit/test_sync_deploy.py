@@ -297,3 +297,30 @@ def test_the_will_or_a_retained_stale_heartbeat_is_offline_at_once() -> None:
     watcher.watch("main", SHA, {"edge-01": 1, "edge-02": 1, "core-01": 1})
     assert deploys(reporter) == [("a", "running", "waiting for core-01, edge-01 (offline: no heartbeat for 90 s), "
                                   "edge-02 (offline: its status says offline)")]  # fmt: skip
+
+
+def test_a_failure_fails_the_deployment_only_once_it_held_for_the_settle_time() -> None:
+    """What the agent mends on its own (a dependency still starting after its Docker daemon
+    restarted) must not fail a deployment for good: a failure counts once it held for
+    ``settle_s``; until then the deployment is progressing, the failure named in its reason."""
+    reporter, clock = LocalReporter(), Clock()
+    watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock, settle_s=5)
+    watcher.watch("main", SHA, {"edge-01": 1})
+    clock.now += 1
+    watcher.view.on_message(
+        status("edge-01", commit=OLD, converged=False, errors=["dependency db.0 is not ready"])
+    )
+    watcher.check()
+    assert deploys(reporter)[-1][1] == "running"
+    health = watcher.health_of(SHA, {"edge-01": 1}, since=0.0)
+    assert health.state == "progressing" and health.reasons[0].reason.endswith("(failed for 0.0 s of 5)")
+    clock.now += 3
+    watcher.view.on_message(status("edge-01", commit=OLD, converged=False, errors=[]))  # mended
+    watcher.check()
+    clock.now += 3
+    watcher.view.on_message(status("edge-01", commit=OLD, converged=False, errors=["port 9200 in use"]))
+    watcher.check()
+    assert deploys(reporter)[-1][1] == "running"  # the count started over
+    clock.now += 5
+    watcher.check()
+    assert deploys(reporter)[-1] == ("a", "failed", "edge-01: port 9200 in use")
