@@ -94,12 +94,7 @@ def routes(ctx: ApiContext, target: ImportTarget | None) -> dict[str, Any]:
     )
     async def import_(request: Request) -> Response:
         target = request.query_params.get("env") or "?"
-        granted = await ctx.grant_write(request, "admin", "import", target)
-        if isinstance(granted, Response):
-            return granted
-        answer = await _import(request)
-        await ctx.record(granted, "import", target, answer.status_code)
-        return answer
+        return await ctx.audited(request, "admin", "import", target, lambda: _import(request))
 
     async def _import(request: Request) -> Response:
         limit, timeout_s = settings.max_body_bytes, settings.http.body_timeout_s

@@ -9,6 +9,7 @@ is audited with its holder's name.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -99,6 +100,17 @@ class ApiContext:
         if decided.status == 403:
             await self.record(decided, action, target, 403)
         return self._refusal(request, decided)
+
+    async def audited(
+        self, request: Request, scope: str, action: str, target: str, write: Callable[[], Awaitable[Response]]
+    ) -> Response:
+        """``write`` for a holder of ``scope``, its answer recorded in the audit list."""
+        granted = await self.grant_write(request, scope, action, target)
+        if isinstance(granted, Response):
+            return granted
+        answer = await write()
+        await self.record(granted, action, target, answer.status_code)
+        return answer
 
     async def record(self, decided: Access, action: str, target: str, status: int, **extra: Any) -> None:
         """Audit one write (in a worker thread: publishing waits for the broker's PUBACK)."""

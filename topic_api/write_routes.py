@@ -63,12 +63,7 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
     )
     async def kv_put(request: Request) -> Response:
         topic = request.path_params["topic"]
-        granted = await ctx.grant_write(request, "admin", "kv-put", topic)
-        if isinstance(granted, Response):
-            return granted
-        answer = await _kv_put(request, topic)
-        await ctx.record(granted, "kv-put", topic, answer.status_code)
-        return answer
+        return await ctx.audited(request, "admin", "kv-put", topic, lambda: _kv_put(request, topic))
 
     async def _kv_put(request: Request, topic: str) -> Response:
         limit, timeout_s = settings.max_body_bytes, settings.http.body_timeout_s
@@ -89,18 +84,15 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
     @operation("clear a retained value", Json("cleared", models.KvDeleted), access="write", errors=(400, 403))
     async def kv_del(request: Request) -> Response:
         topic = request.path_params["topic"]
-        granted = await ctx.grant_write(request, "admin", "kv-delete", topic)
-        if isinstance(granted, Response):
-            return granted
+        return await ctx.audited(request, "admin", "kv-delete", topic, lambda: _kv_del(topic))
+
+    async def _kv_del(topic: str) -> Response:
         try:
             kv_delete(topic, prefixes=settings.allowed_prefixes)
         except WriteRefused as e:
-            answer = _refused(ctx, e)
-        else:
-            failed = await _publish(ctx, topic, None, retain=True)
-            answer = failed or ApiJSON(models.KvDeleted(topic=topic, deleted=True))
-        await ctx.record(granted, "kv-delete", topic, answer.status_code)
-        return answer
+            return _refused(ctx, e)
+        failed = await _publish(ctx, topic, None, retain=True)
+        return failed or ApiJSON(models.KvDeleted(topic=topic, deleted=True))
 
     @operation(
         "ask the node's agent to restart a container (not retained)",
@@ -112,12 +104,7 @@ def routes(ctx: ApiContext) -> dict[str, Any]:
     async def restart(request: Request) -> Response:
         node, item_id = request.path_params["node"], request.path_params["id"]
         target = f"{node}/{item_id}"
-        granted = await ctx.grant_write(request, "deploy", "restart", target)
-        if isinstance(granted, Response):
-            return granted
-        answer = await _restart(node, item_id)
-        await ctx.record(granted, "restart", target, answer.status_code)
-        return answer
+        return await ctx.audited(request, "deploy", "restart", target, lambda: _restart(node, item_id))
 
     async def _restart(node: str, item_id: str) -> Response:
         if node not in ctx.state.node_names():
