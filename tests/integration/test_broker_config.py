@@ -176,6 +176,12 @@ def test_websocket_over_tls_with_the_same_acl(broker: SecureBroker, clients: lis
 
 
 def test_mqtt_311_fallback_gets_the_same_acl(broker: SecureBroker, clients: list) -> None:
+    # its own retained topics: the module's broker is shared, and the tests run in any order
+    sync = connect(clients, broker.settings("config-sync"), "config-sync-v311")
+    sync.publish_batch([
+        ("phrame/desired/nodes/edge-01/manifest", b'{"n": 1}'),
+        ("phrame/desired/nodes/edge-02/manifest", b'{"n": 2}'),
+    ])  # fmt: skip
     agent = connect(clients, broker.settings("node-edge-01", protocol="3.1.1"), "agent-edge-01-v311")
     got = agent.collect_retained("phrame/desired/#")
     assert set(got) <= {"phrame/desired/nodes/edge-01/manifest", "phrame/desired/nodes/edge-01/x"}
