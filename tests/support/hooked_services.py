@@ -40,7 +40,10 @@ class FilePause:
     def __call__(self) -> None:
         if not self.path.exists():
             return
-        self.reached.write_text(str(os.getpid()))
+        # whole or not at all: a reader that sees the file sees the pid (write, then rename)
+        partial = self.reached.with_name(self.reached.name + ".part")
+        partial.write_text(str(os.getpid()))
+        os.replace(partial, self.reached)
         while self.path.exists():  # the process waiting here is the subject, not a test
             time.sleep(POLL_S)
 
