@@ -20,6 +20,7 @@ from phrame.config_repo.model import ConfigRepo
 from phrame.config_repo.node_policies import policies_from_statuses, policy_problems
 from phrame.config_repo.problems import Problem
 from phrame.config_repo.render import render
+from phrame.settings import EnvReader
 from schemas import Topics
 
 BROKER_TIMEOUT_S = 10.0
@@ -74,9 +75,12 @@ def _policy_problems(repo: ConfigRepo, problems: list[Problem], url: str) -> lis
     if problems:  # an invalid repository has no rendering to check
         print("phrame validate: node policies not checked: the repository is invalid", file=sys.stderr)
         return []
-    topics = Topics(os.environ.get("PHRAME_TOPIC_PREFIX") or "phrame")
+    from phrame.cli.dev_target import NoDevStack, mqtt_env
+
+    topics = Topics(EnvReader().topic_prefix())
     try:
-        settings = MqttSettings.from_env(plane="actual")
+        # as phrame status: the PHRAME_* settings, else a dev stack's broker and read-only login
+        settings = MqttSettings.from_env("actual", mqtt_env())
         client = MqttClient(
             dataclasses.replace(settings, url=url) if url else settings, f"phrame-validate-{os.getpid()}"
         )
@@ -85,7 +89,7 @@ def _policy_problems(repo: ConfigRepo, problems: list[Problem], url: str) -> lis
             retained = client.collect_retained(topics.node_status_filter(), timeout=BROKER_TIMEOUT_S)
         finally:
             client.stop()
-    except (MqttError, SettingsError) as e:
+    except (MqttError, SettingsError, NoDevStack) as e:
         print(f"phrame validate: cannot read the node policies from the broker: {e}", file=sys.stderr)
         return None
     statuses = {t.split("/")[-2]: p for t, p in retained.items()}

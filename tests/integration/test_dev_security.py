@@ -215,3 +215,16 @@ def test_phrame_replay_reaches_the_dev_stacks_config_sync_with_its_secret(stack:
     done = phrame(stack, "replay", str(ROOT / "fixtures/webhooks/push.json"), "--new-key")
     assert done.returncode in (0, 1) and not done.stdout.startswith(("401", "403")), done.stdout + done.stderr
     assert done.stdout[:3].isdigit(), done.stdout + done.stderr
+
+
+def test_validate_reads_the_node_policies_from_the_dev_stacks_broker(stack: Stack, tmp_path: Path) -> None:
+    """``phrame validate --policy-from-broker`` beside a dev stack logs in as ``phrame status``
+    does (the stack's read-only account), and the stack's own policy lets its sample run."""
+    clone = tmp_path / "phrame-config"
+    subprocess.run(["git", "clone", "-q", str(stack.state / "config.git"), str(clone)], check=True)
+    waiting.wait_for(
+        lambda: phrame(stack, "status", "--json").returncode in (0, 1), "the nodes to report", 30
+    )
+    done = phrame(stack, "validate", str(clone), "--policy-from-broker")
+    assert "cannot read" not in done.stderr and "Not authorized" not in done.stderr, done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
