@@ -25,6 +25,7 @@ from mirror.notices import ChangeNotices
 from mirror.settings import MirrorSettings
 from mirror.snapshot import SnapshotWriter
 from phrame.mqtt import Message, MqttClient, MqttError
+from phrame.runtime import SIGNAL_CHECK_S
 from phrame.settings import private_dir
 from schemas import load_json
 
@@ -145,7 +146,8 @@ class MirrorLoop:
                     wait = self._decide()
                     if wait == 0.0:
                         break
-                    self._cond.wait(wait)
+                    # never blocked for long: SIGTERM's handler runs on this (the main) thread
+                    self._cond.wait(SIGNAL_CHECK_S if wait is None else min(wait, SIGNAL_CHECK_S))
                 if self._stopping and self._first_unflushed is None:
                     return
                 document, held = self._take()

@@ -25,7 +25,7 @@ from typing import Any
 from phrame.actual import ActualView
 from phrame.gitlab import GitLabProject
 from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings
-from phrame.runtime import Clock, Runner
+from phrame.runtime import SIGNAL_CHECK_S, Clock, Runner
 from placement.git_repo import PlacementRepo
 from placement.health import PlacementHealth
 from placement.listening import Listening
@@ -154,7 +154,8 @@ class PlacementLoop:
             self.confirm_stale()
             self.runner.queue.add(EVERY)
             self.runner.start()
-            self._stop.wait()
+            while not self._stop.wait(SIGNAL_CHECK_S):  # never blocked: SIGTERM's handler runs here
+                pass
         finally:
             self.runner.stop()
             self.close()

@@ -7,11 +7,12 @@ Events only add keys to a :class:`WorkQueue`; a :class:`Runner` calls the contro
 
 from __future__ import annotations
 
-from phrame.runtime.queue import Clock, WorkQueue
+from phrame.runtime.queue import SIGNAL_CHECK_S, Clock, WorkQueue
 from phrame.runtime.retry import Backoff, PermanentError, TemporaryError, backoff, is_temporary
 from phrame.runtime.runner import Runner
 
 __all__ = [
+    "SIGNAL_CHECK_S",
     "Backoff",
     "Clock",
     "PermanentError",

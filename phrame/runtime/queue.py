@@ -22,6 +22,10 @@ from phrame.runtime.retry import Backoff
 
 K = TypeVar("K", bound=Hashable)
 Clock = Callable[[], float]
+#: the longest a wait blocks at a time. A signal (SIGTERM) the kernel delivers to another
+#: thread reaches Python's handler only when the main thread runs again: a main thread
+#: blocked without a timeout would never stop (seen: placement ignoring SIGTERM)
+SIGNAL_CHECK_S = 1.0
 
 
 @dataclass
@@ -116,7 +120,7 @@ class WorkQueue(Generic[K]):
                 if not block:
                     return None
                 times = [t for t in (self._resync_at, due) if t is not None]
-                self._cond.wait(max(0.0, min(times) - now) if times else None)
+                self._cond.wait(min(SIGNAL_CHECK_S, max(0.0, min(times) - now)) if times else SIGNAL_CHECK_S)
             return None
 
     def done(self, key: K) -> None:
