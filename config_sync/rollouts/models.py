@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from phrame.actual.health import Reason  # the one shape of a reason: node, replica, why
+
 STATES = ("progressing", "waiting-promotion", "paused", "rolled-back", "complete")
 ACTIVE = ("progressing", "waiting-promotion")  # re-evaluated on every change of the actual plane
 
@@ -42,16 +44,6 @@ class ReplicaView:
     new: str  # digest rendered at the commit
     actual: Observed | None = None
     old_commit: str | None = None  # the ``commit`` of the published item (where its spec came from)
-
-
-@dataclass(frozen=True)
-class Reason:
-    node: str
-    replica: str
-    reason: str
-
-    def to_doc(self) -> dict[str, str]:
-        return {"node": self.node, "replica": self.replica, "reason": self.reason}
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from config_sync.rollouts.models import Observed, Reason, ReplicaView, RolloutState
+from config_sync.rollouts.models import Observed, ReplicaView, RolloutState
+from phrame.actual.health import Reason
 from phrame.config_repo.update_policy import UpdatePolicy
 
 CRASH_LOOP_RESTARTS = 3  # restarts on the new spec that count as crash-looping

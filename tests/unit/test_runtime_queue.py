@@ -157,12 +157,12 @@ def test_a_waiting_get_lets_a_signal_taken_by_another_thread_stop_the_main_threa
     script.write_text(
         textwrap.dedent(
             """
-            import signal, sys, threading, time
+            import signal, sys, threading
             from phrame.runtime import WorkQueue
             q = WorkQueue()
             signal.signal(signal.SIGTERM, lambda *_: q.shutdown())
             started = threading.Event()
-            threading.Thread(target=lambda: (started.set(), time.sleep(60)), daemon=True).start()
+            threading.Thread(target=lambda: (started.set(), threading.Event().wait()), daemon=True).start()
             started.wait()
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # only the other thread takes it
             print("waiting", flush=True)
