@@ -18,6 +18,7 @@ from schemas import Topics
 from tests.support.browser import wait_js
 from tests.support.mosquitto import Mosquitto
 from tests.support.topic_api import ApiStack, fleet, heartbeat
+from tests.support.waiting import wait_for
 from tests.ui.conftest import Opener
 
 pytestmark = [pytest.mark.mqtt, pytest.mark.slow]  # a browser: the slow tier
@@ -73,3 +74,41 @@ def test_reads_ask_the_token_once_and_the_stream_takes_a_ticket_not_the_token(
     assert [m for m in watch.console if "401" not in m] == [] and not watch.errors, watch.problems()
     log = (Path(api.folder) / "api.log").read_text()
     assert TOKEN not in log and "ticket=***" in log, log[-2000:]
+
+
+def test_a_read_sent_before_the_token_was_given_does_not_ask_for_it_again(
+    api: ApiStack, browser: Any
+) -> None:
+    """A read that left without the token and answers 401 after the person gave it (a slow
+    network, a refresh already on its way) is not a refusal of that token: the dialog stays
+    closed. It reopened, asking for the token just typed."""
+    held: list[Any] = []
+
+    def hold_tokenless(route: Any) -> None:
+        if "authorization" in route.request.headers or held:
+            route.continue_()
+        else:
+            held.append(route)  # answered below, once the token is in
+
+    page = browser.new_page()
+    try:
+        page.set_default_timeout(15_000)
+        page.route("**/api/environments", hold_tokenless)
+        page.goto(api.url + "/")
+        page.wait_for_selector("#token-dialog[open]")
+        page.fill("#token-input", TOKEN)
+        page.keyboard.press("Enter")
+        page.wait_for_selector('#nodes-body tr[data-node="tok-1"]')
+        assert held, "the first environments read was not held"
+        seen: list[int] = []
+        page.on("response", lambda r: seen.append(r.status) if r.url.endswith("/api/environments") else None)
+        with page.expect_response(lambda r: r.url.endswith("/api/environments") and r.status == 401):
+            held[0].continue_()  # it goes without the token: 401
+        dialog = "document.getElementById('token-dialog').open"
+        # page.evaluate lets Playwright deliver the responses the listener counts
+        wait_for(
+            lambda: page.evaluate(dialog) or 200 in seen, "the environments read again with the token", 10
+        )
+        assert not page.evaluate(dialog), "asked for the token again"
+    finally:
+        page.close()

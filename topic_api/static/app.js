@@ -18,14 +18,18 @@ const ENV_TOPIC = /(?:^|\/)desired\/environments\/([^/]+)(?:\/|$)/;
 const $ = (id) => document.getElementById(id);
 const view = { openNode: null, lastNodesAt: 0, generated: { desired: null, actual: null }, readsNeedToken: false };
 
-/** A read answered 401: this API guards reads too (PHRAME_API_READ_TOKEN_REQUIRED); ask once. */
+/** A read answered 401: this API guards reads too (PHRAME_API_READ_TOKEN_REQUIRED); ask once.
+ * A 401 to a read that left before the person gave a token (or another one) says nothing
+ * of the token now held: no asking; the refresh the token started reads again. */
 let askingForReads = null;
 function guarded(run) {
   return async () => {
+    const sentWith = sessionStorage.getItem(TOKEN_KEY);
     try {
       await run();
     } catch (e) {
-      if (e instanceof ApiError && e.status === 401 && !askingForReads) {
+      const stale = sessionStorage.getItem(TOKEN_KEY) !== sentWith;
+      if (e instanceof ApiError && e.status === 401 && !askingForReads && !stale) {
         view.readsNeedToken = true;
         askingForReads = askToken("This API needs the token for reading too.").then((token) => {
           askingForReads = null;
