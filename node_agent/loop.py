@@ -97,6 +97,10 @@ class Agent:
         self._processes: dict[str, ObservedProcess] = {}
         self._counts: dict[str, int] = {}
         self._check_soon = False  # the last pass waits on something another agent finishes
+        # passes in a row that failed or had a failed action: the next is tried after a
+        # backoff from 1 s (capped by the resync), as what failed can pass with no container
+        # event to say so (an image appearing, a dependency started by its restart policy)
+        self._failed_passes = 0
         self.metrics = AgentMetrics(self.node)
         self._last: tuple[PassResult | None, bool] = (None, False)  # this pass's result, for metrics
         # One connection per broker: the generated broker config makes the user name the
@@ -243,6 +247,8 @@ class Agent:
             at = min(at, now + 1.0)  # a handover counts consecutive checks: check soon
         if self._check_soon:  # e.g. another node's duplicate network: no event says it is gone
             at = min(at, now + 1.0)
+        if self._failed_passes:
+            at = min(at, now + backoff(self._failed_passes, base=1.0, cap=self.settings.resync_s))
         return at
 
     def run_pass(self) -> None:
@@ -252,11 +258,15 @@ class Agent:
         try:
             self._pass()
             failed = False
+            result = self._last[0]
+            failed_actions = result is not None and any(not o.ok for o in result.outcomes)
+            self._failed_passes = self._failed_passes + 1 if failed_actions else 0
         except Exception as e:  # one bad item or a Docker outage must not end the loop
             if isinstance(e, AgentError):
                 log.error("node %s: pass %d failed: %s", self.node, self.passes, e)
             else:
                 log.exception("node %s: pass %d failed", self.node, self.passes)
+            self._failed_passes += 1
             why = str(e) if isinstance(e, AgentError) else f"{type(e).__name__}: {e}"
             try:
                 self.reporter.report_status("online", applied=self.applied, errors=[f"pass failed: {why}"])

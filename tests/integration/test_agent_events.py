@@ -7,10 +7,12 @@ touched, and the actual plane reports the new start, not the stale ``running``.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import docker
 import pytest
 
 from node_agent.reconcile import NodeReconciler
@@ -110,3 +112,32 @@ def test_a_container_docker_restarts_by_its_policy_is_left_to_docker(env: AgentE
         events.close()  # type: ignore[attr-defined]
     assert env.get(crash["name"]).attrs["RestartCount"] >= 3, "Docker restarted it"
     assert [t for t in port.touched if t[0] == "start"] == [], port.touched
+
+
+@pytest.mark.slow
+def test_a_pass_whose_action_failed_is_tried_again_soon_not_at_the_resync(
+    env: AgentEnv, watcher: ActualWatcher, mosquitto, tmp_path: Path, docker_client
+):
+    """What made an action fail can pass with no container event to say so (an image
+    appearing, a dependency coming up by its restart policy, a daemon just restarted): the
+    agent tries a failed pass again with backoff from 1 s, not at the next resync (here 300 s).
+    Before, it waited for the resync."""
+    image = f"127.0.0.1:1/phrame-retry-{env.node}:1"  # no registry there: the pull is refused
+    web = env.container("web", image=image)
+    watcher.publish(spec.topics_doc(env.node, [web]))
+    process_env = env.process_env(
+        str(tmp_path / env.node), PHRAME_DESIRED_MQTT_URL=mosquitto.url, PHRAME_RESYNC_S="300"
+    )
+    agent = AgentProcess(process_env, str(tmp_path / "agent.log"))
+    try:
+        watcher.wait_for(lambda: bool((watcher.status() or {}).get("errors")), 30, "the failed pull reported")
+        assert not watcher.status()["converged"]
+        docker_client.images.get(env.image).tag(image)  # no container event: only a retry sees it
+        watcher.wait_for(lambda: converged(watcher), 15, "converged once the image is there, long before the resync")
+        assert env.get(web["name"]).status == "running"
+    finally:
+        try:
+            assert agent.terminate() == 0, agent.log()
+        finally:
+            with contextlib.suppress(docker.errors.ImageNotFound):  # the tag only, never busybox
+                docker_client.images.remove(image, noprune=True)
