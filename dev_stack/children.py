@@ -38,6 +38,7 @@ class Child:
     failures: int = 0
     restarts: int = 0
     history: deque[int] = field(default_factory=lambda: deque(maxlen=5))
+    log_start: int = 0  # where this run's lines begin in the log file
 
     @property
     def log_file(self) -> Path:
@@ -61,6 +62,7 @@ class Child:
         with os.fdopen(fd, "ab") as out:
             out.write(f"--- phrame dev: starting {self.name} at {time.strftime('%H:%M:%S')}\n".encode())
             out.flush()
+            self.mark_log_start()
             self.proc = subprocess.Popen(
                 self.argv,
                 env=self.env,
@@ -119,12 +121,34 @@ class Child:
         self.pid_file.unlink(missing_ok=True)
         return proc.returncode
 
+    def mark_log_start(self) -> None:
+        """This run's lines begin here: :meth:`tail` shows none of an earlier run's."""
+        try:
+            self.log_start = self.log_file.stat().st_size
+        except OSError:
+            self.log_start = 0
+
     def tail(self, lines: int = 15) -> list[str]:
-        """The last lines of the child's log (to show with a crash)."""
+        """The last lines this run wrote to the child's log (to show with a crash)."""
         try:
             with open(self.log_file, "rb") as f:
-                f.seek(max(0, f.seek(0, os.SEEK_END) - 16384))
+                end = f.seek(0, os.SEEK_END)
+                start = self.log_start if end >= self.log_start else 0  # replaced meanwhile
+                f.seek(max(start, end - 16384))
                 text = f.read().decode(errors="replace")
         except OSError:
             return []
         return text.splitlines()[-lines:]
+
+    def exit_line(self, code: int) -> str:
+        """What the console says of its exit: how it ended and what happens next, one each."""
+        if code < 0:
+            try:
+                how = f"was killed ({signal.Signals(-code).name})"
+            except ValueError:
+                how = f"was killed (signal {-code})"
+        else:
+            how = f"exited with code {code}"
+        if self.hold_file.exists():
+            return f"{self.name} {how}; not restarted while {self.hold_file} exists"
+        return f"{self.name} {how}; restarting in {self.backoff:.0f} s"

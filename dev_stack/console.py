@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 STATUS = re.compile(r"status (phrame/\w+) of ([0-9a-f]+): (\w+) \((.*)\)$")
 PLACED = re.compile(r"environment (\S+): committed ([0-9a-f]+) onto (\S+): (.*)$")
+SUPERSEDED = re.compile(r"^superseded by ([0-9a-f]+)$")
 
 
 class LogFollower:
@@ -42,11 +45,20 @@ class LogFollower:
         return data.decode(errors="replace").splitlines() if data else []
 
 
-def event_line(line: str) -> str | None:
-    """The console line for one log line of config-sync or placement, or None."""
+def event_line(line: str, describe: Callable[[str], str | None] | None = None) -> str | None:
+    """The console line for one log line of config-sync or placement, or None.
+    ``describe``: a commit's subject by its (short) sha, to say what superseded a deployment."""
     m = STATUS.search(line)
     if m:
         name, sha, state, description = m.groups()
+        newer = SUPERSEDED.match(description)
+        if state == "canceled" and newer:
+            subject = describe(newer.group(1)) if describe else None
+            what = f"{newer.group(1)} ({subject})" if subject else newer.group(1)
+            return (
+                f"{name} {sha[:12]}: canceled: {what} came next before this one had converged; "
+                "its own phrame/deploy line says what runs"
+            )
         return f"{name} {sha[:12]}: {state} ({description})"
     m = PLACED.search(line)
     if m:
@@ -70,3 +82,19 @@ def sync_errors(status_url: str, token: str) -> list[str]:
             where = ":".join(str(e[k]) for k in ("file", "line", "column") if e.get(k) is not None)
             out.append(f"{where}: {e.get('rule', '?')}: {e.get('message', '')}")
     return out
+
+
+def commit_subject(repo: Path, sha: str) -> str | None:
+    """The subject line of ``sha`` in the git repository ``repo``, or None."""
+    try:
+        done = subprocess.run(
+            ["git", "--git-dir", str(repo), "log", "-1", "--format=%s", sha, "--"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip() or None

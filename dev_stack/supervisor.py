@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dev_stack import git_host, sample
 from dev_stack.banner import banner
 from dev_stack.children import Child
-from dev_stack.console import LogFollower, event_line, sync_errors
+from dev_stack.console import LogFollower, commit_subject, event_line, sync_errors
 from dev_stack.credentials import write_credentials
 from dev_stack.down import running_pid, stop_leftovers
 from dev_stack.errors import DevError
@@ -125,21 +125,20 @@ class DevStack:
         for child in self.children:
             code = child.poll()
             if code is not None:
-                held = (
-                    " (held: not restarted while its .hold file exists)" if child.hold_file.exists() else ""
+                lines = child.tail()
+                log_file = child.log_file
+                where = (
+                    f"its last lines in {log_file}:" if lines else f"nothing in {log_file} since it started"
                 )
-                self.say(
-                    f"{child.name} exited with code {code}; restarting in {child.backoff:.0f} s{held}. "
-                    f"Last lines of {child.log_file}:"
-                )
-                for line in child.tail():
+                self.say(f"{child.exit_line(code)}; {where}")
+                for line in lines:
                     self.say(f"    {line}")
             elif child.due_for_restart():
                 child.restart()
                 self.say(f"restarted {child.name} (pid {child.pid})")
         for follower in self.followers:
             for line in follower.lines():
-                shown = event_line(line)
+                shown = event_line(line, lambda sha: commit_subject(self.settings.repo, sha))
                 if shown:
                     self.say(shown)
                     if "phrame/validate" in shown and ": failed" in shown:

@@ -256,3 +256,39 @@ def test_the_agents_take_the_stacks_policy_which_lets_the_sample_run_and_nothing
     (agent,) = [c for c in children if c.name == "agent-dev-1"]
     assert agent.env["PHRAME_POLICY_FILE"] == "/etc/mine.yaml"  # the caller's own wins
     assert "users: [alice]" in policy_text("alice")
+
+
+def test_a_childs_exit_says_one_true_thing_and_shows_only_this_runs_lines(tmp_path: Path):
+    """Held, it is not "restarting in 1 s"; killed, it names the signal; its last lines are
+    of the run that ended, never of an earlier one (they read as if minutes old)."""
+    now = [100.0]
+    child = Child("agent-nu-2", ["true"], {}, tmp_path, tmp_path, clock=lambda: now[0])
+    child.log_file.write_text("--- phrame dev: starting agent-nu-2 at 10:00:00\nold run's last words\n")
+    child.mark_log_start()  # as start() does, after its own "starting" line
+    with open(child.log_file, "a") as f:
+        f.write("this run's line\n")
+    child.proc = ExitedProcess(-9)  # type: ignore[assignment]
+    child.hold_file.touch()
+    code = child.poll()
+    assert code == -9
+    said = child.exit_line(code)
+    assert said == f"agent-nu-2 was killed (SIGKILL); not restarted while {child.hold_file} exists", said
+    assert child.tail() == ["this run's line"]
+    child.hold_file.unlink()
+    assert child.exit_line(1) == "agent-nu-2 exited with code 1; restarting in 1 s"
+
+
+def test_a_superseded_deployment_is_explained():
+    sha, newer = "a" * 40, "b" * 40
+    line = (
+        f"x INFO config_sync.reporting: status phrame/deploy of {sha}: canceled (superseded by {newer[:12]})"
+    )
+    subjects = {newer[:12]: "placement quickstart: 2 replica moves"}
+    assert event_line(line, describe=subjects.get) == (
+        f"phrame/deploy {sha[:12]}: canceled: {newer[:12]} (placement quickstart: 2 replica moves) came "
+        "next before this one had converged; its own phrame/deploy line says what runs"
+    )
+    assert event_line(line) == (
+        f"phrame/deploy {sha[:12]}: canceled: {newer[:12]} came next before this one had converged; "
+        "its own phrame/deploy line says what runs"
+    )
