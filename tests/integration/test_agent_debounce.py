@@ -1,6 +1,6 @@
 """When the agent's one key runs a pass, on a fake timer: not while desired messages still
 arrive (a burst makes one pass once it pauses), but always once a resync is due, and each
-pass queues the key again for the next resync. Docker is a port nothing listens on (every
+pass queues the key again (for the next resync; after a failed pass, 1 s, 2 s, ...). Docker is a port nothing listens on (every
 pass fails fast and says so); no broker is started, so nothing leaves the test."""
 
 from __future__ import annotations
@@ -71,10 +71,12 @@ def test_a_burst_of_desired_messages_makes_one_pass_once_it_pauses(agent: tuple[
     assert not step(a)  # 0.1 s after the last message: nothing due until the pause is whole
     timer.now += 0.1
     assert step(a) and a.passes == 1  # one pass for the burst
-    assert a._next_resync == pytest.approx(timer.now + 30, abs=1.5)  # sooner only while settling
-    assert not step(a)  # queued again for the resync, not before
+    # it failed (no Docker): tried again after 1 s, then 2 s, not at the 30 s resync
+    assert a._next_resync == pytest.approx(timer.now + 1.0, abs=0.01)
+    assert not step(a)  # queued again for then, not before
     timer.now = a._next_resync
     assert step(a) and a.passes == 2
+    assert a._next_resync == pytest.approx(timer.now + 2.0, abs=0.01)
 
 
 def test_a_due_resync_runs_although_messages_keep_coming(agent: tuple[Agent, FakeTimer]) -> None:
