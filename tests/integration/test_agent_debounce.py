@@ -1,7 +1,8 @@
 """When the agent's one key runs a pass, on a fake timer: not while desired messages still
 arrive (a burst makes one pass once it pauses), but always once a resync is due, and each
-pass queues the key again (for the next resync; after a failed pass, 1 s, 2 s, ...). Docker is a port nothing listens on (every
-pass fails fast and says so); no broker is started, so nothing leaves the test."""
+pass queues the key again (for the next resync; after a failed pass, in 1 s, 2 s, ...).
+Docker is a port nothing listens on (every pass fails fast and says so); no broker is
+started, so nothing leaves the test."""
 
 from __future__ import annotations
 
