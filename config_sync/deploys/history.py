@@ -5,10 +5,10 @@ Wiring around the pure :mod:`config_sync.deploys.records`: the sync pass calls
 never from a webhook), the deploy watcher's thread calls :meth:`DeployHistory.check` each
 tick with the node statuses it holds and its judge of a record's health (the one health
 function, :func:`phrame.actual.health.assess`, as for ``phrame/deploy``): every pending
-record, and each environment's newest record after it finished (its health followed). The broker is the
-store: at start config-sync reads the retained lists back (:meth:`restore`) before it
-publishes anything, so a restart keeps the history, and a record left pending by the
-previous run is judged again (converged, failed at a new deadline, or superseded by the
+record, and each environment's newest record after it finished (its health followed). The
+broker is the store: at start config-sync reads the retained lists back (:meth:`restore`)
+before it publishes anything, so a restart keeps the history, and a record left pending by
+the previous run is judged again (converged, failed at a new deadline, or superseded by the
 next commit). It writes only ``deploys``.
 """
 
