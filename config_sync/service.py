@@ -25,6 +25,7 @@ from config_sync.intake.queue import WorkQueue
 from config_sync.intake.syncing import Syncer
 from config_sync.intake.webhooks import Route
 from config_sync.metrics import Metrics
+from config_sync.notify.decide import open_problem
 from config_sync.notify.delivery import HttpDelivery
 from config_sync.notify.events import Message, Transition
 from config_sync.notify.notifier import Notifier
@@ -352,31 +353,47 @@ class ConfigSync:
         if state is not None:  # None: superseded, the newer commit's own outcome will tell
             self._notify(environment, record, state)
 
-    def _deploy_health(self, environment: str, record: DeployRecord) -> None:
-        """A pending deployment's health changed: waiting for a promotion is worth a message."""
-        if record.health == "suspended":
-            self._notify(environment, record, "suspended")
+    def _deploy_health(self, environment: str, record: DeployRecord, previous: str) -> None:
+        """A deployment's health word changed (the deploy watcher's thread): a pending one
+        waiting for a promotion is worth a message; the newest finished one's word is the
+        environment's health after its deployment ended (degraded later, healthy again)."""
+        if record.is_pending:
+            if record.health == "suspended":
+                self._notify(environment, record, "suspended", previous)
+            return
+        self._notify(environment, record, record.health, previous, at=time.time())
 
-    def _notify(self, environment: str, record: DeployRecord, state: str) -> None:
+    def _notify(
+        self,
+        environment: str,
+        record: DeployRecord,
+        state: str,
+        previous: str = "progressing",
+        *,
+        at: float | None = None,
+    ) -> None:
         reasons = tuple(
             ": ".join(str(r[k]) for k in ("node", "replica", "reason") if r.get(k)) for r in record.reasons
         )
-        if not reasons and record.failed is not None:
+        if not reasons and record.failed is not None and state != "healthy":
             node, reason = record.failed
             reasons = (f"{node}: {reason}" if node else reason,)
-        at = record.finished_at if record.finished_at is not None else time.time()
+        if at is None:
+            at = record.finished_at if record.finished_at is not None else time.time()
         url = commit_page(self.settings, record.commit)
         self.notifier.notify(
-            Transition(environment, record.commit, record.ref, "progressing", state, reasons, url, at)
+            Transition(environment, record.commit, record.ref, previous, state, reasons, url, at)
         )
 
     def _remember_failures(self) -> None:
-        """After a restart: an environment whose last deployment failed was notified before,
-        so it is not sent again, and its next healthy deployment is sent as recovered."""
+        """After a restart: the problem an environment's last deployment was notified of (its
+        verdict, or the health followed since) is not sent again, and its end is sent as
+        recovered."""
         for env, records in sorted(self.history.by_env.items()):
             last = next((r for r in records if r.state in ("converged", "failed", "degraded")), None)
-            if last is not None and last.state in ("failed", "degraded"):
-                self.notifier.remember(env, last.commit, last.state)
+            problem = open_problem(last.state, last.health) if last is not None else None
+            if last is not None and problem is not None:
+                self.notifier.remember(env, last.commit, problem)
 
     # -- reading
     def is_ready(self) -> bool:

@@ -4,10 +4,11 @@ Wiring around the pure :mod:`config_sync.deploys.records`: the sync pass calls
 :meth:`DeployHistory.record` after a valid publication (author and message read from git,
 never from a webhook), the deploy watcher's thread calls :meth:`DeployHistory.check` each
 tick with the node statuses it holds and its judge of a record's health (the one health
-function, :func:`phrame.actual.health.assess`, as for ``phrame/deploy``). The broker is the
-store: at start config-sync reads the retained lists back (:meth:`restore`) before it
-publishes anything, so a restart keeps the history, and a record left pending by the
-previous run is judged again (converged, failed at a new deadline, or superseded by the
+function, :func:`phrame.actual.health.assess`, as for ``phrame/deploy``): every pending
+record, and each environment's newest record after it finished (its health followed). The
+broker is the store: at start config-sync reads the retained lists back (:meth:`restore`)
+before it publishes anything, so a restart keeps the history, and a record left pending by
+the previous run is judged again (converged, failed at a new deadline, or superseded by the
 next commit). It writes only ``deploys``.
 """
 
@@ -51,8 +52,9 @@ class DeployHistory:
         self._resend = False  # every list to be sent again (after a reconnect)
         # told of each record that stops being pending here (metrics); must not raise
         self.on_finished: Callable[[str, DeployRecord], None] | None = None
-        # a pending record's health word changed (suspended: waiting for a promotion)
-        self.on_health: Callable[[str, DeployRecord], None] | None = None
+        # a record's health word changed (the record, the word before): a pending one's
+        # (suspended: waiting for a promotion), or the newest finished one's (followed)
+        self.on_health: Callable[[str, DeployRecord, str], None] | None = None
         # told of every record made, superseded or judged (under the lock: they only note)
         self.watchers: list[Callable[[str, DeployRecord], None]] = []
         self._lock = threading.RLock()  # held while publishing too: never an older list after a newer
@@ -145,7 +147,8 @@ class DeployHistory:
         offline: Callable[[Iterable[str]], Mapping[str, str]],
         health: Callable[[str, DeployRecord, list[dict[str, Any]]], Health] | None = None,
     ) -> None:
-        """Judge every pending record; publish the lists that changed (or failed to go out).
+        """Judge every pending record and follow each environment's newest finished one;
+        publish the lists that changed (or failed to go out).
         ``health(env, record, rollouts)``: the record's health (``rollouts``: the environment's
         staged rollouts not complete); without it, only whether its nodes converged."""
         if not self.restored:
@@ -168,12 +171,37 @@ class DeployHistory:
                         self.dirty.add(env)
                         log.info("deployment of %s to %s: %s", r.commit[:12], env, judged.state)
                         self._tell(env, judged)
-                        if self.on_finished is not None and not judged.is_pending:
-                            self.on_finished(env, judged)
+                        if not judged.is_pending:
+                            if self.on_finished is not None:
+                                self.on_finished(env, judged)
                         elif self.on_health is not None and judged.health != r.health:
-                            self.on_health(env, judged)
+                            self.on_health(env, judged, r.health)
+                self._follow(env, recs, health)
             self.deadlines = {k: v for k, v in self.deadlines.items() if self._is_pending(*k)}
             self.flush()
+
+    def _follow(
+        self,
+        env: str,
+        recs: list[DeployRecord],
+        health: Callable[[str, DeployRecord, list[dict[str, Any]]], Health] | None,
+    ) -> None:
+        """The environment's newest deployment, once finished, is judged on every tick too:
+        a new verdict word (degraded long after it converged, healthy again) goes into the
+        record (so a restart knows it) and to ``on_health``."""
+        newest = recs[0] if recs else None
+        if health is None or newest is None or newest.is_pending:
+            return
+        followed = records.follow(newest, health(env, newest, self.held.get(env, [])))
+        if followed is newest:
+            return
+        recs[0] = followed
+        self.dirty.add(env)
+        log.info(
+            "%s at %s, deployed before: %s → %s", env, newest.commit[:12], newest.health, followed.health
+        )
+        if self.on_health is not None:
+            self.on_health(env, followed, newest.health)
 
     def _tell(self, env: str, record: DeployRecord) -> None:
         for watcher in self.watchers:

@@ -7,7 +7,8 @@ health function (:func:`phrame.actual.health.assess`, as ``phrame/deploy`` is): 
 when healthy, is ``failed`` or ``degraded`` as soon as the health says so, and fails at its
 deadline (time waiting for a promotion not counted) with the first node that did not
 converge. It lists every node and replica the commit changed, over every wave of a staged
-rollout. No I/O, no clock (times are handed in).
+rollout. The newest record, once finished, is followed (:func:`follow`): its health word
+tracks the environment's. No I/O, no clock (times are handed in).
 """
 
 from __future__ import annotations
@@ -220,6 +221,23 @@ def judge(
         found = first_failure(statuses, record.commit, record.nodes, ceilings, offline)
         return finish(judged, FAILED, now, found or named or ("", "did not converge"))
     return judged if judged != record else record
+
+
+def follow(record: DeployRecord, health: Health) -> DeployRecord:
+    """An environment's newest deployment after it finished, judged again: its ``health`` and
+    ``reasons`` take a new verdict word (``healthy``, ``degraded``, ``failed``: a replica
+    crash-looping long after it converged, and its recovery); a passing word (``progressing``,
+    ``unknown``, ``suspended``: a container restarting, a node not heard yet) changes nothing,
+    so a restart of config-sync or a blip never rewrites it. Its ``state`` (the deployment's
+    verdict), times and ``failed`` stay as they are."""
+    if (
+        record.is_pending
+        or record.state == SUPERSEDED
+        or not health.is_final
+        or health.state == record.health
+    ):
+        return record
+    return replace(record, health=health.state, reasons=tuple(r.to_doc() for r in health.reasons))
 
 
 def payload(environment: str, records: Sequence[DeployRecord]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from config_sync.reporting import CommitReporter
 from phrame.actual import ActualView, Change
 from phrame.actual.health import DEGRADED, FAILED, HEALTHY, PROGRESSING, Health, NodeSeen, Replica, assess
 from phrame.gitlab import GitLabError
+from phrame.runtime import BackgroundLoop
 from schemas import PayloadError, Topics, check_payload, load_json
 
 log = logging.getLogger(__name__)
@@ -91,16 +92,18 @@ class DeployWatcher:
         self.active: dict[str, Deployment] = {}  # by ref
         self.finished: list[tuple[str, str, str]] = []  # (commit, state, description)
         self.history: DeployHistory | None = None  # judged on every tick too (``deploys`` topics)
-        self._cond = threading.Condition()
-        self._stopping = False
-        self._thread: threading.Thread | None = None
+        self._lock = threading.RLock()  # check() judges with it held: health_of takes it again
+        # the watcher thread: a check every tick_s, and at once when a callback stored news
+        self._loop = BackgroundLoop(
+            "config-sync-deploy", self._tick, wait_first_s=tick_s, error_wait_s=tick_s
+        )
 
     def on_change(self, change: Change) -> None:
         """The view's listener (MQTT network thread): store a node's status; never raises."""
         if change.what != "status":
             return
         node, doc = change.node, change.status
-        with self._cond:
+        with self._lock:
             if doc is None:
                 self.statuses.pop(node, None)
             else:
@@ -109,7 +112,7 @@ class DeployWatcher:
                 generation = doc.get("generation")
                 if isinstance(generation, int) and not isinstance(generation, bool):
                     self.applied[node] = max(self.applied.get(node, 0), generation)
-            self._cond.notify_all()
+            self._loop.wake()
 
     def on_placement(self, msg: Any) -> None:
         """MQTT callback: placement's retained state of an environment (which replicas no
@@ -124,12 +127,12 @@ class DeployWatcher:
             return
         if parsed.kind != "placement" or parsed.environment is None:
             return
-        with self._cond:
+        with self._lock:
             if doc is None:
                 self.placement.pop(parsed.environment, None)
             else:
                 self.placement[parsed.environment] = dict(doc)
-            self._cond.notify_all()
+            self._loop.wake()
 
     def health_of(
         self,
@@ -144,7 +147,7 @@ class DeployWatcher:
         begun at ``since`` (the view's clock): what the nodes reported before counts for
         nothing but convergence."""
         verdicts = self.view.verdicts(nodes)
-        with self._cond:
+        with self._lock:
             statuses, status_at = dict(self.statuses), dict(self.status_at)
             placement = dict(self.placement)
             top = dict(self.published)
@@ -190,10 +193,10 @@ class DeployWatcher:
         """``health``, but a failure only once it held for ``settle_s`` (until then the
         deployment is progressing, the failure its reason); cleared, the count starts over."""
         if health.state not in (FAILED, DEGRADED):
-            with self._cond:
+            with self._lock:
                 self._failing_since.pop(key, None)
             return health
-        with self._cond:
+        with self._lock:
             since = self._failing_since.setdefault(key, now)
             if len(self._failing_since) > MAX_FAILING:  # deployments come and go: the oldest goes
                 del self._failing_since[next(iter(self._failing_since))]
@@ -214,13 +217,13 @@ class DeployWatcher:
     def note_published(self, generations: Mapping[str, int]) -> None:
         """Manifests published (node -> generation), watched or not (a staged rollout's
         waves): a status at or below them is news of this run, not of one before a restart."""
-        with self._cond:
+        with self._lock:
             for node, generation in generations.items():
                 self.published[node] = max(self.published.get(node, 0), generation)
 
     def applied_generations(self) -> dict[str, int]:
         """Node -> the highest manifest generation it reported applied (a copy)."""
-        with self._cond:
+        with self._lock:
             return dict(self.applied)
 
     def watch(
@@ -231,7 +234,7 @@ class DeployWatcher:
         if not nodes and not replicas:
             return
         since = self.view.clock()
-        with self._cond:
+        with self._lock:
             for node, generation in nodes.items():
                 self.published[node] = max(self.published.get(node, 0), generation)
             older = self.active.pop(ref, None)
@@ -239,11 +242,11 @@ class DeployWatcher:
                 ref, commit, dict(sorted(nodes.items())), self.clock() + self.timeout_s,
                 replicas=replicas, since=since,
             )  # fmt: skip
-            self._cond.notify_all()
+            self._loop.wake()
         if older is not None and older.commit != commit:
             self._report(older.commit, "canceled", f"superseded by {commit[:12]}", ref)
         offline = self.view.offline(nodes)
-        with self._cond:
+        with self._lock:
             if (dep := self.active.get(ref)) is not None and dep.commit == commit:
                 dep.offline = frozenset(offline)
         text = waiting_text(sorted(nodes), offline) if nodes else ""
@@ -251,7 +254,7 @@ class DeployWatcher:
             unplaced = ", ".join(r.replica for r in replicas if r.node is None)
             text = "; ".join(t for t in (text, f"waiting for placement to assign {unplaced}") if t)
         self._report(commit, "running", text, ref)
-        with self._cond:
+        with self._lock:
             if (dep := self.active.get(ref)) is not None and dep.commit == commit:
                 dep.announced = True
         self.check()
@@ -261,7 +264,7 @@ class DeployWatcher:
         is deployed as soon as what it builds on is, so at once, unless the ref's previous
         deployment is still converging (then it takes that one over: same nodes) or a
         replica it wants has no node (``unassigned``: then it waits for placement)."""
-        with self._cond:
+        with self._lock:
             older = self.active.get(ref)
         if older is not None and older.commit != commit:
             self.watch(ref, commit, older.nodes, (*older.replicas, *unassigned))
@@ -277,7 +280,7 @@ class DeployWatcher:
         """Finish every deployment that converged or timed out (the thread calls this)."""
         done: list[tuple[Deployment, str, str]] = []
         running: list[tuple[Deployment, str]] = []  # whose offline nodes changed
-        with self._cond:
+        with self._lock:
             now = self.clock()
             for ref, dep in list(self.active.items()):
                 if not dep.announced:  # watch() is still reporting it running
@@ -314,7 +317,7 @@ class DeployWatcher:
             self.finished.append((dep.commit, state, text))
             self._report(dep.commit, state, text, dep.ref)
         if self.history is not None:
-            with self._cond:
+            with self._lock:
                 statuses, ceilings = dict(self.statuses), dict(self.published)
             self.history.check(statuses, ceilings, self.view.offline, self.record_health)
 
@@ -328,26 +331,14 @@ class DeployWatcher:
             log.warning("could not report deploy %s of %s: %s", state, commit[:12], e)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="config-sync-deploy", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(5)
+        self._loop.stop(5)
 
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                if self._stopping:
-                    return
-                self._cond.wait(self.tick_s)
-            try:
-                self.check()
-            except Exception:
-                log.exception("deploy watch failed; continuing")
+    def _tick(self) -> float:
+        self.check()
+        return self.tick_s
 
 
 def _error_text(error: Any) -> str:

@@ -1,4 +1,5 @@
-"""Notifications: one message per transition of an environment's deployment, best effort.
+"""Notifications: one message per transition of an environment's health (while a deployment
+runs and after it ended), best effort.
 
 ``events`` the value types, ``targets`` reads ``notify:`` from ``environment.yaml``,
 ``decide`` the pure choice of what to send, ``payloads`` the pure bodies (Slack, JSON),

@@ -5,7 +5,8 @@ calls :func:`decide` under its lock, then :func:`recipients`. A state is sent on
 (environment, commit): a repeated check of the same state sends nothing, a flap
 (``degraded`` → ``healthy`` → ``degraded``) one message per transition. ``recovered`` is sent
 when an environment becomes ``healthy`` after a problem that was sent, whichever commit
-brought it back. No I/O, no clock.
+brought it back: a later deployment, or the same one (a replica that crash-looped long after
+its deployment converged running well again). No I/O, no clock.
 """
 
 from __future__ import annotations
@@ -42,6 +43,18 @@ def decide(memory: Memory | None, transition: Transition) -> Decision:
         return Decision(RECOVERED, Memory(commit, RECOVERED, None), recovered_from=memory.problem)
     # progressing, unknown, or healthy with nothing to recover from: no message, nothing forgotten
     return Decision(None, memory)
+
+
+def open_problem(state: str, health: str) -> str | None:
+    """The problem a finished deployment (its record's ``state`` and ``health``, followed
+    after it ended) was notified of, for :meth:`~config_sync.notify.notifier.Notifier.remember`
+    after a restart: a ``failed`` or ``degraded`` health; else its verdict, ``failed`` or
+    ``degraded``, unless it is healthy since (its recovery was sent); None: none open."""
+    if health in PROBLEMS:
+        return health
+    if health != "healthy" and state in PROBLEMS:
+        return state
+    return None
 
 
 def recipients(targets: Iterable[Target], decision: Decision) -> list[Target]:

@@ -1,7 +1,8 @@
 """The value types of notifications: a transition of one environment, and a ``notify:`` target.
 
-Built by the service (from a deployment's outcome today, from the health model later) and
-handed to :meth:`config_sync.notify.notifier.Notifier.notify`; frozen, no behaviour.
+Built by the service (a deployment's outcome, or the health of an environment's newest
+deployment after it ended, both judged by the health model) and handed to
+:meth:`config_sync.notify.notifier.Notifier.notify`; frozen, no behaviour.
 """
 
 from __future__ import annotations

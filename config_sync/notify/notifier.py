@@ -1,13 +1,13 @@
 """The one entry point of notifications: :meth:`Notifier.notify` with a :class:`Transition`.
 
-The service calls it from one place (a deployment judged, today; the health model's
-transitions later) on whatever thread judged it; it decides under a lock (``decide``),
-builds each recipient's body (``payloads``) and hands them to the :class:`Outbox`, so it
-returns at once and never raises. Targets come from the last valid ``environment.yaml`` of
-each environment (:meth:`configure`, after each sync); a transition of an environment not
-configured yet (just after a restart, before its first sync) waits for its targets. What was
-sent is remembered in memory only: a restart forgets it (:meth:`remember` puts back what the
-deployment history knows).
+The service calls it from one place (a deployment judged, or the health of the newest
+deployment after it ended changing) on whatever thread judged it; it decides under a lock
+(``decide``), builds each recipient's body (``payloads``) and hands them to the
+:class:`Outbox`, so it returns at once and never raises. Targets come from the last valid
+``environment.yaml`` of each environment (:meth:`configure`, after each sync); a transition
+of an environment not configured yet (just after a restart, before its first sync) waits
+for its targets. What was sent is remembered in memory only: a restart forgets it
+(:meth:`remember` puts back what the deployment history knows).
 """
 
 from __future__ import annotations

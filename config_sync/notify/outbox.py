@@ -1,7 +1,8 @@
 """The bounded queue of notifications and the thread that delivers them, retrying with backoff.
 
 :meth:`Outbox.put` never blocks (a full outbox drops the message, logged and counted); one
-daemon thread runs :meth:`Outbox.run_due`, which tests call directly with a fake clock.
+daemon thread (a :class:`~phrame.runtime.BackgroundLoop`) runs :meth:`Outbox.run_due`, which
+tests call directly with a fake clock.
 Messages wait in one lane per (environment, target), in order: a target that is down holds
 back only its own later messages (so a ``recovered`` never overtakes its ``failed``), and each
 message gets at most ``attempts`` tries, waiting :class:`~phrame.runtime.Backoff` between them
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 from config_sync.notify.delivery import Delivery
 from config_sync.notify.events import Message
-from phrame.runtime import Backoff, is_temporary
+from phrame.runtime import BackgroundLoop, Backoff, is_temporary
 
 log = logging.getLogger(__name__)
 # sent, retried (a try failed, another follows), failed (given up), dropped (outbox full)
@@ -50,13 +51,13 @@ class Outbox:
         self.capacity, self.clock, self.on_result = capacity, clock, on_result
         self.lanes: OrderedDict[tuple[str, str], deque[_Pending]] = OrderedDict()
         self._size = 0
-        self._cond = threading.Condition()
-        self._stopping = False
-        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        # the delivering thread: tries what is due, then waits for the next due or a put
+        self._loop = BackgroundLoop("config-sync-notify", self.run_due)
 
     def put(self, message: Message) -> bool:
         """Queue ``message`` (never blocks); False when the outbox is full and it was dropped."""
-        with self._cond:
+        with self._lock:
             if self._size >= self.capacity:
                 full = True
             else:
@@ -64,30 +65,31 @@ class Outbox:
                 lane = (message.environment, message.target.name)
                 self.lanes.setdefault(lane, deque()).append(_Pending(message, self.clock()))
                 self._size += 1
-                self._cond.notify_all()
-        if full:
-            log.warning(
-                "notification outbox full (%d): dropped %s of %s for %s",
-                self.capacity,
-                message.event,
-                message.environment,
-                message.target.name,
-            )
-            self._tell(message, "dropped")
-        return not full
+        if not full:
+            self._loop.wake()
+            return True
+        log.warning(
+            "notification outbox full (%d): dropped %s of %s for %s",
+            self.capacity,
+            message.event,
+            message.environment,
+            message.target.name,
+        )
+        self._tell(message, "dropped")
+        return False
 
     def pending(self) -> int:
-        with self._cond:
+        with self._lock:
             return self._size
 
     def run_due(self) -> float | None:
         """Try the head of every lane that is due; seconds until the next is due (None: empty)."""
-        with self._cond:
+        with self._lock:
             now = self.clock()
             due = [lane[0] for lane in self.lanes.values() if lane[0].due <= now]
         for item in due:
             self._attempt(item)
-        with self._cond:
+        with self._lock:
             if not self.lanes:
                 return None
             return max(0.0, min(lane[0].due for lane in self.lanes.values()) - self.clock())
@@ -113,7 +115,7 @@ class Outbox:
                     e,
                     delay,
                 )
-                with self._cond:
+                with self._lock:
                     item.due = self.clock() + delay
                 self._tell(m, "retried")
                 return
@@ -133,7 +135,7 @@ class Outbox:
 
     def _finish(self, item: _Pending, result: str) -> None:
         m = item.message
-        with self._cond:
+        with self._lock:
             key = (m.environment, m.target.name)
             lane = self.lanes.get(key)
             if lane and lane[0] is item:
@@ -153,25 +155,7 @@ class Outbox:
                 log.exception("notification result hook failed; continuing")
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="config-sync-notify", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(10)
-
-    def _loop(self) -> None:
-        while True:
-            try:
-                wait = self.run_due()
-            except Exception:  # pragma: no cover - run_due handles each item's errors
-                log.exception("notification delivery failed; continuing")
-                wait = 1.0
-            with self._cond:
-                if self._stopping:
-                    return
-                if not any(lane[0].due <= self.clock() for lane in self.lanes.values()):
-                    self._cond.wait(wait)
+        self._loop.stop(10)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any
 import docker
 import pytest
 
+from dev_stack.credentials import PERSON_ACCOUNT
 from tests.support.dev_stack import DevStackProcess
 from tests.support.services import require_binary
 
@@ -158,6 +161,76 @@ def test_2_placement_commits_a_new_service_and_a_delete_removes_it(client, stack
         return "extra" not in json.loads(stack.git("--git-dir", bare, "show", path)).get("assignments", {})
 
     stack.wait(node_json_forgot_extra, "placement to drop extra from node.json", 30)
+    settle(stack)
+
+
+def test_2b_a_service_no_node_can_take_is_degraded_never_converged(client, stack: DevStackProcess):
+    """Real placement decides: a label-placed service whose label no node has is published
+    unassigned, and the deployment wanting it is degraded, never converged: ``phrame/deploy``
+    failed, and its record, the topic API and ``phrame status`` name the replica and why."""
+    settle(stack)
+    gpu = stack.env_file("services/gpu.yaml")
+    gpu.write_text(
+        "name: gpu\nimage: phrame-quickstart/busybox:1\n"
+        "command: [sh, -c, \"trap 'exit 0' TERM; while true; do sleep 3600 & wait; done\"]\n"
+        'placement:\n  labels:\n    gpu: "true"\n'
+    )
+    sha, _at = stack.commit_and_push("e2e: a service for a node with a GPU")
+    replica, why = f"{stack.environment}.gpu.0", "no node matches gpu=true"
+
+    def unassigned() -> list[dict[str, Any]]:
+        return [u for u in stack.placement.get("unassigned") or () if u.get("replica") == "gpu.0"]
+
+    stack.wait(unassigned, "placement to publish gpu.0 unassigned", 60)
+    assert unassigned()[0]["reason"] == why
+    seen: dict[str, set[str | None]] = {}
+
+    def degraded() -> dict[str, Any] | None:
+        # placement may commit its node.json (gpu: no node, and why) after the push: the head counts
+        head = stack.remote_head()
+        for commit in (sha, head):
+            seen.setdefault(commit, set()).add(stack.commit_status(commit))
+        deploys = stack.api(f"api/environments/{stack.environment}")["deploys"]
+        record = next((d for d in deploys if d["commit"] == head), None)
+        done = record is not None and record["state"] == "degraded" and stack.commit_status(head) == "failed"
+        return record if done else None
+
+    stack.wait(degraded, "the head's deployment degraded and phrame/deploy failed", 60)
+    record = degraded()
+    assert record is not None
+    head = record["commit"]
+    assert record["health"] == "degraded"
+    assert {"node": "", "replica": replica, "reason": f"unassigned: {why}"} in record["reasons"]
+    assert record["failed"] == {"node": "", "reason": f"{replica}: unassigned: {why}"}
+    assert record["replicas"][replica] is None
+    # never converged: no record of either commit, no phrame/deploy of either, said success
+    deploys = stack.api(f"api/environments/{stack.environment}")["deploys"]
+    assert {d["state"] for d in deploys if d["commit"] in (sha, head)} <= {"degraded", "superseded"}
+    assert all("success" not in states for states in seen.values()), seen
+    logs = "".join(f.read_text(errors="replace") for f in (stack.state / "logs").glob("*.log"))
+    assert not [c for c in {sha, head} if f"deploy of {c[:12]} on main: success" in logs]
+    status = subprocess.run(
+        [sys.executable, "-m", "phrame", "status", "--timeout", "5"],
+        env=stack.child_env | stack.login_env(PERSON_ACCOUNT),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert status.returncode in (0, 1), status.stderr
+    assert f"deploy {head[:10]} degraded" in status.stdout, status.stdout
+    assert f"{replica}: unassigned: {why}" in status.stdout, status.stdout
+
+    # the service goes again, and placement forgets it, before the next scenario
+    stack.git("pull", "--quiet", "--rebase", "origin", "main")
+    gpu.unlink()
+    stack.commit_and_push("e2e: remove gpu")
+
+    def node_json_forgot_gpu() -> bool:
+        bare = str(stack.state / "config.git")
+        path = f"main:environments/{stack.environment}/node.json"
+        return "gpu" not in json.loads(stack.git("--git-dir", bare, "show", path)).get("assignments", {})
+
+    stack.wait(lambda: not unassigned() and node_json_forgot_gpu(), "placement to forget gpu", 60)
     settle(stack)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,3 +166,97 @@ def test_after_a_restart_a_failure_is_not_sent_again_and_its_recovery_is(
         finally:
             two.stop()
     assert pager.events() == ["failed", "recovered"]
+
+
+def deploy_record(url: str, env: str = "studio-a") -> dict[str, Any]:
+    """The newest ``deploys`` record of ``env`` as the broker holds it."""
+    with reader(url, "records") as client:
+        raw = client.collect_retained(T.env_deploys(env), settle=0.1).get(T.env_deploys(env))
+    assert raw, f"no deploys record of {env}"
+    doc = json.loads(raw)
+    check_payload("desired-deploys", doc)
+    return dict(doc["deploys"][0])
+
+
+def report(url: str, node: str, replica: str, **doc: object) -> None:
+    """A fake agent's retained report of one container."""
+    check_payload("actual-item", doc)
+    with reader(url, "fake-agent-items") as agent:
+        agent.publish_batch([(T.actual_item(node, "containers", replica), json.dumps(doc).encode())])
+
+
+@pytest.mark.slow
+def test_a_converged_deployment_that_later_degrades_sends_degraded_once_and_its_recovery_once(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """Argo CD's on-health-degraded: the environment's health is followed after its deployment
+    succeeded; a crash loop sends ``degraded`` once (not on every tick, not again after a
+    restart of config-sync), the replica running well again sends ``recovered`` once."""
+    secrets = tmp_path / "notify-secrets"
+    secrets.mkdir()
+    with webhook_receiver() as pager:
+        pager.listen()
+        (secrets / "pager.url").write_text(pager.url)
+        remote = ConfigRemote(tmp_path)
+        remote.commit("sample", copy_from=SAMPLE)
+        env_yaml = (remote.work_path / ENV_FILE).read_text() + NOTIFY.split("  - name: ops-chat")[0]
+        first = remote.commit("notify the pager", files={ENV_FILE: env_yaml})
+        settings = settings_for(
+            remote,
+            tmp_path / "state",
+            mosquitto.url,
+            poll_s=3600,
+            debounce_s=0,
+            deploy_timeout_s=120,
+            deploy_settle_s=0.3,
+            notify_secrets_dir=str(secrets),
+        )
+        one = ConfigSync(settings, reporter=LocalReporter())
+        one.start()
+        try:
+            assert one.queue.wait_idle(30)
+            pending = deploy_record(mosquitto.url)
+            assert pending["commit"] == first
+            converge(mosquitto.url, first, pending["nodes"])
+            wait_for(lambda: deploy_states(one, first)[-1:] == ["success"], "phrame/deploy success")
+            replica, node = next((r, n) for r, n in sorted(pending["replicas"].items()) if n)
+            # the deployment is over; later a replica starts crash-looping
+            crashing = {"state": "running", "health": None, "digest": "sha256:" + "1" * 64}
+            report(mosquitto.url, node, replica, **crashing, started_at="t1", restart_count=5)
+            wait_for(lambda: pager.events() == ["degraded"], "the degradation", observe=pager.events)
+            doc = pager.received[0]
+            check_payload("notify-event", doc)
+            assert (doc["commit"], doc["state"], doc["previous_state"]) == (first, "degraded", "healthy")
+            assert doc["reasons"] == [f"{node}: {replica}: crash-looping: restarted 5 times"]
+            # more ticks over the same state send nothing more; the record says it
+            for _ in range(3):
+                one.deployer.check()
+            wait_for(lambda: deploy_record(mosquitto.url)["health"] == "degraded", "the record's health")
+            assert deploy_record(mosquitto.url)["state"] == "converged"
+            wait_for(lambda: one.notifier.outbox.pending() == 0, "an empty outbox")
+        finally:
+            one.stop()
+        two = ConfigSync(settings, reporter=LocalReporter())
+        two.start()
+        try:
+            assert two.queue.wait_idle(30)
+            # the restarted config-sync judges the same crash loop: nothing sent again
+            record = two.history.by_env["studio-a"][0]
+            degraded = lambda: two.deployer.record_health("studio-a", record, []).state == "degraded"  # noqa: E731
+            wait_for(degraded, "the crash loop judged again")
+            for _ in range(3):
+                two.deployer.check()
+            wait_for(lambda: two.notifier.outbox.pending() == 0, "an empty outbox")
+            assert pager.events() == ["degraded"]
+            # it runs well again: one recovery
+            report(mosquitto.url, node, replica, **crashing, started_at="t2", restart_count=0)
+            wait_for(
+                lambda: pager.events() == ["degraded", "recovered"], "the recovery", observe=pager.events
+            )
+            assert (pager.received[1]["commit"], pager.received[1]["previous_state"]) == (first, "degraded")
+            for _ in range(3):
+                two.deployer.check()
+            wait_for(lambda: two.notifier.outbox.pending() == 0, "an empty outbox")
+        finally:
+            two.stop()
+    assert pager.events() == ["degraded", "recovered"]

@@ -118,3 +118,29 @@ def test_an_unreadable_commit_is_still_recorded_and_a_removed_environment_cleare
     gone = SyncOutcome("main", "b" * 40, True, [], messages=[(T.env_sync("prod"), None)])
     h.record(gone)
     assert broker.sent[-1] == (T.env_deploys("prod"), None)
+
+
+def test_the_newest_finished_record_is_followed_and_each_new_word_told_once() -> None:
+    """After its deployment converged the environment's health is still judged each tick:
+    a new verdict word is published in the record and told once (with the word before);
+    a passing word or the same word again is not."""
+    from phrame.actual.health import Health, Reason
+
+    broker, clock = Broker(), Clock()
+    h = history(broker, clock)
+    h.restore({})
+    told: list[tuple[str, str, str, str]] = []
+    h.on_health = lambda env, r, before: told.append((env, r.state, before, r.health))
+    h.record(outcome(SHA))
+    crash = Health("degraded", (Reason("n1", "prod.web.0", "crash-looping: restarted 5 times"),))
+    words = [Health("healthy"), Health("healthy"), crash, crash, Health("unknown"), crash, Health("healthy")]
+    for word in words:
+        h.check({}, {}, lambda nodes: {}, lambda env, r, held, w=word: w)
+    assert told == [
+        ("prod", "converged", "healthy", "degraded"),
+        ("prod", "converged", "degraded", "healthy"),
+    ]
+    published = [
+        json.loads(p)["deploys"][0]["health"] for t, p in broker.sent if p and t == T.env_deploys("prod")
+    ]
+    assert published == ["progressing", "healthy", "degraded", "healthy"]

@@ -12,10 +12,12 @@ from config_sync.deploys.records import (
     DeployRecord,
     add,
     deployed_environments,
+    follow,
     judge,
     payload,
     records_of,
 )
+from phrame.actual.health import Health, Reason
 from schemas import Topics, check_payload
 
 T = Topics()
@@ -174,3 +176,39 @@ def test_failed_or_degraded_as_soon_as_the_health_says_so() -> None:
         ("n1", "create lab.web.0: pull x:1: not found"),
         2.0,
     )
+
+
+CRASH = Health("degraded", (Reason("n1", "prod.web.0", "crash-looping: restarted 5 times"),))
+
+
+def test_the_newest_finished_record_follows_verdict_words_only() -> None:
+    """After a deployment ended its record's health follows the environment: a new verdict
+    word (degraded, failed, healthy again) is taken with its reasons; a passing word
+    (progressing, unknown, suspended) and a pending or superseded record change nothing."""
+    done = judge(rec(1), {"n1": converged(1)}, now=101.0, deadline=200.0)
+    assert (done.state, done.health) == ("converged", "healthy")
+    table = [
+        # (record, health judged now) -> (its health, reasons) after, or None: the same object
+        (done, Health("healthy"), None),
+        (done, Health("progressing", (Reason("n1", "prod.web.0", "restarting"),)), None),
+        (done, Health("unknown", (Reason("n1", "", "not reporting"),)), None),
+        (done, Health("suspended"), None),
+        (done, CRASH, ("degraded", ({"node": "n1", "replica": "prod.web.0", "reason": CRASH.reasons[0].reason},))),
+        (done, Health("failed", (Reason("n1", "", "pull failed"),)), ("failed", ({"node": "n1", "replica": "", "reason": "pull failed"},))),
+        (follow(done, CRASH), Health("healthy"), ("healthy", ())),
+        (follow(done, CRASH), CRASH, None),  # the same word: not rewritten on every tick
+        (rec(2), CRASH, None),  # pending: judge() decides it
+        (replace(done, state="superseded"), CRASH, None),
+    ]  # fmt: skip
+    for record, health, after in table:
+        followed = follow(record, health)
+        if after is None:
+            assert followed is record, (record.state, record.health, health)
+        else:
+            assert (followed.health, followed.reasons) == after, (record.health, health)
+            assert (followed.state, followed.finished_at, followed.failed) == (
+                record.state,
+                record.finished_at,
+                record.failed,
+            )
+    check_payload("desired-deploys", payload("prod", [follow(done, CRASH)]))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from config_sync.notify.decide import Decision, Memory, decide, recipients
+from config_sync.notify.decide import Decision, Memory, decide, open_problem, recipients
 from config_sync.notify.events import EVENTS, Target, Transition
 from config_sync.notify.notifier import Notifier
 from config_sync.notify.outbox import Outbox
@@ -53,6 +53,43 @@ def test_recovered_only_after_a_problem_and_once() -> None:
         "recovered",
     ]
     assert run([("suspended", A), ("unknown", A), ("healthy", A)]) == ["suspended", None, "recovered"]
+
+
+def test_the_health_after_a_deployment_ended_is_sent_once_per_transition() -> None:
+    """A deployment converged (nothing sent), its environment later degrades, flaps through
+    passing words, fails, recovers: one message per transition into a problem, one
+    recovery, nothing for unknown or progressing, nothing again for a repeated tick."""
+    table = [
+        ("healthy", A, None),  # the deployment converged: no problem, nothing to say
+        ("healthy", A, None),
+        ("degraded", A, "degraded"),  # a replica crash-loops later
+        ("degraded", A, None),  # every tick
+        ("unknown", A, None),  # a node not heard for a while
+        ("degraded", A, None),  # still the same problem
+        ("failed", A, "failed"),  # its container cannot be created again
+        ("healthy", A, "recovered"),
+        ("healthy", A, None),
+        ("unknown", A, None),  # a node stops reporting: no message
+        ("healthy", A, None),
+        ("degraded", A, "degraded"),  # a new degradation of the same commit
+        ("healthy", B, "recovered"),  # a later deployment mends it
+    ]
+    assert run([(state, commit) for state, commit, _ in table]) == [sent for *_, sent in table]
+
+
+def test_the_problem_open_after_a_restart_follows_the_records_health() -> None:
+    table = [
+        # (record state, its health) -> the problem remembered
+        ("failed", "failed", "failed"),
+        ("failed", "unknown", "failed"),  # timed out, its nodes not reporting
+        ("degraded", "degraded", "degraded"),
+        ("converged", "healthy", None),
+        ("converged", "degraded", "degraded"),  # degraded after it converged
+        ("converged", "failed", "failed"),
+        ("failed", "healthy", None),  # it recovered since: sent
+        ("degraded", "healthy", None),
+    ]
+    assert [open_problem(state, health) for state, health, _ in table] == [p for *_, p in table]
 
 
 def test_recipients_follow_on_and_recovery_needs_the_problem_too() -> None:
