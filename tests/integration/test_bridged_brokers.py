@@ -19,7 +19,7 @@ from typing import Any
 import docker
 import pytest
 
-from node_agent.models import NODE, SERVICE
+from node_agent.models import SERVICE
 from phrame.mqtt import MqttClient, PublishRefused
 from schemas import Topics
 from tests.support.agent_support import AgentEnv, AgentProcess
@@ -80,11 +80,19 @@ def running(env: AgentEnv) -> dict[str, Any]:
     return {c.labels[SERVICE]: c for c in env.managed() if c.status == "running"}
 
 
-def ended_since(client: docker.DockerClient, env: AgentEnv, since: float) -> set[str]:
-    """Services of this node whose containers died or were removed since ``since`` (Docker events)."""
-    events = client.events(since=int(since), until=int(time.time()) + 1, decode=True,
-                           filters={"label": f"{NODE}={env.node}", "type": "container"})  # fmt: skip
-    return {e["Actor"]["Attributes"].get(SERVICE) for e in events if e["Action"] in ("die", "destroy")}
+Runs = dict[str, tuple[str, str]]  # service -> (container id, when it started)
+
+
+def runs(env: AgentEnv) -> Runs:
+    return {svc: (c.id, c.attrs["State"]["StartedAt"]) for svc, c in running(env).items()}
+
+
+def ended_since(env: AgentEnv, before: Runs) -> set[str]:
+    """Services of this node whose container of ``before`` is gone, replaced or was started
+    again since. Not from Docker's event history: the daemon keeps only its last 256 events,
+    which the other tests sharing it overrun (this assertion once saw half the events)."""
+    now = runs(env)
+    return {svc for svc, run in before.items() if now.get(svc) != run}
 
 
 def acl_of_bridge_account(hub: Broker, node: str, clients: list[MqttClient]) -> None:
@@ -160,7 +168,7 @@ def test_hub_and_site_carry_the_planes_and_survive_a_site_restart(
 
         # the site broker restarts while a commit is published on the hub
         placed = running(env)["placed"]
-        since = time.time()
+        since, before = time.time(), runs(env)
         site.stop()
         second = push(remote, "bridged: pinned v2, gone removed", repo_files(env, version=2))
         wait_for(lambda: retained(on_hub, T.manifest(env.node)).get(T.manifest(env.node), {}).get("commit") == second,
@@ -173,12 +181,12 @@ def test_hub_and_site_carry_the_planes_and_survive_a_site_restart(
         assert len(retained(on_site, mine)) == 3  # manifest + pinned + placed: gone's item cleared
         placed.reload()
         assert running(env)["placed"].id == placed.id and placed.attrs["RestartCount"] == 0
-        ended = ended_since(docker_client, env, since)
+        ended = ended_since(env, before)
         assert ended == {"pinned", "gone"}, f"containers ended during the site restart: {ended}"
 
         # the hub is down and the site restarts: its own store still holds every node's
         # complete desired state, so the agent keeps what runs and reports it converged
-        kept, since = retained(on_site, mine), time.time()
+        kept, since, before = retained(on_site, mine), time.time(), runs(env)
         hub.stop()
         site.stop()
         site.start()
@@ -205,7 +213,7 @@ def test_hub_and_site_carry_the_planes_and_survive_a_site_restart(
                  "a heartbeat through the bridge after the hub's restart", 60, observe=why)  # fmt: skip
         assert retained(on_hub, status)[status]["commit"] == second
         assert retained(on_hub, mine) == retained(on_site, mine)
-        ended = ended_since(docker_client, env, since)
+        ended = ended_since(env, before)
         assert not ended, f"containers ended while the hub was down or restarting: {ended}"
     finally:
         if agent is not None:
