@@ -33,6 +33,20 @@ notify:
 """
 
 
+def pager_only(tmp_path: Path, url: str, pager: Any, **kw: Any) -> tuple[ConfigRemote, str, Any]:
+    """A config repository whose environment notifies ``pager`` only, and config-sync's
+    settings for it (``kw`` on top): (the remote, the commit that added the block, settings)."""
+    secrets = tmp_path / "notify-secrets"
+    secrets.mkdir()
+    (secrets / "pager.url").write_text(pager.url)
+    remote = ConfigRemote(tmp_path)
+    remote.commit("sample", copy_from=SAMPLE)
+    env_yaml = (remote.work_path / ENV_FILE).read_text() + NOTIFY.split("  - name: ops-chat")[0]
+    first = remote.commit("notify the pager", files={ENV_FILE: env_yaml})
+    kw = {"poll_s": 3600, "debounce_s": 0, "notify_secrets_dir": str(secrets), **kw}
+    return remote, first, settings_for(remote, tmp_path / "state", url, **kw)
+
+
 def deploy_states(service: ConfigSync, sha: str) -> list[str]:
     statuses = service.reporter.snapshot()["statuses"]
     return [s["state"] for s in statuses if s["name"] == "phrame/deploy" and s["sha"] == sha]
@@ -127,24 +141,9 @@ def converge(url: str, commit: str, generations: dict[str, int]) -> None:
 def test_after_a_restart_a_failure_is_not_sent_again_and_its_recovery_is(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:
-    secrets = tmp_path / "notify-secrets"
-    secrets.mkdir()
     with webhook_receiver() as pager:
         pager.listen()
-        (secrets / "pager.url").write_text(pager.url)
-        remote = ConfigRemote(tmp_path)
-        remote.commit("sample", copy_from=SAMPLE)
-        env_yaml = (remote.work_path / ENV_FILE).read_text() + NOTIFY.split("  - name: ops-chat")[0]
-        first = remote.commit("notify the pager", files={ENV_FILE: env_yaml})
-        settings = settings_for(
-            remote,
-            tmp_path / "state",
-            mosquitto.url,
-            poll_s=3600,
-            debounce_s=0,
-            deploy_timeout_s=1.5,
-            notify_secrets_dir=str(secrets),
-        )
+        remote, first, settings = pager_only(tmp_path, mosquitto.url, pager, deploy_timeout_s=1.5)
         one = ConfigSync(settings, reporter=LocalReporter())
         one.start()
         try:
@@ -192,24 +191,10 @@ def test_a_converged_deployment_that_later_degrades_sends_degraded_once_and_its_
     """Argo CD's on-health-degraded: the environment's health is followed after its deployment
     succeeded; a crash loop sends ``degraded`` once (not on every tick, not again after a
     restart of config-sync), the replica running well again sends ``recovered`` once."""
-    secrets = tmp_path / "notify-secrets"
-    secrets.mkdir()
     with webhook_receiver() as pager:
         pager.listen()
-        (secrets / "pager.url").write_text(pager.url)
-        remote = ConfigRemote(tmp_path)
-        remote.commit("sample", copy_from=SAMPLE)
-        env_yaml = (remote.work_path / ENV_FILE).read_text() + NOTIFY.split("  - name: ops-chat")[0]
-        first = remote.commit("notify the pager", files={ENV_FILE: env_yaml})
-        settings = settings_for(
-            remote,
-            tmp_path / "state",
-            mosquitto.url,
-            poll_s=3600,
-            debounce_s=0,
-            deploy_timeout_s=120,
-            deploy_settle_s=0.3,
-            notify_secrets_dir=str(secrets),
+        _, first, settings = pager_only(
+            tmp_path, mosquitto.url, pager, deploy_timeout_s=120, deploy_settle_s=0.3
         )
         one = ConfigSync(settings, reporter=LocalReporter())
         one.start()
