@@ -3,10 +3,6 @@ tick never ends it, and its waits let a signal reach the main thread."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -14,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from phrame.runtime import SIGNAL_CHECK_S, BackgroundLoop
+from tests.support.signals import sigterm_while
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,34 +87,13 @@ def test_a_loop_on_the_main_thread_lets_a_signal_taken_by_another_thread_stop_it
     """Python runs a signal's handler on the main thread only when that thread runs again; a
     wait that blocked without a bound would never stop a service whose main thread runs the
     loop. The main thread blocks SIGTERM here, so the kernel delivers it to the other thread."""
-    script = tmp_path / "looping.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import signal, threading
-            from phrame.runtime import BackgroundLoop
-            loop = BackgroundLoop("main", lambda: None)  # waits for a wake that never comes
-            signal.signal(signal.SIGTERM, lambda *_: loop.stop())
-            started = threading.Event()
-            threading.Thread(target=lambda: (started.set(), threading.Event().wait()), daemon=True).start()
-            started.wait()
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # only the other thread takes it
-            print("looping", flush=True)
-            loop.run()
-            print("stopped", flush=True)
-            """
-        )
+    setup = """
+        import signal
+        from phrame.runtime import BackgroundLoop
+        loop = BackgroundLoop("main", lambda: None)  # waits for a wake that never comes
+        signal.signal(signal.SIGTERM, lambda *_: loop.stop())
+    """
+    code, out = sigterm_while(
+        tmp_path, setup, 'loop.run()\nprint("stopped", flush=True)\n', 5 + SIGNAL_CHECK_S
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's phrame, whatever the venv links
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "looping"
-        proc.send_signal(15)
-        assert proc.wait(5 + SIGNAL_CHECK_S) == 0
-        assert proc.stdout.read().strip() == "stopped"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+    assert (code, out) == (0, "stopped")

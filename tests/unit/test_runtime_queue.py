@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from phrame.runtime import Backoff, WorkQueue, backoff
+from tests.support.signals import sigterm_while
 
 
 class FakeClock:
@@ -149,36 +150,11 @@ def test_a_waiting_get_lets_a_signal_taken_by_another_thread_stop_the_main_threa
     only when that thread runs again. A ``get`` blocked without a timeout never did, so a
     service ignored SIGTERM (placement, seen in CI). Here the main thread blocks SIGTERM, so
     the kernel must deliver it to the other thread, as it may in a service."""
-    import subprocess
-    import sys
-    import textwrap
-
-    script = tmp_path / "waiting.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import signal, sys, threading
-            from phrame.runtime import WorkQueue
-            q = WorkQueue()
-            signal.signal(signal.SIGTERM, lambda *_: q.shutdown())
-            started = threading.Event()
-            threading.Thread(target=lambda: (started.set(), threading.Event().wait()), daemon=True).start()
-            started.wait()
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # only the other thread takes it
-            print("waiting", flush=True)
-            print("got", q.get(), flush=True)
-            """
-        )
-    )
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "waiting"
-        proc.send_signal(15)
-        assert proc.wait(10) == 0
-        assert proc.stdout.read().strip() == "got None"  # shut down: the get returned
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+    setup = """
+        import signal
+        from phrame.runtime import WorkQueue
+        q = WorkQueue()
+        signal.signal(signal.SIGTERM, lambda *_: q.shutdown())
+    """
+    code, out = sigterm_while(tmp_path, setup, 'print("got", q.get(), flush=True)\n', 10)
+    assert (code, out) == (0, "got None")  # shut down: the get returned
