@@ -235,4 +235,6 @@ def observed_of(report: ItemReport | None) -> Observed | None:
         report.healthy_since,
         report.started_at,
         report.running_since,
+        report.state_since,
+        report.text("error"),
     )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phrame.actual.health import Reason  # the one shape of a reason: node, replica, why
+from phrame.config_repo.update_policy import UpdatePolicy, policy_from
 
 STATES = ("progressing", "waiting-promotion", "paused", "rolled-back", "complete")
 ACTIVE = ("progressing", "waiting-promotion")  # re-evaluated on every change of the actual plane
@@ -22,8 +23,9 @@ ACTIVE = ("progressing", "waiting-promotion")  # re-evaluated on every change of
 @dataclass(frozen=True)
 class Observed:
     """A replica as its node reports it (``actual/.../containers/<id>``), plus since when
-    config-sync has seen it healthy on its current digest (``None``: not healthy now) and
-    running on it (``running_since``, the replica's start; ``None``: never seen running)."""
+    config-sync has seen it healthy on its current digest (``None``: not healthy now),
+    running on it (``running_since``, the replica's start; ``None``: never seen running) and
+    in its present state on it (``state_since``); ``error``: what its node could not do."""
 
     digest: str | None = None
     state: str | None = None
@@ -32,6 +34,8 @@ class Observed:
     healthy_since: float | None = None
     started_at: str | float | None = None  # the node's (a new value: the container restarted)
     running_since: float | None = None
+    state_since: float | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,9 @@ class RolloutState:
     reasons: tuple[Reason, ...] = ()
     started_at: float = 0.0
     updated_at: float = 0.0
+    # the ``update:`` policy it was last planned with (None: read back from a document
+    # written before the state recorded it)
+    update: UpdatePolicy | None = None
 
     @property
     def total(self) -> int:
@@ -118,7 +125,19 @@ class RolloutState:
             "description": self.description(),
             "started_at": self.started_at,
             "updated_at": self.updated_at,
+            **({"update": policy_doc(self.update)} if self.update is not None else {}),
         }
+
+
+def policy_doc(policy: UpdatePolicy) -> dict[str, Any]:
+    """An ``update:`` policy as the retained state records it (the service's keys)."""
+    return {
+        "max_parallel": policy.max_parallel,
+        "canary": policy.canary,
+        "min_healthy_s": policy.min_healthy_s,
+        "healthy_deadline_s": policy.healthy_deadline_s,
+        "on_failure": policy.on_failure,
+    }
 
 
 def state_from_doc(doc: Mapping[str, Any] | None) -> RolloutState | None:
@@ -161,6 +180,7 @@ def state_from_doc(doc: Mapping[str, Any] | None) -> RolloutState | None:
             ),
             started_at=float(doc.get("started_at", 0.0)),
             updated_at=float(doc.get("updated_at", 0.0)),
+            update=policy_from(doc["update"]) if isinstance(doc.get("update"), Mapping) else None,
         )
     except (KeyError, TypeError, ValueError):
         return None

@@ -6,14 +6,15 @@ and ``now``; it returns the replicas released (they get the rendered spec), thos
 back (rollback) and the new state. Config-sync's gate (:mod:`config_sync.rollouts.gate`) calls it
 on every sync and on every change of the actual plane; the same inputs give the same answer,
 so a restart resumes from the retained state. ``healthy_deadline_s`` counts from the
-replica's start on the new spec (from its release until it starts) and only while its node
-reports (``silent``). It never releases a wave while a released replica is not healthy, never
-un-releases one (except by rollback) and never passes a canary wave without a promotion.
+replica's start on the new spec, never while its old replica still runs (a stop may take its
+whole grace; see :func:`_counted`), and only while its node reports (``silent``). It never
+releases a wave while a released replica is not healthy, never un-releases one (except by
+rollback) and never passes a canary wave without a promotion.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from config_sync.rollouts.models import Observed, ReplicaView, RolloutState
@@ -60,23 +61,30 @@ def plan_rollout(
     # a replica with nothing published (new, or on a broker that lost its retained plane)
     # has no old spec to keep: it gets the rendered one at once and is no part of the rollout
     differing = [r for r in replicas if r.old is not None and r.old != r.new]
-    if state is None or not _continues(state, by_item, differing):
-        if not differing:  # nothing to roll out; an older rollout still running is abandoned
+    if state is None or not _continues(state, by_item, differing) or _is_superseded(state, policy, commit):
+        # the replicas a held rollout released that already run this spec are judged again
+        # first (a new rollout from what runs would take them as done)
+        carried = _carried(state, by_item)
+        if not differing and not carried:  # nothing to roll out; a running rollout is abandoned
             keep = state if state is not None and not state.is_active else None
             return RolloutPlan(keep)
-        items = tuple(r.item for r in differing)
+        changing = [*(by_item[i] for i in carried), *(r for r in differing if r.item not in carried)]
+        items = tuple(r.item for r in changing)
+        # what each ran when it started (a rollback, or a broker that lost the items)
+        previous: dict[str, Mapping[str, str]] = {
+            r.item: {"commit": r.old_commit, "digest": r.old} for r in differing if r.old and r.old_commit
+        }
+        if state is not None:
+            previous |= {i: state.previous[i] for i in carried if i in state.previous}
         state = RolloutState(
             environment=environment,
             service=service,
             commit=commit,
             items=items,
-            target={r.item: r.new for r in differing},
+            target={r.item: r.new for r in changing},
             waves=policy.wave_count(len(items)),
-            nodes={r.item: r.node for r in differing},
-            # what each ran when it started (a rollback, or a broker that lost the items)
-            previous={
-                r.item: {"commit": r.old_commit, "digest": r.old} for r in differing if r.old and r.old_commit
-            },
+            nodes={r.item: r.node for r in changing},
+            previous=previous,
             started_at=now,
         )
     if promote and state.state == "waiting-promotion":  # never before the canary waits for it
@@ -87,12 +95,33 @@ def plan_rollout(
         moved = [i for i in state.released() if state.nodes.get(i, by_item[i].node) != by_item[i].node]
         if moved:
             state = replace(state, released_at={**state.released_at, **dict.fromkeys(moved, now)})
-    state = replace(state, nodes={i: by_item[i].node for i in state.items}, updated_at=now)
+    state = replace(state, nodes={i: by_item[i].node for i in state.items}, updated_at=now, update=policy)
     if state.state == "rolled-back":
         return RolloutPlan(state, restore=frozenset(state.released()), current=True)
     if state.state in ("paused", "complete"):
         return RolloutPlan(state, released=frozenset(state.released()), current=True)
     return _advance(policy, state, by_item, now, silent)
+
+
+def _is_superseded(state: RolloutState, policy: UpdatePolicy, commit: str) -> bool:
+    """A paused or rolled-back rollout and a newer commit that changes the service's
+    ``update:`` policy (a longer deadline, say): that commit's own rollout begins. One that
+    changes neither the spec nor the policy (placement's, another service's) leaves it held;
+    so does a state recorded without its policy (it cannot tell)."""
+    held = state.state in ("paused", "rolled-back")
+    return held and state.commit != commit and state.update is not None and state.update != policy
+
+
+def _carried(state: RolloutState | None, by_item: dict[str, ReplicaView]) -> list[str]:
+    """The replicas a held ``state`` released that are published with the spec rendered
+    now (in wave order): the next rollout judges them again before it changes another."""
+    if state is None or state.state not in ("paused", "rolled-back"):
+        return []
+    return [
+        i
+        for i in state.released()
+        if i in by_item and by_item[i].old is not None and by_item[i].old == by_item[i].new
+    ]
 
 
 def _continues(state: RolloutState, by_item: dict[str, ReplicaView], differing: list[ReplicaView]) -> bool:
@@ -162,11 +191,21 @@ def _advance(
 
 def _counted(view: ReplicaView, target: str, released_at: float, now: float, silent: Silent) -> float:
     """Seconds counted against the replica's ``healthy_deadline_s``: from its start on the
-    new spec (before that, from its release), less the time its node was not reporting."""
-    since = released_at
+    new spec. Before that, nothing while its old replica still runs (its node has not taken
+    the new spec yet, or is stopping the old one: a stop may take its whole grace), then
+    from when its node first reported it in its present state (the old one stopped, the new
+    one created); from its release when its node reports nothing of it, or an error on it
+    (the new spec refused: the old one runs on). Less the time its node was not reporting."""
     actual = view.actual
+    since = released_at
     if actual is not None and actual.digest == target and actual.running_since is not None:
         since = max(since, actual.running_since)
+    elif actual is None or actual.error:
+        pass  # nothing known of it, or its node could not take the new spec: from its release
+    elif actual.digest != target and actual.state == "running":
+        return 0.0  # the old replica: the new one has not started
+    elif actual.state_since is not None:
+        since = max(since, actual.state_since)
     return max(0.0, now - since - silent(view.node, since, now))
 
 
@@ -204,12 +243,11 @@ def _judge(actual: Observed | None, target: str, counted: float, policy: UpdateP
     """``healthy``, ``waiting``, or why the replica fails its wave (``counted``: the seconds
     of its deadline gone, see :func:`_counted`)."""
     late = counted >= policy.healthy_deadline_s
+    deadline = f"{policy.healthy_deadline_s:g} s"
     if actual is None or actual.digest != target:
         if late:
             state = actual.state if actual is not None else "not reported"
-            return (
-                f"not running the new spec {policy.healthy_deadline_s:g} s after its wave started ({state})"
-            )
+            return f"not running the new spec {deadline} after {_count_start(actual)} ({state})"
         return "waiting"
     if actual.health == "unhealthy":
         return "healthcheck unhealthy"
@@ -217,9 +255,13 @@ def _judge(actual: Observed | None, target: str, counted: float, policy: UpdateP
         return f"crash-looping: restarted {actual.restart_count} times"
     if actual.healthy_since is not None:
         return "healthy" if now - actual.healthy_since >= policy.min_healthy_s else "waiting"
+    if late and actual.running_since is None and actual.state != "running":  # created, never started
+        return f"not running the new spec {deadline} after {_count_start(actual)} ({actual.state})"
     if late:
-        return (
-            f"not healthy {policy.healthy_deadline_s:g} s after it started "
-            f"(state {actual.state}, health {actual.health})"
-        )
+        return f"not healthy {deadline} after it started (state {actual.state}, health {actual.health})"
     return "waiting"
+
+
+def _count_start(actual: Observed | None) -> str:
+    """What a replica not started yet has its deadline counted from (see :func:`_counted`)."""
+    return "its release" if actual is None or actual.error else "its old replica stopped"

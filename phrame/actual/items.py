@@ -3,7 +3,8 @@
 Called by :class:`phrame.actual.view.ActualView` for every ``actual/nodes/<node>/<kind>/<id>``
 report. ``healthy_since`` is the receiver's clock when it first saw the item running and
 healthy on its current digest and start, never the node's: a retained report read after a
-restart starts the count again (a rollout never jumps ahead). Pure: never reads a clock.
+restart starts the count again (a rollout never jumps ahead); ``running_since`` and
+``state_since`` likewise. Pure: never reads a clock.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ def next_report(
     running = before.running_since if before is not None and before.text("digest") == digest else None
     if running is None and doc.get("state") == "running":
         running = now
+    # since when it has been in this state on this digest (its health, error or restarts aside)
+    state = report.text("state")
+    kept = before is not None and (before.text("digest"), before.text("state")) == (digest, state)
+    state_since = before.state_since if kept and before is not None else now
     since = None
     if report.is_healthy:
         # the same container, healthy since we last looked: the count goes on; a new digest or
@@ -35,11 +40,16 @@ def next_report(
         )
         since = before.healthy_since if same and before is not None else None
         since = now if since is None else since
-    return ItemReport(node, kind, item_id, doc, now, since, running)
+    return ItemReport(node, kind, item_id, doc, now, since, running, state_since)
 
 
 def same_state(a: ItemReport | None, b: ItemReport | None) -> bool:
     """Whether two reports say the same (their arrival time aside): no change to tell."""
     if a is None or b is None:
         return a is b
-    return (a.doc, a.healthy_since, a.running_since) == (b.doc, b.healthy_since, b.running_since)
+    return (a.doc, a.healthy_since, a.running_since, a.state_since) == (
+        b.doc,
+        b.healthy_since,
+        b.running_since,
+        b.state_since,
+    )

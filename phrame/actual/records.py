@@ -59,7 +59,9 @@ class ItemReport:
     clock, since when it has been seen running and healthy on its current digest and start
     (``None``: not healthy now); a restart or a new digest starts the count again.
     ``running_since``: since when it has been running on its current digest (kept across its
-    restarts: crash loops have their own verdict; ``None``: never seen running on it)."""
+    restarts: crash loops have their own verdict; ``None``: never seen running on it).
+    ``state_since``: since when it has been reported in its current ``state`` on its current
+    digest (what else the report says aside)."""
 
     node: str
     kind: str
@@ -68,6 +70,7 @@ class ItemReport:
     received_at: float = 0.0
     healthy_since: float | None = None
     running_since: float | None = None
+    state_since: float | None = None
 
     def text(self, key: str) -> str | None:
         value = self.doc.get(key)

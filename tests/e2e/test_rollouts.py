@@ -1,10 +1,14 @@
 """Staged rollouts through ``phrame dev``: real mosquitto, config-sync, placement, two agents
 on the one Docker daemon and git pushes. One service ``roll`` with 4 replicas over the two
 nodes and a healthcheck; a watcher thread samples Docker all along and counts, at every
-instant, the replicas off the old spec or not healthy. The scenarios run in order."""
+instant, the replicas off the old spec or not healthy. The scenarios run in order; the last
+ones have services of their own (``slowstop``: old replicas that take their whole stop grace;
+``fixme`` and ``slowstart``: paused rollouts a later commit supersedes) and restart
+config-sync or the whole stack on its state folder."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -18,6 +22,7 @@ from typing import Any
 import docker
 import pytest
 
+from schemas.container_exits import docker_time
 from tests.support.dev_stack import DevStackProcess
 from tests.support.services import require_binary
 
@@ -118,6 +123,12 @@ def stack(client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory)
         s.commit_and_push("rollouts: roll over both nodes")
         yield s
     finally:
+        s.stop()
+        # slowstop's replicas ignore SIGTERM: killed here rather than waited for 10 s each
+        for c in client.containers.list(filters={"label": f"io.phrame.service={SLOW}"}, ignore_removed=True):
+            if c.labels.get("io.phrame.node") in s.nodes:
+                with contextlib.suppress(docker.errors.APIError):  # stopped or gone meanwhile
+                    c.kill()
         down = s.close()
         left = client.containers.list(
             all=True, filters={"label": "io.phrame.managed=true"}, ignore_removed=True
@@ -145,8 +156,8 @@ def all_healthy(sampler: Sampler) -> bool:
     return len(sample) == REPLICAS and all(v[2] == "healthy" for v in sample.values())
 
 
-def push(stack: DevStackProcess, text: str, message: str) -> str:
-    stack.env_file(f"services/{SERVICE}.yaml").write_text(text)
+def push(stack: DevStackProcess, text: str, message: str, service: str = SERVICE) -> str:
+    stack.env_file(f"services/{service}.yaml").write_text(text)
     sha, _at = stack.commit_and_push(message)
     return sha
 
@@ -156,6 +167,14 @@ def deploy_text(stack: DevStackProcess, sha: str) -> tuple[str | None, str]:
         if s["sha"] == sha and s["name"] == "phrame/deploy":
             return s["state"], s["description"]
     return None, ""
+
+
+def restarted(stack: DevStackProcess, pid: int) -> bool:
+    """config-sync runs again, as another process than ``pid``, and answers."""
+    try:
+        return stack.pid_of("config-sync") != pid and bool(stack.sync_status())
+    except (OSError, ValueError):
+        return False
 
 
 def test_1_a_good_change_goes_in_waves_of_one(stack: DevStackProcess, sampler: Sampler) -> None:
@@ -295,13 +314,7 @@ def test_7_config_sync_killed_mid_rollout_resumes(stack: DevStackProcess, sample
     os.kill(pid, signal.SIGKILL)
     stack.wait(lambda: not Path(f"/proc/{pid}").exists(), "config-sync to die", 30)
 
-    def restarted() -> bool:
-        try:
-            return stack.pid_of("config-sync") != pid and bool(stack.sync_status())
-        except (OSError, ValueError):
-            return False
-
-    stack.wait(restarted, "the supervisor to restart config-sync", 60)
+    stack.wait(lambda: restarted(stack, pid), "the supervisor to restart config-sync", 60)
     stack.wait(
         lambda: rollout(stack).get("state") == "complete", "the rollout to complete after the restart", 120
     )
@@ -310,3 +323,172 @@ def test_7_config_sync_killed_mid_rollout_resumes(stack: DevStackProcess, sample
     assert sampler.now()["0"][:2] == first[:2]  # the first wave was not redone
     doc = json.dumps(rollout(stack))
     assert sha in doc
+
+
+# -- a service whose old replicas take their whole stop grace to stop
+SLOW = "slowstop"
+
+
+def slow_spec(round_: str) -> str:
+    # busybox sleep as PID 1 ignores SIGTERM: Docker waits the whole stop_grace_period, then kills
+    return (
+        f'name: {SLOW}\nimage: phrame-quickstart/busybox:1\ncommand: [sleep, "3600"]\n'
+        f"replicas: {REPLICAS}\nstop_grace_period: 10s\nenv:\n  ROUND: '{round_}'\n"
+        "placement:\n  labels:\n    pool: dev\n"
+        "healthcheck:\n  test: 'exit 0'\n  interval: 1s\n  timeout: 1s\n  retries: 3\n"
+        "update:\n  max_parallel: 1\n  min_healthy_s: 1\n  healthy_deadline_s: 12\n"
+    )
+
+
+def containers_of(stack: DevStackProcess, client: docker.DockerClient, service: str) -> list[Any]:
+    found = client.containers.list(
+        all=True, filters={"label": f"io.phrame.service={service}"}, ignore_removed=True
+    )
+    return [c for c in found if c.labels.get("io.phrame.node") in stack.nodes]
+
+
+def healthy_replicas(stack: DevStackProcess, client: docker.DockerClient, service: str, n: int) -> bool:
+    found = containers_of(stack, client, service)
+    health = [(c.attrs.get("State", {}).get("Health") or {}).get("Status") for c in found]
+    return len(found) == n and all(h == "healthy" for h in health)
+
+
+def rollout_of(stack: DevStackProcess, service: str) -> dict[str, Any]:
+    return dict(stack.sync_status().get("rollouts", {}).get(f"{stack.environment}/{service}") or {})
+
+
+def never_held(stack: DevStackProcess, service: str, sha: str) -> Any:
+    """A wait condition: the rollout of ``sha`` is complete; fails at once should it pause."""
+
+    def complete() -> bool:
+        doc = rollout_of(stack, service)
+        if doc.get("commit") != sha:
+            return False
+        assert doc.get("state") not in ("paused", "rolled-back"), doc.get("description")
+        return doc.get("state") == "complete"
+
+    return complete
+
+
+def test_8_old_replicas_that_take_10_s_to_stop_do_not_eat_the_deadline(
+    stack: DevStackProcess, client: docker.DockerClient
+) -> None:
+    push(stack, slow_spec("1"), "rollouts: add slowstop", SLOW)
+    stack.wait(lambda: healthy_replicas(stack, client, SLOW, REPLICAS), "4 healthy slowstop replicas", 120)
+    sha = push(stack, slow_spec("2"), "rollouts: slowstop round 2", SLOW)
+    stack.wait(never_held(stack, SLOW, sha), "the slowstop rollout to complete with no pause", 180)
+    doc = rollout_of(stack, SLOW)
+    assert doc["waves"] == REPLICAS
+    # each old replica really took its grace to stop: its new one started >= 10 s after its release
+    started = {
+        c.labels["io.phrame.replica"]: docker_time(c.attrs["State"]["StartedAt"])
+        for c in containers_of(stack, client, SLOW)
+    }
+    for r in doc["replicas"]:
+        index = r["replica"].rsplit(".", 1)[-1]
+        at = started[index]
+        assert at is not None and at - float(r["released_at"]) >= 9.5, (r, started)
+    stack.wait(lambda: deploy_text(stack, sha)[0] == "success", "phrame/deploy success", 60)
+
+
+# -- a new commit supersedes a paused rollout, also across restarts
+FIX = "fixme"
+
+
+def fix_spec(round_: str, *, healthy: bool = True) -> str:
+    check = "exit 0" if healthy else "exit 1"
+    return (
+        f'name: {FIX}\nimage: phrame-quickstart/busybox:1\ncommand: [sh, -c, "{LOOP}"]\n'
+        f"replicas: 2\nenv:\n  ROUND: '{round_}'\nplacement:\n  labels:\n    pool: dev\n"
+        f"healthcheck:\n  test: '{check}'\n  interval: 1s\n  timeout: 1s\n  retries: 3\n"
+        "update:\n  max_parallel: 1\n  min_healthy_s: 1\n  healthy_deadline_s: 25\n"
+    )
+
+
+def pause_fixme(stack: DevStackProcess, round_: str) -> str:
+    bad = push(stack, fix_spec(round_, healthy=False), f"rollouts: fixme {round_}, failing", FIX)
+    stack.wait(
+        lambda: (
+            rollout_of(stack, FIX).get("commit") == bad and rollout_of(stack, FIX).get("state") == "paused"
+        ),
+        f"the fixme rollout of {round_} to pause",
+        90,
+    )
+    return bad
+
+
+def deploy_lines(stack: DevStackProcess, sha: str) -> list[str]:
+    """What config-sync logged of ``sha``'s phrame/deploy (every report, not only the last)."""
+    log = (stack.state / "logs" / "config-sync.log").read_text(errors="replace")
+    return [line for line in log.splitlines() if f"of {sha[:12]} on " in line]
+
+
+def supersedes(stack: DevStackProcess, good: str) -> None:
+    """The good commit gets a rollout of its own that completes; its phrame/deploy never
+    says failed."""
+    stack.wait(never_held(stack, FIX, good), "a new rollout of the good commit to complete", 120)
+    stack.wait(lambda: deploy_text(stack, good)[0] == "success", "phrame/deploy success", 60)
+    failed = [line for line in deploy_lines(stack, good) if ": failed (" in line]
+    assert not failed, failed
+
+
+def test_9_a_new_commit_supersedes_a_paused_rollout_across_restarts(
+    stack: DevStackProcess, client: docker.DockerClient
+) -> None:
+    push(stack, fix_spec("1"), "rollouts: add fixme", FIX)
+    stack.wait(lambda: healthy_replicas(stack, client, FIX, 2), "2 healthy fixme replicas", 90)
+
+    # config-sync killed while the rollout is paused; the fix pushed while it is down
+    pause_fixme(stack, "bad1")
+    pid = stack.pid_of("config-sync")
+    os.kill(pid, signal.SIGKILL)
+    good = push(stack, fix_spec("2"), "rollouts: fixme fixed while config-sync is down", FIX)
+    stack.wait(lambda: restarted(stack, pid), "the supervisor to restart config-sync", 60)
+    supersedes(stack, good)
+
+    # the whole stack stopped while the rollout is paused; the fix pushed right as it comes up
+    # again, before or after config-sync read its retained state (test_10 pushes while it is down)
+    pause_fixme(stack, "bad2")
+    stack.stop()
+    stack.start()
+    good = push(stack, fix_spec("3"), "rollouts: fixme fixed as the stack starts", FIX)
+    stack.wait_ready()
+    supersedes(stack, good)
+
+
+SLOW_START = "slowstart"
+# healthy ~6 s after its start: a healthy_deadline_s of 4 pauses its rollout, 30 lets it through
+LATE = "trap 'exit 0' TERM; sleep 6 & wait; touch /tmp/ok; while true; do sleep 3600 & wait; done"
+
+
+def slow_start_spec(round_: str, deadline: int) -> str:
+    return (
+        f'name: {SLOW_START}\nimage: phrame-quickstart/busybox:1\ncommand: [sh, -c, "{LATE}"]\n'
+        f"replicas: 2\nenv:\n  ROUND: '{round_}'\nplacement:\n  labels:\n    pool: dev\n"
+        "healthcheck:\n  test: 'test -f /tmp/ok'\n  interval: 1s\n  timeout: 1s\n  retries: 60\n"
+        f"update:\n  max_parallel: 1\n  min_healthy_s: 1\n  healthy_deadline_s: {deadline}\n"
+    )
+
+
+def test_10_a_commit_that_only_tunes_update_supersedes_the_paused_rollout_after_a_restart(
+    stack: DevStackProcess, client: docker.DockerClient
+) -> None:
+    push(stack, slow_start_spec("1", 4), "rollouts: add slowstart", SLOW_START)
+    stack.wait(lambda: healthy_replicas(stack, client, SLOW_START, 2), "2 healthy slowstart replicas", 90)
+    bad = push(stack, slow_start_spec("2", 4), "rollouts: slowstart round 2", SLOW_START)
+
+    def paused() -> bool:
+        doc = rollout_of(stack, SLOW_START)
+        return doc.get("commit") == bad and doc.get("state") == "paused"
+
+    stack.wait(paused, "the slowstart rollout to pause on its 4 s deadline", 90)
+    assert "not healthy 4 s after it started" in str(rollout_of(stack, SLOW_START)["reasons"])
+    # the whole stack stopped; the person gives it more time (only update: changes) and starts it
+    stack.stop()
+    good = push(stack, slow_start_spec("2", 30), "rollouts: slowstart gets 30 s", SLOW_START)
+    stack.start()
+    stack.wait_ready()
+    stack.wait(never_held(stack, SLOW_START, good), "a new rollout of the tuned commit to complete", 120)
+    stack.wait(lambda: deploy_text(stack, good)[0] == "success", "phrame/deploy success", 60)
+    failed = [line for line in deploy_lines(stack, good) if ": failed (" in line]
+    assert not failed, failed

@@ -1,6 +1,7 @@
-"""``healthy_deadline_s`` with a fake clock: it counts from the replica's start on the new spec
-and only while its node reports; a replica placement moves starts its count again; and
-the watch that tells when a node reported and when a replica started running."""
+"""``healthy_deadline_s`` with a fake clock: it counts from the replica's start on the new spec,
+never while its old replica still runs (its stop may take its whole grace), and only while
+its node reports; a replica placement moves starts its count again; and the watch that
+tells when a node reported and when a replica started running."""
 
 from __future__ import annotations
 
@@ -67,13 +68,14 @@ def test_the_deadline_counts_only_while_the_node_reports() -> None:
     first = step(None, 0.0, {"lab.web.0": old(), "lab.web.1": old()}, silent=silence.silent)
     assert first.state is not None
     silence.heard("n0", 40.0)
-    back = step(first.state, 41.0, {"lab.web.0": old(), "lab.web.1": old()}, silent=silence.silent)
+    # nothing reported of the released replica (its node never took it): counted from its release
+    back = step(first.state, 41.0, {"lab.web.0": None, "lab.web.1": old()}, silent=silence.silent)
     assert back.state is not None and back.state.state == "progressing", back.state.reasons  # 9 s counted
     for at in range(41, 58):
         silence.heard("n0", float(at))
-    late = step(back.state, 57.0, {"lab.web.0": old(), "lab.web.1": old()}, silent=silence.silent)
+    late = step(back.state, 57.0, {"lab.web.0": None, "lab.web.1": old()}, silent=silence.silent)
     assert late.state is not None and late.state.state == "paused"  # 8 + 17 = 25 s counted
-    assert "not running the new spec 25 s" in late.state.reasons[0].reason
+    assert late.state.reasons[0].reason == "not running the new spec 25 s after its release (not reported)"
 
 
 def test_a_waiting_canary_placement_moves_starts_its_deadline_again() -> None:
@@ -114,7 +116,7 @@ def test_the_view_notes_the_start_on_a_digest_and_live_reports_only() -> None:
         return observed_of(view.report("n0", "containers", "lab.web.0"))
 
     report({"state": "created", "digest": NEW, "started_at": None}, retained=True)
-    assert seen() == Observed(NEW, "created", None, None, None, None, None)
+    assert seen() == Observed(NEW, "created", None, None, None, None, None, state_since=100.0)
     assert view.silent("n0", 100.0, 101.0) == 1.0  # a retained report is no news of the node
     now[0] = 102.0
     report({"state": "running", "health": "starting", "digest": NEW, "started_at": "a"})
@@ -122,8 +124,83 @@ def test_the_view_notes_the_start_on_a_digest_and_live_reports_only() -> None:
     report({"state": "running", "health": "starting", "digest": NEW, "started_at": "b"})
     got = seen()
     assert got is not None and got.running_since == 102.0 and got.started_at == "b"
+    assert got.state_since == 102.0  # running on NEW since 102: a restart is no new state
     assert view.silent("n0", 102.0, 110.0) == 5.0  # reported at 102 and 110 only
     now[0] = 111.0
     report({"state": "running", "health": None, "digest": OLD, "started_at": "c"})
     got = seen()
     assert got is not None and got.running_since == 111.0  # another digest: another start
+
+
+class Node:
+    """One node's reports of ``lab.web.0`` through the real view, on a fake clock; the node
+    heartbeats at every step, so it always reports."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.view = ActualView(T, timeout_s=3.0, clock=lambda: self.now)
+
+    def at(self, now: float, doc: dict[str, object] | None = None) -> dict[str, Observed | None]:
+        self.now = now
+        self.view.heartbeat("n0", {"ts": now, "interval_s": 1}, retained=False)
+        if doc is not None:
+            self.view.item("n0", "containers", "lab.web.0", doc)
+        return {
+            "lab.web.0": observed_of(self.view.report("n0", "containers", "lab.web.0")),
+            "lab.web.1": old(),
+        }
+
+    def beating(self, start: float, end: float) -> None:
+        for at in range(int(start), int(end)):
+            self.at(float(at))
+
+
+SLOW_STOP = UpdatePolicy(max_parallel=1, min_healthy_s=1, healthy_deadline_s=12)
+RUNNING_OLD = {"state": "running", "health": "healthy", "digest": OLD, "started_at": "a"}
+
+
+def test_the_old_replicas_stop_is_not_counted_against_the_deadline() -> None:
+    """Its old replica takes its 10 s stop grace, the new one starts 13 s after the release:
+    the deadline counts from the new one's start."""
+    node = Node()
+    first = step(None, 0.0, node.at(0.0, RUNNING_OLD), policy=SLOW_STOP)
+    assert first.released == {"lab.web.0"}
+    node.beating(1, 12)  # the node's agent is stopping the old replica: it still runs
+    stopping = step(first.state, 12.5, node.at(12.5), policy=SLOW_STOP)
+    assert stopping.state is not None and stopping.state.state == "progressing", stopping.state.reasons
+    started = {"state": "running", "health": "starting", "digest": NEW, "started_at": "b"}
+    node.at(13.0, started)
+    node.beating(14, 20)
+    starting = step(stopping.state, 20.0, node.at(20.0), policy=SLOW_STOP)
+    assert starting.state is not None and starting.state.state == "progressing", starting.state.reasons
+    assert starting.due == 25.0  # 12 s after its start
+    node.at(21.0, {**started, "health": "healthy"})
+    healthy = step(starting.state, 22.0, node.at(22.0), policy=SLOW_STOP)
+    assert healthy.state is not None and healthy.state.wave == 2, healthy.state
+
+
+def test_before_it_runs_the_count_starts_when_its_old_replica_stopped() -> None:
+    node = Node()
+    first = step(None, 0.0, node.at(0.0, RUNNING_OLD), policy=SLOW_STOP)
+    node.beating(1, 10)
+    created = {"state": "created", "health": None, "digest": NEW, "started_at": None}
+    node.at(10.0, created)  # the old one is gone, the new one created but not started
+    node.beating(11, 21)
+    waiting = step(first.state, 21.0, node.at(21.0, {**created, "error": None}), policy=SLOW_STOP)
+    assert waiting.state is not None and waiting.state.state == "progressing", waiting.state.reasons
+    assert waiting.due == 22.0
+    node.beating(22, 22)
+    late = step(waiting.state, 22.0, node.at(22.0), policy=SLOW_STOP)
+    assert late.state is not None and late.state.state == "paused"
+    assert late.state.reasons[0].reason.startswith("not running the new spec 12 s after"), late.state.reasons
+
+
+def test_an_old_replica_its_node_cannot_replace_counts_from_the_release() -> None:
+    """A node that reports an error on it (a pull of the new image refused): the old one runs
+    on, and the deadline counts from the release as before."""
+    node = Node()
+    first = step(None, 0.0, node.at(0.0, RUNNING_OLD), policy=SLOW_STOP)
+    node.at(1.0, {**RUNNING_OLD, "error": "pull busybox:2: not found"})
+    node.beating(2, 12)
+    late = step(first.state, 12.0, node.at(12.0), policy=SLOW_STOP)
+    assert late.state is not None and late.state.state == "paused", late.state

@@ -95,7 +95,8 @@ def test_deadline_and_crash_loop_fail_the_wave() -> None:
     plan = _plan(policy, fleet, None, 0.0)
     fleet.apply(plan)
     fleet.actual["lab.web.0"] = Observed(NEW, "restarting", None, 3, None)
-    fleet.actual["lab.web.1"] = Observed(OLD, "running", None, 0, 0.0)  # never got the new spec
+    # never got the new spec: its node reports why (the old one runs on)
+    fleet.actual["lab.web.1"] = Observed(OLD, "running", None, 0, 0.0, error="pull busybox:2: not found")
     early = _plan(policy, fleet, plan.state, 10.0)
     assert early.state is not None
     assert [r.reason for r in early.state.reasons] == ["crash-looping: restarted 3 times"]
@@ -114,6 +115,7 @@ def test_rollback_restores_the_released_replicas() -> None:
     )
     plan = _plan(policy, fleet, None, 0.0)
     fleet.apply(plan)
+    fleet.actual["lab.web.0"] = Observed(NEW, "running", "starting", 0, None, running_since=0.5)
     back = _plan(policy, fleet, plan.state, 6.0)
     assert back.state is not None and back.state.state == "rolled-back"
     assert back.restore == {"lab.web.0"} and not back.released and back.is_held
