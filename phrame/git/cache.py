@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -217,8 +218,12 @@ def merge_base(repo_path: str | os.PathLike[str], a: str, b: str) -> str | None:
 
 
 def timed_out(e: BaseException) -> bool:
-    """gitpython's way of saying ``kill_after_timeout`` stopped the command."""
-    return isinstance(e, git.GitCommandError) and "did not complete in" in str(e.stderr)
+    """Whether ``kill_after_timeout`` stopped the command. gitpython says so in its stderr,
+    but only when its watchdog marked the kill before the command's end was read: it kills
+    first and marks after, so on a busy machine the error is git's bare SIGKILL (status -9)."""
+    if not isinstance(e, git.GitCommandError):
+        return False
+    return "did not complete in" in str(e.stderr) or e.status == -signal.SIGKILL
 
 
 def short(e: BaseException) -> str:

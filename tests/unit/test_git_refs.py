@@ -57,3 +57,19 @@ def test_no_service_defines_its_own_git_error() -> None:
         for name in ("GitError", "RefMissing", "PushRejected", "TagTargetError"):
             assert not hasattr(module, name), (module.__name__, name)
     assert phrame.git.GitError in placement.errors.EXPECTED
+
+
+def test_a_git_killed_by_the_timeout_watchdog_is_a_timeout_whether_or_not_gitpython_said_so() -> None:
+    """gitpython's watchdog kills git, then marks the kill; when the command's end is read
+    in between (a busy machine), the error carries no timeout text, only SIGKILL's status.
+    It was reported as 'cannot fetch ...' with git's empty stderr (seen in CI)."""
+    import git
+
+    from phrame.git.cache import timed_out
+
+    said = git.GitCommandError(
+        ["git", "fetch"], 1, stderr="Timeout: the command did not complete in 1.5 secs."
+    )
+    bare_kill = git.GitCommandError(["git", "fetch"], -9, stderr="")
+    refused = git.GitCommandError(["git", "fetch"], 128, stderr="fatal: repository not found")
+    assert timed_out(said) and timed_out(bare_kill) and not timed_out(refused)
