@@ -7,11 +7,14 @@ fails, so CI can never go green by skipping.
 
 from __future__ import annotations
 
+import itertools
 import os
+import random
 import shutil
 import socket
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -40,9 +43,41 @@ def require_binary(name: str, package: str) -> str:
     return path
 
 
+def _below_ephemeral() -> range:
+    """Ports under the kernel's range for outgoing connections: a connection's own local
+    port never takes one between our pick and the listener's bind. (A client retrying a
+    broker that is not up yet even connected to itself on the broker's port, which mosquitto
+    then could not bind: "Address already in use".) Each xdist worker its own slice."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return range(0)
+    start = max(10000, low - 12000)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    slices = 8
+    size = (low - start) // slices
+    if size < 100:
+        return range(0)
+    index = int(worker) % slices if worker.isdigit() else 0
+    return range(start + index * size, start + (index + 1) * size)
+
+
+_PORTS = _below_ephemeral()
+_next_port = itertools.count(random.randrange(len(_PORTS)) if _PORTS else 0)
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as s:
+    """A TCP port on 127.0.0.1 that was free a moment ago, outside the ephemeral range where
+    the machine allows (see :func:`_below_ephemeral`); handed out once per process in turn."""
+    for _ in range(len(_PORTS)):
+        port = _PORTS[next(_next_port) % len(_PORTS)]
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # no such range here, or all of it taken
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
