@@ -160,6 +160,10 @@ class Topics:
         """Every node's observed containers (config-sync's rollouts watch their health)."""
         return f"{self.prefix}/actual/nodes/+/containers/+"
 
+    def replies_filter(self) -> str:
+        """Every node's command replies (the topic API waits on them)."""
+        return f"{self.prefix}/actual/nodes/+/replies/+"
+
     def heartbeat_filter(self) -> str:
         return f"{self.prefix}/actual/nodes/+/heartbeat"
 
