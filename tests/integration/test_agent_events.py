@@ -133,7 +133,9 @@ def test_a_pass_whose_action_failed_is_tried_again_soon_not_at_the_resync(
         watcher.wait_for(lambda: bool((watcher.status() or {}).get("errors")), 30, "the failed pull reported")
         assert not watcher.status()["converged"]
         docker_client.images.get(env.image).tag(image)  # no container event: only a retry sees it
-        watcher.wait_for(lambda: converged(watcher), 15, "converged once the image is there, long before the resync")
+        watcher.wait_for(
+            lambda: converged(watcher), 15, "converged once the image is there, long before the resync"
+        )
         assert env.get(web["name"]).status == "running"
     finally:
         try:
