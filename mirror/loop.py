@@ -7,7 +7,8 @@ with the strict reader (``schemas.load_json``: no NaN or Infinity, at most 64 le
 an invalid one never stops the loop and never reaches ``topics`` (where it would break
 every reader of the snapshot); it is listed under ``invalid`` with the reason.
 Each message is also told to readers (the topic API) at once (:mod:`mirror.notices`: a
-packet, not a snapshot). It never publishes.
+packet, not a snapshot). An agent's command reply (``<plane>/nodes/<node>/replies/<id>``,
+never retained) is no state and is left out. It never publishes.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from mirror.snapshot import SnapshotWriter
 from phrame.mqtt import Message, MqttClient, MqttError
 from phrame.runtime import SIGNAL_CHECK_S
 from phrame.settings import private_dir
-from schemas import load_json
+from schemas import Topics, load_json
 
 log = logging.getLogger(__name__)
 RAW_LIMIT = 200  # characters of an invalid payload kept in the snapshot, for a person to see
@@ -46,6 +47,7 @@ class MirrorLoop:
         self.instance = uuid.uuid4().hex[:12]  # in each snapshot: notices of another run are stale
         self.notices = ChangeNotices(settings.directory, settings.plane, self.instance)
         self._clock = clock
+        self._topics_layout = Topics(settings.topic_prefix)
         self._cond = threading.Condition()
         self._topics: dict[str, Any] = {}
         self._invalid: dict[str, dict[str, str]] = {}
@@ -61,6 +63,8 @@ class MirrorLoop:
     # -- MQTT side (network thread)
     def on_message(self, message: Message) -> None:
         topic = message.topic
+        if self._topics_layout.is_reply(topic):  # an answer for whoever asked: no state to hold
+            return
         valid = True
         with self._cond:
             self._topics.pop(topic, None)

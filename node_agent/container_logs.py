@@ -5,7 +5,8 @@ while the container is down, unhealthy or was started again after an exit (a cra
 what a person needs first to see why. Bounded (:data:`MAX_LINES`, :data:`MAX_BYTES`) and
 read from Docker once per change of the container (state, health, exit, restart), never on
 each report. Secret values of the item's environment are masked before anything leaves.
-Never logs a line itself.
+:mod:`node_agent.log_commands` reads a tail on request with the same masking and bounds of
+its own. Never logs a line itself.
 """
 
 from __future__ import annotations
@@ -40,17 +41,19 @@ def masked(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-def tail_doc(raw: bytes, secrets: Iterable[str] = ()) -> dict[str, Any]:
+def tail_doc(
+    raw: bytes, secrets: Iterable[str] = (), *, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES
+) -> dict[str, Any]:
     """``{"lines": [...], "truncated": bool}``: the last lines of ``raw``, secrets masked,
-    at most :data:`MAX_LINES` lines and :data:`MAX_BYTES` bytes (the oldest go first; a
-    single longer line keeps its end)."""
+    at most ``max_lines`` lines and ``max_bytes`` bytes (the oldest go first; a single
+    longer line keeps its end)."""
     text = masked(raw.decode("utf-8", "replace"), secrets)
     lines = text.splitlines()
-    truncated = len(lines) > MAX_LINES
-    lines = lines[-MAX_LINES:]
-    while lines and sum(len(line.encode()) + 1 for line in lines) > MAX_BYTES:
+    truncated = len(lines) > max_lines
+    lines = lines[-max_lines:]
+    while lines and sum(len(line.encode()) + 1 for line in lines) > max_bytes:
         if len(lines) == 1:
-            lines = [lines[0].encode()[-(MAX_BYTES - 1) :].decode("utf-8", "ignore")]
+            lines = [lines[0].encode()[-(max_bytes - 1) :].decode("utf-8", "ignore")]
         else:
             lines = lines[1:]
         truncated = True

@@ -23,6 +23,7 @@ from node_agent.container_logs import LogTails
 from node_agent.desired import DesiredStore
 from node_agent.errors import AgentError, DockerError
 from node_agent.handover import wanted
+from node_agent.log_commands import LogCommands
 from node_agent.metrics import AgentMetrics
 from node_agent.models import NODE, Clock, ObservedProcess, Op
 from node_agent.ports import AgentRuntime
@@ -88,6 +89,16 @@ class Agent:
             max_age_s=settings.command_max_age_s,
             clock=wall_clock,
         )
+        self.log_commands = LogCommands(
+            self.topics,
+            self.node,
+            docker,
+            own_container_id,
+            gate=self.commands.gate,
+            spec_of=lambda item_id: self.store.snapshot().containers.get(item_id),
+            read_secret=functools.partial(read_secret, settings.secrets_dir),
+            clock=wall_clock,
+        )
         self._events: Any = None
         self._stopped: set[str] = set()  # containers a die/destroy event named, for the next pass
         self._stopped_lock = threading.Lock()
@@ -146,7 +157,9 @@ class Agent:
         self.wake()
 
     def _on_cmd(self, msg: Message) -> None:
-        if self.commands.accept(msg):
+        if msg.topic.endswith("/logs"):  # answered by its own thread at once, not by a pass
+            self.log_commands.accept(msg)
+        elif self.commands.accept(msg):
             self.wake()
 
     def _watch_events(self) -> None:
@@ -191,6 +204,9 @@ class Agent:
         self.desired_client.subscribe(self.topics.desired_node_filter(self.node), self._on_desired)
         self.desired_client.subscribe(self.topics.cmd_node_filter(self.node), self._on_cmd)
         threading.Thread(target=self._watch_events, name="docker-events", daemon=True).start()
+        # replies go back over the connection the commands come in on (where the API listens)
+        serve_logs = functools.partial(self.log_commands.serve, self.stop_event, self.desired_client)
+        threading.Thread(target=serve_logs, name="log-commands", daemon=True).start()
         # Heartbeats have their own thread: a long pass (pulls, wait_ready) must not stop them.
         self._heartbeats = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
         self._heartbeats.start()

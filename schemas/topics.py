@@ -13,6 +13,8 @@ from dataclasses import dataclass
 ITEM_KINDS = ("containers", "networks", "processes")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 _ITEM_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}\.[a-z0-9][a-z0-9-]{0,62}(\.[0-9]+)?$")
+_COMMAND_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+COMMANDS = ("restart", "logs")  # the verbs of phrame/cmd/nodes/<node>/containers/<id>/<verb>
 
 # Which schema validates the payload of each topic kind.
 SCHEMA_OF = {
@@ -31,14 +33,17 @@ SCHEMA_OF = {
     ("actual", "containers"): "actual-item",
     ("actual", "networks"): "actual-item",
     ("actual", "processes"): "actual-item",
+    ("actual", "reply"): "actual-reply",
     ("cmd", "restart"): "cmd-restart",
+    ("cmd", "logs"): "cmd-logs",
 }
 
 
 @dataclass(frozen=True)
 class Topic:
     """A parsed topic. ``kind`` is an item kind, ``manifest``, ``status``, ``heartbeat``,
-    ``service``, ``sync``, ``placement``, ``deploys``, ``rollout``, ``audit`` or ``restart``."""
+    ``service``, ``sync``, ``placement``, ``deploys``, ``rollout``, ``audit``, ``reply`` (an
+    agent's answer to a command: never retained, no item) or a command verb (``restart``, ``logs``)."""
 
     plane: str  # desired | actual | cmd
     kind: str
@@ -119,12 +124,20 @@ class Topics:
             raise ValueError(f"unknown item kind {kind!r}")
         return f"{self.actual_node(node)}/{kind}/{_check(_ITEM_ID, item_id, 'item id')}"
 
+    def reply(self, node: str, command_id: str) -> str:
+        """Where ``node``'s agent answers command ``command_id`` (not retained)."""
+        return f"{self.actual_node(node)}/replies/{_check(_COMMAND_ID, command_id, 'command id')}"
+
     # -- commands
     def cmd_node(self, node: str) -> str:
         return f"{self.prefix}/cmd/nodes/{_check(_NAME, node, 'node')}"
 
     def restart(self, node: str, item_id: str) -> str:
         return f"{self.cmd_node(node)}/containers/{_check(_ITEM_ID, item_id, 'item id')}/restart"
+
+    def logs(self, node: str, item_id: str) -> str:
+        """A log tail command for ``node``'s container ``item_id`` (answered on :meth:`reply`)."""
+        return f"{self.cmd_node(node)}/containers/{_check(_ITEM_ID, item_id, 'item id')}/logs"
 
     # -- subscription filters
     def desired_node_filter(self, node: str) -> str:
@@ -147,12 +160,26 @@ class Topics:
         """Every node's observed containers (config-sync's rollouts watch their health)."""
         return f"{self.prefix}/actual/nodes/+/containers/+"
 
+    def replies_filter(self) -> str:
+        """Every node's command replies (the topic API waits on them)."""
+        return f"{self.prefix}/actual/nodes/+/replies/+"
+
     def heartbeat_filter(self) -> str:
         return f"{self.prefix}/actual/nodes/+/heartbeat"
 
     def environments_filter(self) -> str:
         """Every environment's topics: declared services, ``sync``, ``placement``, ``deploys``."""
         return f"{self.prefix}/desired/environments/#"
+
+    def is_reply(self, topic: str) -> bool:
+        """Whether ``topic`` is an agent's answer to a command: never retained, so a mirror
+        (which holds a plane's retained state) and the views leave it out."""
+        if "/replies/" not in topic:
+            return False
+        try:
+            return self.parse(topic).kind == "reply"
+        except ValueError:
+            return False
 
     def parse(self, topic: str) -> Topic:
         """Parse ``topic``; raise ``ValueError`` when it does not fit the layout."""
@@ -179,6 +206,9 @@ def _parse_parts(p: list[str]) -> Topic:
             env, service = item.split(".")[:2]
             svc = service if p[3] != "networks" else None
             return Topic(plane, p[3], node=node, environment=env, item_id=item, service=svc)
+        if plane == "actual" and len(p) == 5 and p[3] == "replies":
+            _check(_COMMAND_ID, p[4], "command id")
+            return Topic(plane, "reply", node=node)
     if plane == "desired" and len(p) >= 4 and p[1] == "environments":
         env = _check(_NAME, p[2], "environment")
         if len(p) == 5 and p[3] == "services":
@@ -193,7 +223,7 @@ def _parse_parts(p: list[str]) -> Topic:
     if plane == "cmd" and len(p) == 6 and p[1] == "nodes" and p[3] == "containers":
         node = _check(_NAME, p[2], "node")
         item = _check(_ITEM_ID, p[4], "item id")
-        if p[5] == "restart":
+        if p[5] in COMMANDS:
             env, service = item.split(".")[:2]
-            return Topic("cmd", "restart", node=node, environment=env, item_id=item, service=service)
+            return Topic("cmd", p[5], node=node, environment=env, item_id=item, service=service)
     raise ValueError("unknown topic shape")

@@ -178,6 +178,7 @@ def create_app(
         Route("/api/nodes/{node}", read["node"]),
         Route("/api/nodes/{node}/compose", compose["export"]),
         Route("/api/nodes/{node}/containers/{id}/restart", write["restart"], methods=["POST"]),
+        Route("/api/nodes/{node}/containers/{id}/logs", write["logs"], methods=["POST"]),
         Route("/api/environments", read["environments"]),
         Route("/api/environments/{env}", read["environment"]),
         Route("/api/topics", read["topics"]),

@@ -1,9 +1,12 @@
-"""The API's one MQTT connection: publishes writes, and holds the writable kv subtrees.
+"""The API's one MQTT connection: publishes writes, holds the writable kv subtrees, and
+hands the agents' command replies to whoever waits for them.
 
-Built by the app's lifespan with the desired plane's settings (agents read their restart
-commands there). It connects in the background, so the API serves reads while the broker
-is away (writes answer 503 then); it subscribes once to the writable prefixes so that
-``GET /api/kv`` of a value no mirror holds needs no per-request subscription.
+Built by the app's lifespan with the desired plane's settings (agents read their commands
+there, and answer a log command over the same connection). It connects in the background,
+so the API serves reads while the broker is away (writes answer 503 then); it subscribes
+once to the writable prefixes so that ``GET /api/kv`` of a value no mirror holds needs no
+per-request subscription, and once to the reply topics, so a waiter registered before its
+command is published cannot miss the answer.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 
 from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings
 
@@ -22,7 +26,10 @@ class BrokerUnavailable(MqttError):
 
 
 class Broker:
-    def __init__(self, settings: MqttSettings, prefixes: tuple[str, ...]) -> None:
+    def __init__(
+        self, settings: MqttSettings, prefixes: tuple[str, ...], *, replies: str | None = None
+    ) -> None:
+        """``replies``: the filter of the agents' command replies (none: no command waits)."""
         # a fresh id per process (as config-sync's): two APIs on one anonymous broker must not
         # take each other's connection; with a user name, the user name is the id anyway
         self.client = MqttClient(settings, f"topic-api-{uuid.uuid4().hex[:8]}")
@@ -31,6 +38,9 @@ class Broker:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.refused: str | None = None  # the broker refused our login: no retry until restarted
+        self.replies = replies
+        self.replies_ready = False  # the broker acknowledged the subscription to the replies
+        self._waiters: dict[str, Callable[[bytes], None]] = {}  # reply topic -> who waits
 
     def start(self) -> None:
         """Connect in a thread (waiting as long as it takes); return at once."""
@@ -47,6 +57,29 @@ class Broker:
         for prefix in self.prefixes:
             base = prefix.rstrip("/")
             self.client.subscribe(f"{base}/#", self._on_message)
+        if self.replies is not None:
+            # renewed on each reconnect by the client; a refusal (an old ACL) is logged there
+            self.replies_ready = self.client.subscribe(self.replies, self._on_reply)
+
+    def _on_reply(self, msg: Message) -> None:
+        with self._lock:
+            deliver = self._waiters.pop(msg.topic, None)
+        if deliver is not None and msg.payload:
+            deliver(msg.payload)
+
+    def expect_reply(self, topic: str, deliver: Callable[[bytes], None]) -> Callable[[], None]:
+        """Hand the first message on ``topic`` to ``deliver`` (on the MQTT thread); register
+        before publishing the command. Returns the function that stops waiting."""
+        if not (self.replies_ready and self.client.is_connected):
+            raise BrokerUnavailable("not subscribed to the agents' replies (not connected, or refused)")
+        with self._lock:
+            self._waiters[topic] = deliver
+
+        def forget() -> None:
+            with self._lock:
+                self._waiters.pop(topic, None)
+
+        return forget
 
     def _on_message(self, msg: Message) -> None:
         with self._lock:

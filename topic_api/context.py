@@ -4,7 +4,8 @@ Built by :func:`topic_api.app.create_app`; handlers take it as their only depend
 a test can build an app over a folder of snapshot files without a broker. Credentials:
 ``PHRAME_API_TOKEN`` (an implicit ``admin``) and the tokens file's scoped tokens
 (``phrame.auth``); a write needs its scope (``deploy``: restart; ``admin``: kv, import) and
-is audited with its holder's name.
+is audited with its holder's name, as is a log tail request (``read``, whatever
+``PHRAME_API_READ_TOKEN_REQUIRED`` says).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class Publisher(Protocol):
     def publish(self, topic: str, payload: bytes | None, *, retain: bool, timeout: float = ...) -> None: ...
 
     def value(self, topic: str) -> bytes | None: ...
+
+    def expect_reply(self, topic: str, deliver: Callable[[bytes], None]) -> Callable[[], None]: ...
 
 
 @dataclass

@@ -178,6 +178,15 @@ class Restarted(TypedDict):
     id: Annotated[str, Doc("the command's id: the agent runs it once")]
 
 
+class LogTail(TypedDict):
+    node: str
+    item: Annotated[str, Doc("the container's item id")]
+    id: Annotated[str, Doc("the command's id")]
+    at: Annotated[float, Doc("when the agent read the tail (unix seconds, the node's clock)")]
+    lines: Annotated[list[str], Doc("the last lines of its output, oldest first; secret env values as ***")]
+    truncated: Annotated[bool, Doc("older lines were left out")]
+
+
 class StreamTicket(TypedDict):
     ticket: Annotated[str, Doc("send as /api/events?ticket=...: good for one stream, and nothing else")]
     expires_in_s: Annotated[int, Min(1), Doc("seconds it stays good unless used")]

@@ -23,6 +23,7 @@ from topic_api.imports.settings import ImportSettings
 DEFAULT_LISTEN = "127.0.0.1:8090"
 MAX_BODY_BYTES = 256 * 1024  # one retained value; the desired container specs are a few KiB
 HISTORY_S = 600.0  # heartbeats kept per node for the dashboard's charts
+LOGS_TIMEOUT_S = 10.0  # how long a log tail request waits for the agent's reply
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class ApiSettings:
     node_timeout_s: float = 20.0  # as placement and config-sync: older heartbeat = offline
     history_s: float = HISTORY_S
     recent_exit_s: float = DEFAULT_WINDOW_S  # a container that died this recently is marked
+    logs_timeout_s: float = LOGS_TIMEOUT_S  # PHRAME_API_LOGS_TIMEOUT_S: then 504
     http: HttpLimits = field(default_factory=HttpLimits)
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     imports: ImportSettings = field(default_factory=ImportSettings)  # POST /api/import/compose
@@ -100,6 +102,7 @@ class ApiSettings:
             poll_s=e.integer("PHRAME_API_POLL_MS", 100, minimum=10) / 1000,
             node_timeout_s=e.number("PHRAME_NODE_TIMEOUT_S", 20.0, minimum=0.1),
             recent_exit_s=e.number("PHRAME_API_RECENT_EXIT_S", DEFAULT_WINDOW_S, minimum=0.0),
+            logs_timeout_s=e.number("PHRAME_API_LOGS_TIMEOUT_S", LOGS_TIMEOUT_S, minimum=0.1),
             http=HttpLimits.from_env(e),
             mqtt=MqttSettings.from_env("desired", env),
             imports=ImportSettings.from_env(e),

@@ -1,4 +1,5 @@
-"""What a write may do: the kv rules (prefixes, topic, JSON, schema) and the restart command.
+"""What a write may do: the kv rules (prefixes, topic, JSON, schema) and the commands
+(restart, log tail).
 
 Called by :mod:`topic_api.app` before anything is published. Pure: it raises
 :class:`topic_api.errors.WriteRefused` with the HTTP status and a message naming the topic,
@@ -88,4 +89,21 @@ def restart_command(
         raise WriteRefused(400, f"cannot restart {item_id!r} on {node!r}: {e}") from None
     payload: dict[str, Any] = {"id": command_id, "requested_by": by, "ts": now}
     check_payload("cmd-restart", payload)
+    return topic, json.dumps(payload, separators=(",", ":")).encode()
+
+
+def logs_command(
+    prefix: str, node: str, item_id: str, *, lines: int, now: float, by: str, command_id: str
+) -> tuple[str, bytes]:
+    """(topic, payload) of a log tail command, valid under ``cmd-logs`` (never retained);
+    the agent answers on ``Topics.reply(node, command_id)``."""
+    try:
+        topic = Topics(prefix).logs(node, item_id)
+    except ValueError as e:
+        raise WriteRefused(400, f"cannot read the logs of {item_id!r} on {node!r}: {e}") from None
+    payload: dict[str, Any] = {"id": command_id, "requested_by": by, "ts": now, "lines": lines}
+    try:
+        check_payload("cmd-logs", payload)
+    except PayloadError as e:
+        raise WriteRefused(400, f"lines={lines}: must be 1 to 200 ({e})") from None
     return topic, json.dumps(payload, separators=(",", ":")).encode()

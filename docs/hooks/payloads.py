@@ -25,7 +25,9 @@ WRITERS = {
     ("desired", "placement"): "placement only; retained, QoS 1",
     ("desired", "audit"): "the service it names (`config-sync` or `topic-api`) only; retained, QoS 1",
     "actual": "the node's own agent only; retained",
+    ("actual", "reply"): "the node's own agent only, once per command; QoS 1, not retained",
     "cmd": "the topic API (`POST /api/nodes/{node}/containers/{id}/restart`); not retained",
+    ("cmd", "logs"): "the topic API (`POST /api/nodes/{node}/containers/{id}/logs`); not retained",
 }
 
 

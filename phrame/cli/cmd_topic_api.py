@@ -15,6 +15,7 @@ from typing import Any
 from phrame.mqtt import MqttError
 from phrame.settings import setup_logging
 from phrame.settings.http_serving import serve
+from schemas import Topics
 from topic_api.app import audit_topic, create_app
 from topic_api.auth import RedactTokens
 from topic_api.broker import Broker
@@ -32,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
         settings = ApiSettings.from_env()
         # the kv space, and its own audit list (taken back after a restart)
         watched = (*settings.allowed_prefixes, audit_topic(settings.topic_prefix))
-        broker = None if args.no_broker else Broker(settings.mqtt, watched)
+        replies = Topics(settings.topic_prefix).replies_filter()  # answers to log commands
+        broker = None if args.no_broker else Broker(settings.mqtt, watched, replies=replies)
         servers: list[Any] = []  # uvicorn's, once built: its should_exit ends the event streams
         app = create_app(
             settings, broker=broker, should_stop=lambda: bool(servers and servers[0].should_exit)

@@ -39,7 +39,8 @@ SERVICE_ACCOUNTS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "mirror-desired": (("read", "{p}/desired/#"),),
     "mirror-actual": (("read", "{p}/actual/#"),),
-    # topic-api serves both planes, sends the one imperative verb (restart) and keeps the
+    # topic-api serves both planes, sends the command verbs (restart, logs: the agent answers
+    # a logs command on its own actual/nodes/<node>/replies/<id>, read here) and keeps the
     # users' kv space (its default PHRAME_API_WRITE_PREFIXES; other prefixes need a grant here),
     # and its own audit list of the writes it took (config-sync's lies in its desired/#).
     # An ACL line cannot refuse the retain flag (mosquitto's acl_file checks topics only; a
@@ -48,6 +49,7 @@ SERVICE_ACCOUNTS: dict[str, tuple[tuple[str, str], ...]] = {
         ("read", "{p}/desired/#"),
         ("read", "{p}/actual/#"),
         ("write", "{p}/cmd/nodes/+/containers/+/restart"),
+        ("write", "{p}/cmd/nodes/+/containers/+/logs"),
         ("readwrite", "{p}/kv/#"),
         ("write", "{p}/desired/audit/topic-api"),
     ),

@@ -167,6 +167,30 @@ def test_agent_writes_only_its_own_actual_topics(broker: SecureBroker, clients: 
         agent.publish_batch([("phrame/desired/nodes/edge-01/manifest", b"x")], timeout=5)
 
 
+def test_log_commands_reach_the_agent_and_only_its_own_replies_reach_the_api(
+    broker: SecureBroker, clients: list
+) -> None:
+    """topic-api may send a log command and read the agents' replies; an agent may answer on
+    its own node's reply topic only; nobody else may send a command."""
+    api = connect(clients, broker.settings("topic-api"), "topic-api")
+    replies = Inbox()
+    assert api.subscribe("phrame/actual/nodes/+/replies/+", replies) is True
+    agent = connect(clients, broker.settings("node-edge-01"), "agent-edge-01-logs")
+    commands = Inbox()
+    assert agent.subscribe("phrame/cmd/nodes/edge-01/#", commands) is True
+    command = "phrame/cmd/nodes/edge-01/containers/demo.web.0/logs"
+    api.publish_batch([(command, b'{"id": "c1"}')], retain=False, timeout=5)
+    assert commands.wait_for(command)
+    with pytest.raises(PublishRefused):
+        agent.publish_batch([("phrame/actual/nodes/edge-02/replies/c1", b"forged")], retain=False, timeout=5)
+    agent.publish_batch([("phrame/actual/nodes/edge-01/replies/c1", b"tail")], retain=False, timeout=5)
+    assert replies.wait_for("phrame/actual/nodes/edge-01/replies/c1")
+    assert "phrame/actual/nodes/edge-02/replies/c1" not in replies.topics
+    observer = connect(clients, broker.settings("observer"), "observer")
+    with pytest.raises(PublishRefused):
+        observer.publish_batch([(command, b'{"id": "c2"}')], retain=False, timeout=5)
+
+
 def test_websocket_over_tls_with_the_same_acl(broker: SecureBroker, clients: list) -> None:
     agent = connect(clients, broker.settings("node-edge-02", scheme="wss"), "agent-edge-02-ws")
     assert agent.is_connected

@@ -128,6 +128,32 @@ def test_a_retained_clear_removes_the_topic(mosquitto: Mosquitto, clients: list,
         wait_for(lambda: snapshot_has(settings.snapshot_path, {f"{PREFIX}/b": "keep"}), "the clear", 5)
 
 
+def test_a_command_reply_is_no_state_and_is_left_out(
+    mosquitto: Mosquitto, clients: list, tmp_path: Path
+) -> None:
+    """An agent's answer to a log command (not retained, on its actual subtree) is for whoever
+    asked: the snapshot never holds it, while a report after it is mirrored as usual."""
+    settings = mirror_settings(mosquitto.url, tmp_path, debounce_s=0.05, max_delay_s=0.5)
+    writer = client(mosquitto.url, "writer", clients)
+    reply = {
+        "id": "c1",
+        "node": "n1",
+        "item": "demo.web.0",
+        "at": 1.0,
+        "lines": ["secret-ish"],
+        "truncated": False,
+    }
+    with running_mirror(settings) as mirror:
+        writer.publish_batch([(f"{PREFIX}/nodes/n1/replies/c1", json.dumps(reply).encode())], retain=False)
+        writer.publish_batch([(f"{PREFIX}/nodes/n1/status", b'{"state":"online"}')])
+        wait_for(
+            lambda: snapshot_has(settings.snapshot_path, {f"{PREFIX}/nodes/n1/status": {"state": "online"}}),
+            "the status alone",
+            5,
+        )
+        assert mirror.messages == 1, "the reply was counted as a change"
+
+
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     folder = tmp_path / "tiny"

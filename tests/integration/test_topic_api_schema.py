@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from phrame.mqtt import MqttClient, MqttSettings
+from phrame.mqtt import Message, MqttClient, MqttSettings
 from schemas import Topics
 from tests.support.mosquitto import Mosquitto
 from tests.support.topic_api import ApiStack, fleet
@@ -24,6 +24,15 @@ from tests.support.topic_api import ApiStack, fleet
 pytestmark = pytest.mark.mqtt
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
 EXAMPLES = "50"  # per operation; keeps the run well under a minute on 2 cores
+
+
+def answer_logs(client: MqttClient, msg: Message) -> None:
+    """The agents' part of a log tail request: two lines (a 504 would be a 5xx)."""
+    t, doc = Topics(), json.loads(msg.payload)
+    parsed = t.parse(msg.topic)
+    reply = {"id": doc["id"], "node": parsed.node, "item": parsed.item_id, "at": time.time(),
+             "lines": ["one", "two"], "truncated": False}  # fmt: skip
+    client.publish(t.reply(str(parsed.node), doc["id"]), json.dumps(reply).encode(), retain=False)
 
 
 @pytest.mark.slow
@@ -46,6 +55,7 @@ def test_schemathesis_finds_no_5xx_and_no_schema_violation(
     }
     messages[topic] = json.dumps(restarted).encode()
     writer.publish_batch(messages.items())
+    writer.subscribe("phrame/cmd/nodes/+/containers/+/logs", lambda m: answer_logs(writer, m))
     stack = ApiStack(mosquitto.url, tmp_path).start()
     try:
         stack.wait_json("/api/nodes", lambda d: len(d["nodes"]) == 2, "the fleet in the API")

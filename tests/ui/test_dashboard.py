@@ -1,8 +1,8 @@
 """The dashboard in Debian's Chromium against the dev stack of ``make up`` (``phrame dev``:
 real mosquitto, config-sync, placement, two agents on the Docker daemon, the mirrors and
 the topic API): both nodes online, a killed container red then green without a reload,
-a container the agent restarted marked with its exit code,
-keyboard use, the phone width. Screenshots at 1280 and 375 px go to ``out/ui/``."""
+a container the agent restarted marked with its exit code, a container's current log
+tail brought by its agent, keyboard use, the phone width. Screenshots at 1280 and 375 px go to ``out/ui/``."""
 
 from __future__ import annotations
 
@@ -145,6 +145,33 @@ def test_phone_width_does_not_scroll_sideways(stack: DevStackProcess, open_page:
     dialog = page.evaluate("(d => [d.scrollWidth, d.clientWidth])(document.getElementById('node-dialog'))")
     assert dialog[0] <= dialog[1], f"the node dialog scrolls sideways at 375 px: {dialog}"
     screenshot(page, "dashboard-375-node", full_page=False)
+    assert not watch.problems(), watch.problems()
+
+
+def test_logs_brings_a_running_containers_current_tail_from_its_agent(
+    stack: DevStackProcess, docker_client: docker.DockerClient, open_page: Opener
+) -> None:
+    """The whole way: the page, the topic API, the broker with the generated ACL, the node's
+    agent, Docker, and back. A line written to the healthy web container's output just now
+    is in the tail the page shows."""
+    web = web_container(docker_client, stack)
+    marker = f"logs-marker-{time.time_ns()}"
+    web.exec_run(["sh", "-c", f"echo {marker} > /proc/1/fd/1"])  # onto the container's own output
+    wait_for(lambda: marker.encode() in web.logs(tail=5), "the marker in web's output", 10)
+    node, item = web.labels["io.phrame.node"], f"{stack.environment}.web.0"
+    page, watch = open_page(f"{stack.api_url}#node/{node}")
+    page.locator(f'#node-detail tr[data-id="{item}"] button.logs').click()
+    page.wait_for_selector("#token-dialog[open]")
+    page.fill("#token-input", stack.api_token())
+    page.keyboard.press("Enter")
+    wait_js(
+        page,
+        "(m) => document.getElementById('log-tail-text').textContent.includes(m)",
+        "the tail",
+        arg=marker,
+    )
+    assert page.is_visible("#log-tail") and "read at" in (page.text_content("#log-tail-when") or "")
+    screenshot(page, "dashboard-1280-node-logs", full_page=False)
     assert not watch.problems(), watch.problems()
 
 

@@ -5,6 +5,7 @@ items' healthy time, listeners, invalid reports. A fake clock throughout."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from phrame.actual import ActualView, Change
 from phrame.mqtt import Message
@@ -315,3 +316,17 @@ def test_a_heartbeat_json_cannot_carry_is_ignored_and_affects_only_its_sender() 
     )
     v.on_message(Message(T.heartbeat("deep"), deep, False))
     assert set(v.nodes()) == {"good"} and v.verdict("good", T0 + 1).is_online
+
+
+def test_a_command_reply_on_the_actual_plane_is_neither_an_item_nor_invalid(caplog: Any) -> None:
+    """A log command's reply lives under the node's actual subtree: the view leaves it out
+    without calling it an invalid report."""
+    v = view()
+    told: list[Change] = []
+    v.listen(told.append)
+    reply = {"id": "c1", "node": "a", "item": "e.web.0", "at": T0, "lines": ["x"], "truncated": False}
+    v.on_message(Message(T.reply("a", "c1"), json.dumps(reply).encode(), False))
+    assert told == [] and v.report("a", "containers", "e.web.0") is None
+    assert "invalid" not in caplog.text
+    assert T.parse(T.logs("a", "e.web.0")).kind == "logs" and T.is_reply(T.reply("a", "c1"))
+    assert not T.is_reply("phrame/actual/nodes/a/replies/bad id") and not T.is_reply(T.status("a"))

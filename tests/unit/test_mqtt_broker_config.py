@@ -47,6 +47,7 @@ def test_service_accounts_get_what_they_need_and_no_more() -> None:
     assert acl["mirror-desired"] == ["topic read site1/desired/#"]
     assert acl["mirror-actual"] == ["topic read site1/actual/#"]
     assert "topic write site1/cmd/nodes/+/containers/+/restart" in acl["topic-api"]
+    assert "topic write site1/cmd/nodes/+/containers/+/logs" in acl["topic-api"]
     assert not any("write" in line for line in acl["mirror-actual"] + acl["mirror-desired"])
 
 

@@ -39,6 +39,7 @@ COMPONENTS: tuple[type, ...] = (
     models.KvWritten,
     models.KvDeleted,
     models.Restarted,
+    models.LogTail,
     models.StreamTicket,
     import_models.Problem,
     import_models.ComposeImport,

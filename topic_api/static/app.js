@@ -1,6 +1,7 @@
 /* Phrame dashboard: wiring. Fetches the views, follows api/events (server-sent events) and
  * refetches only what a change touched, opens a node's detail from the URL (#node/<name>),
- * and sends a container restart with the token the person typed (kept in sessionStorage).
+ * and sends a container restart, or asks for a container's log tail, with the token the
+ * person typed (kept in sessionStorage).
  *
  * Loaded by index.html as a module. Holds no broker connection and never polls the broker:
  * the topic API's mirrors do that once for every browser.
@@ -68,7 +69,7 @@ const detail = new Refresher("the node detail", guarded(async () => {
     }
     throw e;
   }
-  if (name === view.openNode) renderDetail($("node-detail"), doc, { restart });
+  if (name === view.openNode) renderDetail($("node-detail"), doc, { restart, logs });
 }), 250);
 
 function refreshAll() {
@@ -207,6 +208,7 @@ function openNode(name) {
   if (view.openNode !== name) {
     $("node-detail").replaceChildren(h("p", { text: `Loading ${name}…` }));
     $("detail-message").textContent = "";
+    $("log-tail").hidden = true;
   }
   view.openNode = name;
   $("node-dialog-h").textContent = `Node ${name}`;
@@ -245,36 +247,63 @@ function askToken(why) {
   });
 }
 
-async function restart(node, id, button) {
-  if (button.getAttribute("aria-disabled") === "true") return;
+/** POST a container command with the token (asked for when none is held; a refused one is
+ * forgotten): the parsed answer, or null when it did not succeed (said in the message area). */
+async function containerCommand(node, id, button, { verb, what, why, asking }) {
+  if (button.getAttribute("aria-disabled") === "true") return null;
   let token = sessionStorage.getItem(TOKEN_KEY);
   if (!token) {
-    token = await askToken("A restart is a write.");
-    if (!token) { say(`Restart of ${id} cancelled: no token given.`); return; }
+    token = await askToken(why);
+    if (!token) { say(`${what} of ${id} cancelled: no token given.`); return null; }
     sessionStorage.setItem(TOKEN_KEY, token);
   }
   // aria-disabled, not disabled: a disabled button drops the keyboard focus
   button.setAttribute("aria-disabled", "true");
-  say(`Asking ${node} to restart ${id}…`);
+  say(asking);
   try {
-    const url = `${API}nodes/${encodeURIComponent(node)}/containers/${encodeURIComponent(id)}/restart`;
+    const url = `${API}nodes/${encodeURIComponent(node)}/containers/${encodeURIComponent(id)}/${verb}`;
     const r = await fetch(url, { method: "POST", headers: { Authorization: `Bearer ${token}`, Accept: "application/json" } });
     let body = null;
     try { body = await r.json(); } catch { body = null; }
     const why = (body && body.error) || `${r.status} ${r.statusText}`;
     if (r.status === 401 || r.status === 403) {
       sessionStorage.removeItem(TOKEN_KEY);
-      say(`The API refused the token (${why}); the next restart asks for it again.`, "bad");
+      say(`The API refused the token (${why}); the next ${what.toLowerCase()} asks for it again.`, "bad");
     } else if (!r.ok) {
-      say(`Restart of ${id} failed: ${why}`, "bad");
+      say(`${what} of ${id} failed: ${why}`, "bad");
     } else {
-      say(`Restart of ${id} sent to ${node}${body && body.topic ? ` (${body.topic})` : ""}.`, "ok");
+      return body || {};
     }
   } catch (e) {
-    say(`Restart of ${id} failed: ${e.message}`, "bad");
+    say(`${what} of ${id} failed: ${e.message}`, "bad");
   } finally {
     button.removeAttribute("aria-disabled");
   }
+  return null;
+}
+
+async function restart(node, id, button) {
+  const body = await containerCommand(node, id, button, {
+    verb: "restart", what: "Restart", why: "A restart is a write.", asking: `Asking ${node} to restart ${id}…`,
+  });
+  if (body) say(`Restart of ${id} sent to ${node}${body.topic ? ` (${body.topic})` : ""}.`, "ok");
+}
+
+async function logs(node, id, button) {
+  const body = await containerCommand(node, id, button, {
+    verb: "logs", what: "Log tail", why: "A container's log may hold what no view shows.",
+    asking: `Asking ${node} for the log tail of ${id}…`,
+  });
+  if (!body) return;
+  const lines = Array.isArray(body.lines) ? body.lines : [];
+  const at = Number(body.at);
+  const when = Number.isFinite(at) ? new Date(at * 1000).toLocaleString() : "an unknown time";
+  $("log-tail-h").textContent = `Logs of ${id} on ${node}`;
+  $("log-tail-when").textContent = `The last ${lines.length} line${lines.length === 1 ? "" : "s"}, read at ${when}`
+    + (body.truncated ? " (truncated: older lines left out)." : ".");
+  $("log-tail-text").textContent = lines.length ? lines.join("\n") : "(no output)";
+  $("log-tail").hidden = false;
+  say(`Log tail of ${id} read from ${node}.`, "ok");
 }
 
 // ---------------------------------------------------------------- start

@@ -1,6 +1,6 @@
 /* The node detail (GET api/nodes/<node>): its host, then its containers, networks and
- * processes, desired against actual, one row per item kept by kind/id so a focused restart
- * button survives the refetch.
+ * processes, desired against actual, one row per item kept by kind/id so a focused Restart
+ * or Logs button survives the refetch.
  *
  * Called by app.js inside the node dialog. The item's level (ok / warn / bad) is shown as
  * colour, icon and words; a container that should run and does not is an error whatever
@@ -100,7 +100,9 @@ function itemTable(kind, title, items, node, actions) {
     if (kind === "containers") {
       tr._restart = h("button", { type: "button", class: "restart", text: "Restart" });
       tr._restart.addEventListener("click", () => actions.restart(node, it.id, tr._restart));
-      tr.cells[labels.length - 1].append(tr._restart);
+      tr._logs = h("button", { type: "button", class: "logs", text: "Logs" });
+      tr._logs.addEventListener("click", () => actions.logs(node, it.id, tr._logs));
+      tr.cells[labels.length - 1].append(tr._restart, tr._logs);
     }
     return tr;
   };
@@ -119,6 +121,7 @@ function itemTable(kind, title, items, node, actions) {
     fill(tr.cells[5], h("code", { class: "sha", title: it.commit || "", text: fmt.sha(it.commit) }));
     fill(tr.cells[6], differences(it));
     if (tr._restart) tr._restart.setAttribute("aria-label", `Restart container ${it.id}`);
+    if (tr._logs) tr._logs.setAttribute("aria-label", `Show the current log tail of container ${it.id}`);
   };
   return { labels, create, update, title, kind, items };
 }
