@@ -231,6 +231,7 @@ class DeployWatcher:
     ) -> None:
         """Follow ``commit`` of ``ref`` on ``nodes`` (node -> its published manifest generation)
         and ``replicas`` (the container replicas it gave a spec; node ``None``: unassigned)."""
+        replicas = tuple(dict.fromkeys(replicas))  # one each (an older deployment's and the commit's own)
         if not nodes and not replicas:
             return
         since = self.view.clock()

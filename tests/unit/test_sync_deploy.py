@@ -134,6 +134,21 @@ def test_an_unassigned_replica_is_degraded_once_placement_says_why() -> None:
     assert deploys(reporter)[-1] == ("a", "failed", "degraded: prod.gpu.0: unassigned: no node has gpu=true")
 
 
+def test_a_commit_that_changes_nothing_names_a_replica_still_unassigned_once() -> None:
+    """Placement's commit after a service no node can take: the replica is in the older
+    deployment and among the commit's own unassigned ones; it was named twice."""
+    from phrame.actual.health import Replica
+
+    reporter, clock = LocalReporter(), Clock()
+    watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
+    gpu = Replica("prod.gpu.0", None)
+    watcher.watch("main", OLD, {"edge-01": 1}, (gpu,))
+    watcher.unchanged("main", SHA, (gpu,))
+    assert deploys(reporter)[-1] == (
+        "a", "running", "waiting for edge-01; waiting for placement to assign prod.gpu.0"
+    )  # fmt: skip
+
+
 def test_newer_deploy_cancels_the_older_and_garbage_is_ignored() -> None:
     reporter = LocalReporter()
     watcher = DeployWatcher(reporter, T, timeout_s=60, clock=Clock())
