@@ -19,16 +19,33 @@ import pytest
 
 from dev_stack.credentials import PERSON_ACCOUNT
 from tests.support.dev_stack import DevStackProcess
-from tests.support.services import require_binary
+from tests.support.services import free_port, require_binary
+from tests.support.webhook_receiver import WebhookReceiver, webhook_receiver
 
 pytestmark = [pytest.mark.docker, pytest.mark.mqtt, pytest.mark.slow]
 TIMES: dict[str, float] = {}
 
 
 @pytest.fixture(scope="module")
-def stack(client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStackProcess]:
+def pager(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WebhookReceiver, Path]]:
+    """A webhook receiver on 127.0.0.1 and the secrets folder holding its URL (``pager.url``)."""
+    secrets = tmp_path_factory.mktemp("notify-secrets")
+    with webhook_receiver() as receiver:
+        receiver.listen()
+        (secrets / "pager.url").write_text(receiver.url + "\n")
+        yield receiver, secrets
+
+
+@pytest.fixture(scope="module")
+def stack(
+    client: docker.DockerClient,
+    tmp_path_factory: pytest.TempPathFactory,
+    pager: tuple[WebhookReceiver, Path],
+) -> Iterator[DevStackProcess]:
     require_binary("mosquitto", "mosquitto")
-    s = DevStackProcess(tmp_path_factory.mktemp("e2e"))
+    # a tuning setting: the dev stack passes it through to config-sync
+    env = {"PHRAME_NOTIFY_SECRETS_DIR": str(pager[1])}
+    s = DevStackProcess(tmp_path_factory.mktemp("e2e"), env=env)
     try:
         ready = s.wait_ready()
         print(f"\nphrame dev ready after {ready:.1f} s")
@@ -232,6 +249,50 @@ def test_2b_a_service_no_node_can_take_is_degraded_never_converged(client, stack
 
     stack.wait(lambda: not unassigned() and node_json_forgot_gpu(), "placement to forget gpu", 60)
     settle(stack)
+
+
+def test_2c_an_image_that_does_not_exist_fails_in_seconds_and_notifies_once(
+    client, stack: DevStackProcess, pager: tuple[WebhookReceiver, Path]
+):
+    """The node reports the pull error at once: ``phrame/deploy`` fails with it within the
+    settle hold and a tick (about 6 s), not at the deploy timeout (600 s). The environment's
+    ``notify:`` pager gets one ``failed`` and, once the service is gone, one ``recovered``."""
+    receiver, _ = pager
+    settle(stack)
+    node = stack.nodes[0]
+    image = f"127.0.0.1:{free_port()}/phrame-e2e/missing:1"  # nothing listens there: refused
+    environment = stack.env_file("environment.yaml")
+    without_notify = environment.read_text()
+    environment.write_text(
+        without_notify + "notify:\n  - name: pager\n    format: json\n    url_file: pager.url\n"
+    )
+    missing = stack.env_file("services/missing.yaml")
+    missing.write_text(f"name: missing\nimage: {image}\nplacement:\n  node: {node}\n")
+    sha, at = stack.commit_and_push("e2e: a service whose image does not exist, and a pager")
+    stack.wait(lambda: stack.commit_status(sha) == "failed", "phrame/deploy of the missing image failed", 60)
+    took = time.monotonic() - at
+    text = next(
+        s["description"]
+        for s in stack.sync_status()["reports"]["statuses"]
+        if s["sha"] == sha and s["name"] == "phrame/deploy" and s["state"] == "failed"
+    )
+    assert node in text and image in text and "connection refused" in text, text
+    assert took < 30, f"failed only after {took:.1f} s"
+    print(f"\nE2E 2c missing image: phrame/deploy failed {took:.1f} s after the push")
+    stack.wait(lambda: receiver.events() == ["failed"], "the pager's failed", 30)
+    assert receiver.received[0]["commit"] == sha and image in json.dumps(receiver.received[0]["reasons"])
+
+    stack.git("pull", "--quiet", "--rebase", "origin", "main")
+    missing.unlink()
+    fixed, _ = stack.commit_and_push("e2e: remove missing")
+    settle(stack)
+    stack.wait(lambda: receiver.events() == ["failed", "recovered"], "the pager's recovered", 30)
+    assert receiver.received[1]["commit"] in (fixed, stack.remote_head()), receiver.received[1]
+    stack.git("pull", "--quiet", "--rebase", "origin", "main")
+    environment.write_text(without_notify)
+    stack.commit_and_push("e2e: no pager")
+    settle(stack)
+    assert receiver.events() == ["failed", "recovered"], receiver.events()  # one per transition
 
 
 def test_3_an_invalid_commit_changes_nothing_and_the_next_valid_one_deploys(client, stack: DevStackProcess):
