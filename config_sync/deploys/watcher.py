@@ -31,7 +31,17 @@ from config_sync.deploys.records import DeployRecord
 from config_sync.deploys.verdict import failure, is_converged, waiting_for, waiting_text
 from config_sync.reporting import CommitReporter
 from phrame.actual import ActualView, Change
-from phrame.actual.health import DEGRADED, FAILED, HEALTHY, PROGRESSING, Health, NodeSeen, Replica, assess
+from phrame.actual.health import (
+    DEGRADED,
+    FAILED,
+    HEALTHY,
+    PROGRESSING,
+    Health,
+    NodeSeen,
+    Replica,
+    assess,
+    is_passing,
+)
 from phrame.gitlab import GitLabError
 from phrame.runtime import BackgroundLoop
 from schemas import PayloadError, Topics, check_payload, load_json
@@ -187,11 +197,28 @@ class DeployWatcher:
             rollouts=rollouts or (),
             settled=settled,
         )
-        return self._held(health, (commit, frozenset(nodes) | {r.replica for r in replicas}), now)
+        # a node whose last status says its daemon is away (or its disk full): what its items
+        # say is from before (a pass the outage cut short); counted once it reports again
+        troubled = {
+            n for n, st in statuses.items() if any(is_passing(_error_text(e)) for e in st.get("errors") or ())
+        }
+        away = sorted(({r.node for r in replicas if r.node} | set(nodes)) & troubled)
+        key = (commit, frozenset(nodes) | {r.replica for r in replicas})
+        return self._held(health, key, now, away=away)
 
-    def _held(self, health: Health, key: tuple[str, frozenset[str]], now: float) -> Health:
+    def _held(
+        self, health: Health, key: tuple[str, frozenset[str]], now: float, *, away: list[str]
+    ) -> Health:
         """``health``, but a failure only once it held for ``settle_s`` (until then the
-        deployment is progressing, the failure its reason); cleared, the count starts over."""
+        deployment is progressing, the failure its reason), and never while a node of it
+        reports trouble of its own (``away``): the count starts over when it reports again."""
+        if health.state in (FAILED, DEGRADED) and away:
+            with self._lock:
+                self._failing_since.pop(key, None)
+            note = (
+                f"({health.state}; held while {', '.join(away)} reports its Docker daemon away or disk full)"
+            )
+            return Health(PROGRESSING, tuple(replace(r, reason=f"{r.reason} {note}") for r in health.reasons))
         if health.state not in (FAILED, DEGRADED):
             with self._lock:
                 self._failing_since.pop(key, None)

@@ -34,7 +34,8 @@ CRASH_LOOP_RESTARTS = 3  # restarts on the new spec that count as crash-looping
 PASSING = ("Docker unreachable", "no Docker daemon answers", "No space left on device")
 
 
-def _is_passing(error: str) -> bool:
+def is_passing(error: str) -> bool:
+    """Whether a node agent's error names trouble of the node itself (:data:`PASSING`)."""
     return any(marker in error for marker in PASSING)
 
 
@@ -140,7 +141,7 @@ def assess(
     for node, seen in sorted(nodes.items()):
         if seen.converged:
             continue
-        if seen.errors and not _is_passing(seen.errors[0]):
+        if seen.errors and not is_passing(seen.errors[0]):
             found[FAILED].append(Reason(node, "", seen.errors[0]))
         elif seen.liveness != "online":
             found[UNKNOWN].append(Reason(node, "", f"not reporting ({seen.liveness}: {seen.why})"))
@@ -181,7 +182,7 @@ def _replica(
     """One placed replica's state and why (``None``: healthy, or said by its node already)."""
     error = report.get("error") if report is not None else None
     if fresh and isinstance(error, str) and error:
-        if _is_passing(error):  # the node's trouble, not the replica's: it retries
+        if is_passing(error):  # the node's trouble, not the replica's: it retries
             return PROGRESSING, error
         return FAILED, error
     if node is not None and not node.converged:

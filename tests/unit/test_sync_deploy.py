@@ -339,3 +339,42 @@ def test_a_failure_fails_the_deployment_only_once_it_held_for_the_settle_time() 
     clock.now += 5
     watcher.check()
     assert deploys(reporter)[-1] == ("a", "failed", "edge-01: port 9200 in use")
+
+
+def test_a_replica_error_left_by_a_pass_the_daemon_cut_short_waits_while_the_node_reports_it_away() -> None:
+    """dockerd stops mid-pass: the pass reports a dependency stopped by the shutdown on its
+    replica, then the node says its daemon is unreachable, and the replica's report keeps the
+    error until the agent's next whole pass after the daemon is back (seconds: dependencies
+    become healthy first). The failure must not be counted while the node reports its daemon
+    away: it failed 5 s after the first error, while the pass that mended it ran (seen in CI)."""
+    from phrame.actual.health import Replica
+
+    reporter, clock = LocalReporter(), Clock()
+    watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock, settle_s=5)
+    replica = "e.dk2.0"
+    watcher.watch("main", SHA, {"own": 1}, (Replica(replica, "own"),))
+    clock.now += 1
+    cut = "dependency e.dk1.0 is not ready: e.dk1.0 is exited (exit 0)"
+    item = {"state": "running", "digest": "sha256:" + "1" * 64, "error": cut}
+    watcher.view.on_message(
+        Message(T.actual_item("own", "containers", replica), json.dumps(item).encode(), True)
+    )
+    watcher.view.on_message(status("own", commit=OLD, converged=False, errors=[f"{replica}: {cut}"]))
+    watcher.check()
+    clock.now += 0.1
+    away = "pass failed: list containers: Docker unreachable: ('Connection aborted.')"
+    watcher.view.on_message(status("own", commit=OLD, converged=False, errors=[away]))
+    watcher.check()
+    for _ in range(4):  # the daemon comes back; the agent's next pass waits on dependencies
+        clock.now += 2
+        watcher.check()
+        assert deploys(reporter)[-1][1] == "running", deploys(reporter)[-1]
+    # that pass ends: a new status without the outage, the error still there: counted from now
+    watcher.view.on_message(status("own", commit=OLD, converged=False, errors=[f"{replica}: {cut}"]))
+    watcher.check()
+    clock.now += 4
+    watcher.check()
+    assert deploys(reporter)[-1][1] == "running"
+    clock.now += 2
+    watcher.check()
+    assert deploys(reporter)[-1][1] == "failed", deploys(reporter)[-1]
