@@ -77,9 +77,13 @@ def test_docker_inspect_shows_every_field(env: Env) -> None:
         {"Name": "nofile", "Soft": 1024, "Hard": 2048},
     ]
     assert host["LogConfig"] == {"Type": "json-file", "Config": {"max-file": "2", "max-size": "1m"}}
-    # and the process sees them
-    out = c.exec_run(["sh", "-c", "id -u; pwd; hostname; ulimit -n; grep db.local /etc/hosts"]).output
-    assert out.decode().split() == ["1000", "/srv/app", "web-1", "1024", "10.0.0.5", "db.local"]
+    # and the process sees them: the limits of the service's own process (pid 1), not of an
+    # exec'd shell, whose limits Docker does not always give the container's (once 2048 here)
+    out = c.exec_run(["sh", "-c", "id -u; pwd; hostname; grep db.local /etc/hosts"]).output
+    assert out.decode().split() == ["1000", "/srv/app", "web-1", "10.0.0.5", "db.local"]
+    limits = c.exec_run(["cat", "/proc/1/limits"]).output.decode()
+    nofile = next(line.split()[3:5] for line in limits.splitlines() if line.startswith("Max open files"))
+    assert nofile == ["1024", "2048"], limits
 
 
 def test_without_the_fields_docker_keeps_its_defaults_and_the_agent_its_stop_timeout(env: Env) -> None:
