@@ -8,13 +8,18 @@ subscribe), one whose ``ts`` is more than ``max_age_s`` from this node's clock, 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from node_agent.errors import printable
 from phrame.mqtt import Message
+from schemas import PayloadError, Topics, check_payload, load_json
+
+log = logging.getLogger(__name__)
 
 MAX_AGE_S = 60.0  # PHRAME_COMMAND_MAX_AGE_S
 MAX_IDS = 4096  # ids remembered; a command older than max_age_s is dropped anyway
@@ -37,6 +42,24 @@ class CommandGate:
         self.max_ids = max_ids
         self.seen: OrderedDict[str, float] = OrderedDict()  # id -> its ts, oldest first
         self._lock = threading.Lock()  # commands arrive on the MQTT thread(s)
+
+    def admit(self, msg: Message, topics: Topics, node: str, kind: str) -> tuple[str, dict[str, Any]] | None:
+        """(item id, payload) of a ``kind`` command (``restart``, ``logs``) for ``node`` that
+        is valid under ``cmd-<kind>`` and may run now (:meth:`check`); None, logged, otherwise."""
+        try:
+            topic = topics.parse(msg.topic)
+            if topic.kind != kind or topic.node != node or not topic.item_id:
+                raise ValueError(f"{msg.topic}: not a {kind} command for node {node}")
+            doc = load_json(msg.payload or b"{}")
+            check_payload(f"cmd-{kind}", doc)
+            self.check(msg, doc)
+        except CommandDropped as e:
+            log.warning("dropped %s command on %s: %s", kind, printable(msg.topic), printable(str(e)))
+            return None
+        except (ValueError, PayloadError) as e:
+            log.warning("refused command on %s: %s", printable(msg.topic), printable(str(e)))
+            return None
+        return topic.item_id, doc
 
     def check(self, msg: Message, doc: Mapping[str, Any]) -> None:
         """Raise :class:`CommandDropped` unless this command may run now; remember its id."""

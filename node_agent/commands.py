@@ -18,12 +18,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol
 
-from node_agent.command_gate import MAX_AGE_S, MAX_IDS, CommandDropped, CommandGate
-from node_agent.errors import printable
+from node_agent.command_gate import MAX_AGE_S, MAX_IDS, CommandGate
 from node_agent.models import NODE, ObservedContainer
 from node_agent.plan import is_own_container
 from phrame.mqtt import Message
-from schemas import PayloadError, Topics, check_payload, load_json
+from schemas import Topics
 
 log = logging.getLogger(__name__)
 
@@ -55,20 +54,10 @@ class RestartCommands:
 
     def accept(self, msg: Message) -> bool:
         """Queue a valid, fresh, new restart command for this node; return False (logged) otherwise."""
-        try:
-            topic = self.topics.parse(msg.topic)
-            if topic.kind != "restart" or topic.node != self.node or not topic.item_id:
-                raise ValueError(f"{msg.topic}: not a command for node {self.node}")
-            doc = load_json(msg.payload or b"{}")
-            check_payload("cmd-restart", doc)
-            self.gate.check(msg, doc)
-        except CommandDropped as e:
-            log.warning("dropped restart command on %s: %s", printable(msg.topic), printable(str(e)))
+        admitted = self.gate.admit(msg, self.topics, self.node, "restart")
+        if admitted is None:
             return False
-        except (ValueError, PayloadError) as e:
-            log.warning("refused command on %s: %s", printable(msg.topic), printable(str(e)))
-            return False
-        self._queue.put(topic.item_id)
+        self._queue.put(admitted[0])
         return True
 
     @property

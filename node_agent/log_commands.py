@@ -21,13 +21,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from node_agent.command_gate import CommandDropped, CommandGate
+from node_agent.command_gate import CommandGate
 from node_agent.container_logs import secret_values, tail_doc
-from node_agent.errors import DockerError, printable
+from node_agent.errors import DockerError
 from node_agent.models import NODE, ObservedContainer
 from node_agent.plan import is_own_container
 from phrame.mqtt import Message
-from schemas import PayloadError, Topics, check_payload, load_json
+from schemas import Topics, check_payload
 
 log = logging.getLogger(__name__)
 DEFAULT_LINES = 50
@@ -87,20 +87,11 @@ class LogCommands:
 
     def accept(self, msg: Message) -> bool:
         """Queue a valid, fresh, new log command for this node; False (logged) otherwise."""
-        try:
-            topic = self.topics.parse(msg.topic)
-            if topic.kind != "logs" or topic.node != self.node or not topic.item_id:
-                raise ValueError(f"{msg.topic}: not a log command for node {self.node}")
-            doc = load_json(msg.payload or b"{}")
-            check_payload("cmd-logs", doc)
-            self.gate.check(msg, doc)
-        except CommandDropped as e:
-            log.warning("dropped log command on %s: %s", printable(msg.topic), printable(str(e)))
+        admitted = self.gate.admit(msg, self.topics, self.node, "logs")
+        if admitted is None:
             return False
-        except (ValueError, PayloadError) as e:
-            log.warning("refused command on %s: %s", printable(msg.topic), printable(str(e)))
-            return False
-        self._queue.put(LogRequest(str(doc["id"]), topic.item_id, int(doc.get("lines", DEFAULT_LINES))))
+        item_id, doc = admitted
+        self._queue.put(LogRequest(str(doc["id"]), item_id, int(doc.get("lines", DEFAULT_LINES))))
         return True
 
     def serve(self, stop: threading.Event, publisher: Publisher) -> None:
