@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 import paho.mqtt.client as paho
@@ -25,6 +26,7 @@ from phrame.mqtt.messages import Callback, Message, Will, check_filter, check_to
 from phrame.mqtt.oauth import TokenProvider
 from phrame.mqtt.reading import RetainedCollector
 from phrame.mqtt.settings import MqttSettings
+from phrame.mqtt.subscribe_retries import SubscribeRetries
 from phrame.mqtt.subscriptions import Subscriptions
 from phrame.mqtt.tls import diagnose
 
@@ -44,17 +46,22 @@ class MqttClient:
     ) -> None:
         self.settings = settings
         self.client_id = settings.client_id(client_id)  # ``client_id`` only without a user name
-        self._where = f"{settings.broker.redacted()} as {self.client_id}"
+        # the nodes of the broker, tried in turn: the client stays on one while it answers and
+        # moves to the next after a failed attempt or a lost connection
+        self._brokers = settings.brokers
+        self._at = 0  # index of the broker the next (or current) connection goes to
+        self._move_on = False  # the last attempt failed or the connection ended: try the next
+        # the protocol spoken: ``auto`` starts with MQTT 5 and falls back to 3.1.1 for good
+        # when a broker answers "unsupported protocol version" (NATS's MQTT listener)
+        self._speaks = replace(settings, protocol="5") if settings.negotiates else settings
+        self._refused_v5 = False
+        self._will = will
         self._user_on_connect = on_connect
-        self._paho = paho_setup.build_paho(settings, self.client_id, will)
-        self._paho.on_pre_connect = self._on_pre_connect
-        self._paho.on_connect = self._on_connect
-        self._paho.on_disconnect = self._on_disconnect
-        self._paho.on_message = self._on_message
-        self._paho.on_publish = self._on_publish
-        self._paho.on_subscribe = self._on_subscribe
-        self._paho.on_connect_fail = self._on_connect_fail
+        self._paho = self._build_paho()
         self._subs = Subscriptions()
+        self._subscribing = threading.Lock()  # a SUBSCRIBE's mid is recorded before its SUBACK is read
+        self._sent_filters: dict[int, list[str]] = {}  # mid -> the filters of that SUBSCRIBE
+        self._retries = SubscribeRetries(self._resubscribe)
         self._lifecycle = threading.Lock()
         self._state = threading.Condition()  # guards the fields below
         self._connected_once = False
@@ -70,6 +77,31 @@ class MqttClient:
         self._connected_at: float | None = None
         self._short = ShortConnections()
         self.session_resumed = False  # the last connect found our session (see _on_connect)
+
+    def _build_paho(self) -> paho.Client:
+        client = paho_setup.build_paho(self._speaks, self.client_id, self._will)
+        client.on_pre_connect = self._on_pre_connect
+        client.on_connect = self._on_connect
+        client.on_disconnect = self._on_disconnect
+        client.on_message = self._on_message
+        client.on_publish = self._on_publish
+        client.on_subscribe = self._on_subscribe
+        client.on_connect_fail = self._on_connect_fail
+        return client
+
+    @property
+    def _where(self) -> str:
+        return f"{self._brokers[self._at].redacted()} as {self.client_id}"
+
+    @property
+    def protocol(self) -> str:
+        """The MQTT version this client speaks now: ``5`` or ``3.1.1`` (``auto`` resolved)."""
+        return self._speaks.protocol
+
+    @property
+    def broker_url(self) -> str:
+        """The broker (of the list) the client is connected to, or tries next; no credentials."""
+        return self._brokers[self._at].redacted()
 
     # -- lifecycle
     def start(self, timeout: float | None = 10.0) -> None:
@@ -98,9 +130,12 @@ class MqttClient:
         with self._lifecycle:
             if not self._running:
                 raise MqttError(f"client {self.client_id} stopped before it connected")
-            paho_setup.connect_async(self._paho, self.settings)
+            paho_setup.connect_async(self._paho, self._speaks)
             self._paho.loop_start()
-        self._await(lambda: self._connected_once or self._refused is not None, deadline)
+        answered = lambda: self._connected_once or self._refused is not None or self._refused_v5  # noqa: E731
+        self._await(answered, deadline)
+        if self._refused_v5 and not self._connected_once and self._fall_back_to_311():
+            self._await(answered, deadline)
         with self._state:
             ok, refused, last = self._connected_once, self._refused, self._last_error
         if ok:
@@ -113,9 +148,34 @@ class MqttClient:
         if timeout is None:
             raise MqttError(f"client {self.client_id} stopped before it connected")
         reason = diagnose(self.settings)
-        if reason is None and self.settings.protocol == "5":
-            reason = f"{last}; the broker may speak only MQTT 3.1.1 (PHRAME_MQTT_PROTOCOL=3.1.1)"
+        if reason is None and self._speaks.protocol == "5":
+            reason = f"{last}; the broker may speak only MQTT 3.1.1 (PHRAME_MQTT_PROTOCOL=3.1.1 or auto)"
         raise MqttError(f"could not connect to {self._where} within {timeout:.0f}s: {reason or last}")
+
+    def _fall_back_to_311(self) -> bool:
+        """``auto``: a broker said it does not speak MQTT 5; speak 3.1.1 from now on.
+
+        The paho client is rebuilt (its protocol is fixed at construction), with every
+        subscription renewed on its first connect as on any reconnect. What 3.1.1 lacks:
+        the will delay (the will fires as soon as the broker notices) and the session
+        expiry (the session lives until a clean start)."""
+        with self._lifecycle:
+            if not self._running or self._speaks.protocol != "5":
+                return False
+            log.warning(
+                "broker %s does not speak MQTT 5; speaking 3.1.1 (no will delay, no session expiry)",
+                self._where,
+            )
+            self._paho.disconnect()
+            paho_setup.stop_loop(self._paho)
+            paho_setup.release_wakeup_sockets(self._paho)
+            self._speaks = replace(self.settings, protocol="3.1.1")
+            self._paho = self._build_paho()
+            with self._state:
+                self._refused_v5 = False
+            paho_setup.connect_async(self._paho, self._speaks, self._brokers[self._at])
+            self._paho.loop_start()
+            return True
 
     def _await(self, done: Callable[[], bool], deadline: float | None) -> bool:
         """Wait until ``done()``, the deadline (None: none) or :meth:`stop`; whether done.
@@ -151,10 +211,11 @@ class MqttClient:
             if not self._running:
                 return
             self._running = False
+        self._retries.stop()
         if self._tokens:  # outside the lock: a token callback may be waiting for it
             self._tokens.stop()
         with self._lifecycle:
-            self._paho.disconnect(properties=paho_setup.end_session(self.settings))
+            self._paho.disconnect(properties=paho_setup.end_session(self._speaks))
             paho_setup.stop_loop(self._paho)
             paho_setup.release_wakeup_sockets(self._paho)
 
@@ -212,7 +273,7 @@ class MqttClient:
             permanent = self._subs.remove_temporary(key)
             if self.is_connected and not permanent:
                 self._paho.unsubscribe(topic_filter)
-            elif self.is_connected and self.settings.protocol == "5":
+            elif self.is_connected and self._speaks.protocol == "5":
                 # restore the permanent subscription's options, without a retained replay
                 self._send_subscribe([topic_filter], retain_handling=1)
 
@@ -261,8 +322,11 @@ class MqttClient:
         return int(info.mid)
 
     def _send_subscribe(self, filters: list[str], **options: Any) -> int:
-        topics = paho_setup.subscribe_topics(self.settings, filters, **options)
-        _rc, mid = self._paho.subscribe(topics)
+        topics = paho_setup.subscribe_topics(self._speaks, filters, **options)
+        with self._subscribing:
+            _rc, mid = self._paho.subscribe(topics)
+            if mid:
+                self._sent_filters[int(mid)] = list(filters)
         return int(mid or 0)
 
     def _refuse_network_thread(self, what: str) -> None:
@@ -277,11 +341,22 @@ class MqttClient:
     def _on_pre_connect(self, client: paho.Client, _userdata: Any) -> None:
         self._network_thread = threading.current_thread()
         self._loss_reported = False
+        if self._move_on and len(self._brokers) > 1:  # fail over: the next node of the broker
+            self._at = (self._at + 1) % len(self._brokers)
+            paho_setup.point_at(client, self._brokers[self._at])
+            log.info("trying broker %s", self._where)
+        self._move_on = False
         password = self._tokens.current if self._tokens else self.settings.static_password
         client.username_pw_set(self.settings.mqtt_username, password)
 
     def _on_connect(self, client: paho.Client, _u: Any, flags: Any, reason: Any, _p: Any) -> None:
         if reason.is_failure:
+            self._move_on = True
+            if reason.value == paho_setup.UNSUPPORTED_PROTOCOL and self.settings.negotiates:
+                with self._state:  # start() falls back to 3.1.1 (it owns the paho client)
+                    self._refused_v5 = True
+                    self._state.notify_all()
+                return
             log.warning("broker refused %s: %s", self._where, reason)
             auth = reason.value in paho_setup.AUTH_REFUSED
             if auth and self._tokens:
@@ -321,6 +396,7 @@ class MqttClient:
         if self._loss_reported:  # paho reports a keepalive timeout twice (paho.mqtt.python#870)
             return
         self._loss_reported = True
+        self._move_on = not self._cycling  # a lost node: the next attempt goes to another
         why = describe_disconnect(
             int(reason.value), str(reason), from_broker=bool(flags.is_disconnect_packet_from_server)
         )
@@ -353,10 +429,34 @@ class MqttClient:
         self._acks.acked(mid, refused=bool(reason.is_failure))
 
     def _on_subscribe(self, _c: paho.Client, _u: Any, mid: int, reasons: Any, _p: Any) -> None:
+        with self._subscribing:
+            filters = self._sent_filters.pop(mid, [])
+        kept = set(self._subs.filters())
+        for topic_filter, code in zip(filters, reasons, strict=False):
+            if topic_filter not in kept:
+                continue  # a read's temporary subscription: its caller hears the refusal
+            if code.is_failure:  # a broker still electing (NATS) or an ACL: ask again later
+                delay = self._retries.refused(topic_filter)
+                log.warning(
+                    "broker %s refused a subscription to %s (%s); asking again in %.0f s",
+                    self._where,
+                    topic_filter,
+                    code,
+                    delay,
+                )
+            else:
+                self._retries.granted(topic_filter)
         self._acks.subacked(mid, refused=any(r.is_failure for r in reasons))
 
+    def _resubscribe(self, topic_filter: str) -> None:
+        """A refused subscription's retry (on the retry timer's thread)."""
+        if self._running and self.is_connected and topic_filter in set(self._subs.filters()):
+            self._send_subscribe([topic_filter])
+
     def _on_connect_fail(self, _c: paho.Client, _u: Any) -> None:
-        log.warning("cannot connect to %s; retrying with backoff", self._where)
+        self._move_on = True
+        others = " (then the next broker of the list)" if len(self._brokers) > 1 else ""
+        log.warning("cannot connect to %s; retrying with backoff%s", self._where, others)
 
     def _on_new_token(self, _token: str) -> None:
         """A fresh token: reconnect with it now, before the old one expires."""
@@ -371,5 +471,5 @@ class MqttClient:
                 paho_setup.release_wakeup_sockets(self._paho)
             finally:
                 self._cycling = False
-            paho_setup.connect_async(self._paho, self.settings)
+            paho_setup.connect_async(self._paho, self._speaks)
             self._paho.loop_start()

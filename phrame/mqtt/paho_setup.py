@@ -18,11 +18,13 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 from phrame.mqtt.messages import Will
 from phrame.mqtt.settings import MqttSettings
 from phrame.mqtt.tls import build_ssl_context
+from phrame.mqtt.urls import BrokerUrl
 
 # paho's topic matching ($-topics, + and #) for Subscriptions: one matcher, paho's own
 topic_matches_sub = paho.topic_matches_sub
 
 AUTH_REFUSED = (134, 135, 4, 5)  # bad user name or password / not authorized (v5 and 3.1.1)
+UNSUPPORTED_PROTOCOL = 132  # CONNACK 0x84: the broker does not speak MQTT 5 (NATS)
 
 
 def build_paho(settings: MqttSettings, client_id: str, will: Will | None) -> paho.Client:
@@ -55,9 +57,10 @@ def build_paho(settings: MqttSettings, client_id: str, will: Will | None) -> pah
     return client
 
 
-def connect_async(client: paho.Client, settings: MqttSettings) -> None:
-    """Point ``client`` at the broker; the network thread makes the actual connection."""
-    broker = settings.broker
+def connect_async(client: paho.Client, settings: MqttSettings, broker: BrokerUrl | None = None) -> None:
+    """Point ``client`` at ``broker`` (default the list's first); the network thread makes
+    the actual connection."""
+    broker = broker or settings.broker
     if settings.protocol == "5":
         properties = _properties(PacketTypes.CONNECT)
         properties.SessionExpiryInterval = settings.session_expiry_s
@@ -68,6 +71,17 @@ def connect_async(client: paho.Client, settings: MqttSettings) -> None:
         )
     else:
         client.connect_async(broker.host, broker.port, keepalive=settings.keepalive_s)
+
+
+def point_at(client: paho.Client, broker: BrokerUrl) -> None:
+    """Aim ``client``'s connection attempt at ``broker``; called from ``on_pre_connect``.
+
+    paho's ``host``/``port`` setters refuse while its state is "connecting", which it
+    already is when it calls ``on_pre_connect`` (before the socket opens, the one moment a
+    reconnect can change its target), so the attributes behind them are set directly."""
+    client._host, client._port = broker.host, broker.port
+    if broker.is_websocket:
+        client.ws_set_options(path=broker.path)
 
 
 def _properties(packet_type: int) -> Properties:

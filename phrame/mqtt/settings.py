@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from phrame.mqtt.errors import SettingsError
-from phrame.mqtt.urls import BrokerUrl, parse_url
+from phrame.mqtt.urls import BrokerUrl, parse_urls
 from phrame.settings import EnvReader
 
 DEFAULT_URL = "mqtt://127.0.0.1:1883"
-PROTOCOLS = ("5", "3.1.1")
+PROTOCOLS = ("5", "3.1.1", "auto")
 PLANES = ("desired", "actual")
 
 
@@ -46,7 +46,7 @@ class MqttSettings:
     def __post_init__(self) -> None:
         self.broker  # noqa: B018 -- parse now so a bad URL fails at start-up, not at connect
         if self.protocol not in PROTOCOLS:
-            raise SettingsError(f"PHRAME_MQTT_PROTOCOL must be 5 or 3.1.1, not {self.protocol!r}")
+            raise SettingsError(f"PHRAME_MQTT_PROTOCOL must be 5, 3.1.1 or auto, not {self.protocol!r}")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise SettingsError("PHRAME_TLS_CERT and PHRAME_TLS_KEY must be set together")
         if self.oauth2_token_url:
@@ -61,8 +61,20 @@ class MqttSettings:
             raise SettingsError("reconnect delays must satisfy 1 <= min <= max")
 
     @property
+    def brokers(self) -> tuple[BrokerUrl, ...]:
+        """Every broker of the URL list (``url1,url2,...``: the nodes of one clustered broker),
+        in the order the client tries them; they must share scheme and credentials."""
+        return parse_urls(self.url)
+
+    @property
     def broker(self) -> BrokerUrl:
-        return parse_url(self.url)
+        """The first broker of the list (the one a client tries first)."""
+        return self.brokers[0]
+
+    @property
+    def negotiates(self) -> bool:
+        """``auto``: MQTT 5 first, 3.1.1 from the first broker that refuses 5 on."""
+        return self.protocol == "auto"
 
     @property
     def uses_oauth2(self) -> bool:

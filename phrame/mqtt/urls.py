@@ -71,3 +71,46 @@ def parse_url(url: str) -> BrokerUrl:
         username=unquote(parts.username) if parts.username else None,
         password=unquote(parts.password) if parts.password is not None else None,
     )
+
+
+def parse_urls(text: str) -> tuple[BrokerUrl, ...]:
+    """A comma-separated list of broker URLs: the nodes of one broker cluster.
+
+    Every entry must use the same scheme (one transport and one TLS set-up serve them all)
+    and the same credentials (they are one account on one cluster); an entry twice is an
+    error, since it would only lengthen a failover."""
+    entries = [part.strip() for part in text.split(",")]
+    if not any(entries):
+        raise SettingsError("no broker URL given")
+    if "" in entries:
+        raise SettingsError(f"invalid broker URL list {_redacted_list(text)!r}: an empty entry")
+    brokers = tuple(parse_url(entry) for entry in entries)
+    first = brokers[0]
+    for other in brokers[1:]:
+        if other.scheme != first.scheme:
+            raise SettingsError(
+                f"broker URLs {first.redacted()} and {other.redacted()} differ in scheme: "
+                "the nodes of one broker share one"
+            )
+        if (other.username, other.password) != (first.username, first.password):
+            raise SettingsError(
+                f"broker URLs {first.redacted()} and {other.redacted()} carry different credentials: "
+                "the nodes of one broker share one account (or set PHRAME_MQTT_USERNAME/PASSWORD)"
+            )
+    seen: set[str] = set()
+    for broker in brokers:
+        if broker.redacted() in seen:
+            raise SettingsError(f"broker URL {broker.redacted()} is listed twice")
+        seen.add(broker.redacted())
+    return brokers
+
+
+def _redacted_list(text: str) -> str:
+    """The list as a message may show it: each entry without its credentials where it parses."""
+    shown = []
+    for part in text.split(","):
+        try:
+            shown.append(parse_url(part).redacted() if part.strip() else "")
+        except SettingsError:
+            shown.append("<unreadable>")
+    return ",".join(shown)

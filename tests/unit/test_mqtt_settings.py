@@ -101,7 +101,7 @@ def test_oauth2_settings_use_the_client_id_as_user_name() -> None:
             "not both",
         ),
         ({"PHRAME_TLS_CERT": "/c.pem"}, "together"),
-        ({"PHRAME_MQTT_PROTOCOL": "4"}, "5 or 3.1.1"),
+        ({"PHRAME_MQTT_PROTOCOL": "4"}, "5, 3.1.1 or auto"),
         ({"PHRAME_TLS_VERIFY_HOSTNAME": "maybe"}, "true or false"),
         ({"PHRAME_MQTT_KEEPALIVE_S": "soon"}, "number"),
         ({"PHRAME_DESIRED_MQTT_URL": "tcp://b"}, "scheme"),
@@ -137,3 +137,36 @@ def test_the_client_id_is_the_user_name_when_there_is_one() -> None:
     assert MqttSettings(username="node-a", password="x").client_id("phrame-agent-a") == "node-a"
     assert MqttSettings(url="mqtt://node-b:pw@127.0.0.1:1883").client_id("fallback") == "node-b"
     assert MqttSettings().client_id("phrame-agent-a") == "phrame-agent-a"
+
+
+def test_a_url_list_names_the_nodes_of_one_broker_in_order() -> None:
+    s = MqttSettings(url="mqtt://n1:1883, mqtt://n2:1884,mqtt://n3")
+    assert [(b.host, b.port) for b in s.brokers] == [("n1", 1883), ("n2", 1884), ("n3", 1883)]
+    assert s.broker.host == "n1"  # the first is tried first
+    assert MqttSettings(url="mqtts://u:p@a,mqtts://u:p@b").mqtt_username == "u"
+
+
+@pytest.mark.parametrize(
+    ("url", "match"),
+    [
+        ("mqtt://a,mqtts://b", "differ in scheme"),
+        ("mqtt://u:p@a,mqtt://v:p@b", "different credentials"),
+        ("mqtt://a,mqtt://a:1883", "listed twice"),
+        ("mqtt://a,,mqtt://b", "an empty entry"),
+        ("mqtt://a,http://b", "invalid broker URL"),
+    ],
+)
+def test_a_bad_url_list_says_what(url: str, match: str) -> None:
+    with pytest.raises(SettingsError, match=match):
+        MqttSettings(url=url)
+
+
+def test_an_empty_entry_never_shows_a_password() -> None:
+    with pytest.raises(SettingsError) as caught:
+        MqttSettings(url="mqtt://u:secret@a,,mqtt://u:secret@b")
+    assert "secret" not in str(caught.value)
+
+
+def test_auto_protocol_is_accepted_and_negotiates() -> None:
+    assert MqttSettings(protocol="auto").negotiates
+    assert not MqttSettings(protocol="3.1.1").negotiates
