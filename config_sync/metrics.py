@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from config_sync.deploys.records import DeployRecord
+from config_sync.publication.sender import Verified
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 # push -> converged: a second for a config change, minutes for large pulls, up to the timeout
@@ -40,6 +41,16 @@ class Metrics:
         )
         self.messages = Counter(
             "phrame_config_sync_messages_published", "Retained messages published", registry=self.registry
+        )
+        self.anti_entropy_repaired = Counter(
+            "phrame_config_sync_anti_entropy_repaired",
+            "Retained desired topics the broker held otherwise than published, sent again",
+            registry=self.registry,
+        )
+        self.anti_entropy_passes = Counter(
+            "phrame_config_sync_anti_entropy_passes",
+            "Read-backs of the desired plane that were compared with what was published",
+            registry=self.registry,
         )
         self.sync_failing = Gauge(
             "phrame_config_sync_sync_failing",
@@ -86,3 +97,7 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+    def anti_entropy_verified(self, result: Verified) -> None:
+        self.anti_entropy_passes.inc()
+        self.anti_entropy_repaired.inc(len(result.repaired))

@@ -30,6 +30,7 @@ from config_sync.notify.delivery import HttpDelivery
 from config_sync.notify.events import Message, Transition
 from config_sync.notify.notifier import Notifier
 from config_sync.notify.outbox import Outbox
+from config_sync.publication.anti_entropy import AntiEntropy
 from config_sync.publication.sender import DesiredPublisher, SyncOutcome
 from config_sync.reporting import CommitReporter, GitLabReporter, LocalReporter
 from config_sync.rollouts.controller import RolloutController
@@ -116,6 +117,13 @@ class ConfigSync:
             self.topics,
             applied=self.deployer.applied_generations,
             before_manifests=before_manifests,
+        )
+        # the broker held to what was published: read back after each publication and on a timer
+        self.anti_entropy = AntiEntropy(
+            self.publisher,
+            self.topics,
+            interval_s=settings.anti_entropy_s,
+            on_verified=self.metrics.anti_entropy_verified,
         )
         self.history = DeployHistory(self.mqtt, self.topics, self.git.commit_info, timeout_s=deploy_s)
         self.deployer.history = self.history
@@ -220,6 +228,7 @@ class ConfigSync:
                 delay = backoff(failures, base=1.0, cap=30.0)
                 log.warning("cannot read back the published state (%s); retrying in %.0f s", e, delay)
                 time.sleep(delay)
+        self.anti_entropy.start()
         # the deployments recorded before a restart, before anything is published
         self.history.restore(self.publisher.published or {})
         self._remember_failures()
@@ -233,6 +242,7 @@ class ConfigSync:
     def stop(self) -> None:
         self._stopping = True
         self.queue.stop()
+        self.anti_entropy.stop()
         self.rollouts.stop()
         self.deployer.stop()
         self.notifier.stop()
@@ -333,6 +343,7 @@ class ConfigSync:
             return  # the first connection: start() rebuilds and syncs
         log.info("reconnected to the desired broker; re-reading what is published")
         self.publisher.invalidate()
+        self.anti_entropy.full_soon()  # a failover: the node now served may hold an older set
         self.history.republish()
         for ref in sorted(self.syncer.tracked):
             self.trigger_sync(ref)
@@ -340,6 +351,7 @@ class ConfigSync:
     def _record(self, outcome: SyncOutcome) -> None:
         self.metrics.record_sync(outcome.ref, "applied" if outcome.ok else "invalid")
         self.metrics.messages.inc(len(outcome.messages))
+        self.anti_entropy.after(outcome)
         if outcome.ok and outcome.commit and outcome.environments:
             # the notify: targets of the commit just synced (its reading is cached)
             targets = self.syncer.read(outcome.commit).notify

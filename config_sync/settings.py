@@ -42,6 +42,7 @@ class SyncSettings:
     retry_max_s: float = 60.0  # ... up to this (per ref; reset by a success)
     deploy_timeout_s: float = 600.0
     deploy_settle_s: float = 5.0  # a replica counts as healthy once it ran this long without a restart
+    anti_entropy_s: float = 300.0  # the whole desired plane read back and repaired this often
     node_timeout_s: float = 20.0  # a node whose heartbeat is older is offline (as placement)
     git_timeout_s: float = 120.0  # a git fetch running longer is killed (a transient error)
     git_ca_file: str | None = None  # a private CA for an HTTPS repo_url; None: the system's
@@ -111,6 +112,7 @@ class SyncSettings:
             retry_max_s=e.number("PHRAME_RETRY_MAX_S", 60.0, minimum=1.0),
             deploy_timeout_s=e.number("PHRAME_DEPLOY_TIMEOUT_S", 600.0, minimum=1.0),
             deploy_settle_s=e.number("PHRAME_DEPLOY_SETTLE_S", 5.0, minimum=0.0),
+            anti_entropy_s=e.number("PHRAME_ANTI_ENTROPY_S", 300.0, minimum=1.0),
             node_timeout_s=e.number("PHRAME_NODE_TIMEOUT_S", 20.0, minimum=0.1),
             git_timeout_s=e.number("PHRAME_GIT_TIMEOUT_S", 120.0, minimum=1.0),
             git_ca_file=e.text("PHRAME_GIT_CA_FILE"),

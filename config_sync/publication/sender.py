@@ -23,7 +23,7 @@ from config_sync.models import Claim
 from config_sync.publication.order import json_object, publication_order
 from config_sync.publication.plane import decode
 from config_sync.rollouts.gate import Gated
-from phrame.mqtt import MqttError
+from phrame.mqtt import MqttError, topic_matches
 from schemas import Topics
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,16 @@ class SyncOutcome:
     rollouts: Gated | None = None  # what the rollout gate decided (None: no gate)
 
 
+@dataclass(frozen=True)
+class Verified:
+    """What one anti-entropy pass found: topics compared, those sent again, or that a
+    publication overlapped the read-back (nothing judged)."""
+
+    checked: int
+    repaired: list[str]
+    overlapped: bool
+
+
 # (rendered, published, published decoded) -> the rendering with held-back replicas put back
 Gate = Callable[[Mapping[str, dict[str, Any]], Mapping[str, bytes], dict[str, dict[str, Any]]], Gated]
 
@@ -101,6 +111,13 @@ class DesiredPublisher:
         self.generations: dict[str, int] = {}
         self._lock = threading.Lock()  # held for a whole publication, PUBACK waits included
         self._stale = threading.Event()  # set by invalidate(): rebuild before the next publication
+        # what this publisher itself sent last, per topic (None: cleared): what anti-entropy
+        # holds the broker to. A PUBACK is no proof the broker stored a retained message (a
+        # clustered broker losing its stream leader acknowledges and drops), so verify()
+        # reads the plane back and sends again whatever differs.
+        self._sent: dict[str, bytes | None] = {}
+        self._sends = 0  # publications so far: a read-back that overlaps one is not judged
+        self.repaired_total = 0  # topics anti-entropy sent again
 
     def rebuild(self) -> None:
         """Read every retained desired-plane topic back from the broker."""
@@ -238,12 +255,52 @@ class DesiredPublisher:
         except MqttError as e:
             self.published = None  # unknown what arrived: re-read before the next pass
             raise PublishError(f"publishing {len(step)} messages for {commit[:12]} failed: {e}") from e
+        self._sends += 1
         for topic, payload in step:
+            self._sent[topic] = payload or None
             if payload:
                 published[topic] = payload
             else:
                 published.pop(topic, None)
                 self._decoded.pop(topic, None)
+
+    def verify(self, topic_filters: Iterable[str] | None = None, *, settle: float = 0.3) -> Verified:
+        """Anti-entropy: read what the broker holds under ``topic_filters`` (default: the
+        whole desired plane) and send again every topic this publisher sent whose retained
+        payload differs (a changed or lost message, or a clear that did not take), items and
+        clears before manifests, as a publication orders them. A publication that ran while
+        the plane was read makes the reading stale: nothing is judged (``overlapped``), the
+        caller tries again. Topics others write (deploy records, placement's, the audit list)
+        are never touched: only what this publisher sent is compared."""
+        filters = list(topic_filters) if topic_filters is not None else [self.topics.desired_filter()]
+        with self._lock:
+            sends = self._sends
+        held: dict[str, bytes] = {}
+        try:
+            for topic_filter in filters:
+                held.update(self.broker.collect_retained(topic_filter, settle=settle))
+        except MqttError as e:
+            raise PublishError(f"cannot read the desired plane back: {e}") from e
+        with self._lock:
+            if self._sends != sends:
+                return Verified(checked=0, repaired=[], overlapped=True)
+            wanted = {t: p for t, p in self._sent.items() if any(topic_matches(f, t) for f in filters)}
+            wrong = [(t, p) for t, p in sorted(wanted.items()) if held.get(t) != p]
+            if wrong:
+                manifests = [m for m in wrong if self._manifest_node(m[0]) is not None]
+                first = [m for m in wrong if self._manifest_node(m[0]) is None]
+                log.warning(
+                    "anti-entropy: the broker holds %d of %d published topics otherwise (first: %s); "
+                    "sending them again",
+                    len(wrong),
+                    len(wanted),
+                    wrong[0][0],
+                )
+                published = self.published if self.published is not None else {}
+                self._send(first, "anti-entropy", published)
+                self._send(manifests, "anti-entropy", published)
+                self.repaired_total += len(wrong)
+            return Verified(checked=len(wanted), repaired=[t for t, _ in wrong], overlapped=False)
 
     def sync_state(self, env: str) -> dict[str, Any] | None:
         """The environment's sync topic as last published (for /status)."""

@@ -18,6 +18,7 @@ from phrame.mqtt.errors import (
 )
 from phrame.mqtt.messages import Message, Will
 from phrame.mqtt.settings import MqttSettings
+from phrame.mqtt.subscriptions import topic_matches
 
 __all__ = [
     "Message",
@@ -29,4 +30,5 @@ __all__ = [
     "SettingsError",
     "TokenError",
     "Will",
+    "topic_matches",
 ]

@@ -16,6 +16,11 @@ from phrame.mqtt.paho_setup import topic_matches_sub
 log = logging.getLogger(__name__)
 
 
+def topic_matches(topic_filter: str, topic: str) -> bool:
+    """Whether ``topic`` matches ``topic_filter`` (``+`` and ``#``), as the broker decides."""
+    return bool(topic_matches_sub(topic_filter, topic))
+
+
 class Subscriptions:
     """Permanent subscriptions (kept across reconnects) and temporary ones (one read)."""
 

@@ -359,3 +359,39 @@ def test_gitlab_down_holds_no_deployment_back_but_a_reporting_bug_is_raised(
     remote.commit("tams 1.0.3 again", files={"environments/studio-a/services/tams.yaml": TAMS.read_text()})
     with pytest.raises(ValueError, match="unknown commit status state 'SUCCESS'"):
         service.syncer.sync_ref("main")  # the work queue logs it with its traceback and retries
+
+
+@pytest.mark.slow
+def test_anti_entropy_puts_back_what_the_broker_lost_or_changed_after_its_puback(
+    remote: ConfigRemote, tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """A PUBACK is no proof: a topic overwritten with an older payload or cleared behind
+    config-sync's back (what a clustered broker losing its stream leader leaves) is sent
+    again by the next read-back, here the timer's (PHRAME_ANTI_ENTROPY_S=1); topics that
+    others write (a deploy record) are left alone."""
+    svc = ConfigSync(
+        settings_for(remote, tmp_path / "state", mosquitto.url, poll_s=3600, debounce_s=0, anti_entropy_s=1),
+        reporter=LocalReporter(),
+    )
+    svc.start()
+    try:
+        assert svc.queue.wait_idle(30)
+        with reader(mosquitto.url) as client:
+            before = desired_on_broker(client)
+            item = next(t for t in sorted(before) if "/containers/" in t)
+            manifest = next(t for t in sorted(before) if t.endswith("/manifest"))
+            foreign = f"{svc.topics.prefix}/desired/environments/studio-a/placement"
+            client.publish_batch([(item, b'{"stale": true}'), (manifest, None), (foreign, b'{"mine": 1}')])
+            after: dict[str, bytes] = {}
+
+            def repaired() -> bool:
+                nonlocal after
+                after = desired_on_broker(client)
+                return after.get(item) == before[item] and after.get(manifest) == before[manifest]
+
+            wait_for(repaired, "the lost and the changed topic sent again", 20, interval=0.3)
+            assert after.get(foreign) == b'{"mine": 1}'  # not config-sync's to hold
+        assert svc.publisher.repaired_total >= 2
+        assert "phrame_config_sync_anti_entropy_repaired_total" in svc.metrics.render().decode()
+    finally:
+        svc.stop()
