@@ -180,7 +180,7 @@ class PlacementReconciler:
             current=inventory.current_document(env),
             health=health,
             now=now,
-            reschedule_after=self.reschedule_after_s,
+            reschedule_after=inventory.reschedule_after(env, self.reschedule_after_s),
             reserved=inventory.reserved_elsewhere(repo, name),
         )
         result.decision = decision
