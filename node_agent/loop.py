@@ -148,7 +148,9 @@ class Agent:
         )
 
     def _will(self) -> Will:
-        payload = json.dumps({"state": "offline", "agent": "node-agent"}).encode()
+        # "lost": the broker sends this when the connection drops without a goodbye (the
+        # containers presumably still run); a clean stop says "stopped" itself (_shutdown)
+        payload = json.dumps({"state": "offline", "agent": "node-agent", "reason": "lost"}).encode()
         return Will(self.topics.status(self.node), payload, retain=True, qos=1)
 
     # -- triggers (called from other threads: only add the key)
@@ -469,7 +471,7 @@ class Agent:
             with contextlib.suppress(Exception):  # already closed by a broken connection
                 events.close()
         try:
-            payload = self.reporter.status_bytes("offline")
+            payload = self.reporter.status_bytes("offline", reason="stopped")
             self.actual_client.publish_batch([(self.topics.status(self.node), payload)], timeout=5)
         except MqttError as e:
             log.warning("node %s: could not publish offline: %s", self.node, e)
