@@ -83,6 +83,7 @@ class Agent:
         self._reconnected = False
         self._connected = False
         self._online = threading.Event()  # connected and subscribed: the broker's plane rules
+        self._start_settled = threading.Event()  # online, the connector gave up, or stop()
         self._connect_error: BaseException | None = None
         self.saved = SavedState(settings.state_dir, self.node)
         # the saved desired state while the agent started without a broker (None: the broker's)
@@ -212,7 +213,7 @@ class Agent:
         connector = threading.Thread(target=self._connect_and_listen, name="mqtt-connect", daemon=True)
         connector.start()
         bound = self.settings.offline_start_s
-        if not (bound > 0 and not self._online.wait(bound) and self._start_offline()):
+        if not (bound > 0 and not self._start_settled.wait(bound) and self._start_offline()):
             connector.join()  # as long as the broker takes (a host may boot before it)
             if self._connect_error is not None:
                 raise self._connect_error
@@ -237,6 +238,7 @@ class Agent:
         the broker. While it waits, the loop may run on the saved desired state."""
         try:
             if not self._connect():
+                self._start_settled.set()
                 return
         except BaseException as e:  # a refused login: run() raises it
             self._connect_error = e
@@ -259,6 +261,7 @@ class Agent:
                 )
                 self.offline_desired = None
             self._online.set()
+        self._start_settled.set()
         self.wake()
 
     def _start_offline(self) -> bool:
@@ -471,8 +474,9 @@ class Agent:
             with contextlib.suppress(Exception):  # already closed by a broken connection
                 events.close()
         try:
-            payload = self.reporter.status_bytes("offline", reason="stopped")
-            self.actual_client.publish_batch([(self.topics.status(self.node), payload)], timeout=5)
+            if self._connected:  # on the saved state, never connected: no one to tell
+                payload = self.reporter.status_bytes("offline", reason="stopped")
+                self.actual_client.publish_batch([(self.topics.status(self.node), payload)], timeout=5)
         except MqttError as e:
             log.warning("node %s: could not publish offline: %s", self.node, e)
         self.desired_client.stop()
@@ -482,6 +486,7 @@ class Agent:
     def stop(self) -> None:
         """Ask the loop to end (signal-safe): waits inside a pass return early."""
         self.stop_event.set()
+        self._start_settled.set()  # a start waiting for the broker's answer stops waiting
         self.docker.cancel()
         self.runner.queue.shutdown()
         if not self._connected:  # still waiting for the broker: end that wait

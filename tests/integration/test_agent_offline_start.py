@@ -8,6 +8,7 @@ the saved file, and reports once the broker returns. A damaged file is refused.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -105,3 +106,23 @@ def test_a_damaged_saved_state_is_refused_and_nothing_starts(
     assert "not JSON" in second.log()
     assert env.managed() == []
     assert second.proc.poll() is None  # it waits for the broker
+
+
+@pytest.mark.slow
+def test_sigterm_while_running_on_the_saved_state_ends_the_agent_at_once(
+    env: AgentEnv, mosquitto, watcher: ActualWatcher, tmp_path: Path, agents: list[AgentProcess]
+):
+    specs = [env.container("web")]
+    first = start_agent(env, mosquitto, tmp_path, agents, 1)
+    watcher.publish(spec.topics_doc(env.node, specs))
+    watcher.wait_for(lambda: (watcher.status() or {}).get("converged") is True, 40, "converged")
+    wait_for((tmp_path / "state" / "desired" / f"{env.node}.json").exists, "the saved desired state", 10)
+    assert first.terminate() == 0, first.log()
+    mosquitto.stop()
+    remove_managed(env)
+    second = start_agent(env, mosquitto, tmp_path, agents, 2)
+    wait_for(lambda: running(env, [specs[0]["name"]]), "the container from the saved state", 40)
+    began = time.monotonic()
+    assert second.terminate() == 0, second.log()
+    assert time.monotonic() - began < 4, "SIGTERM waited for a broker it never reached"
+    assert running(env, [specs[0]["name"]])  # left running, as on any stop
