@@ -3,10 +3,11 @@
 The loop calls :meth:`SavedState.save` after a pass that converged on a complete view (a
 manifest and every item it lists, each with the manifest's digest) and :meth:`SavedState.load`
 when the agent starts and no broker answers within ``PHRAME_OFFLINE_START_S``. The file
-(``<PHRAME_STATE_DIR>/desired/<node>.json``, 0600 in a 0700 folder) holds the content and a
-SHA-256 checksum of its canonical JSON; loading checks the checksum, the node, each item's
-schema and that each item's own digest is the manifest's. It never saves a partial view and
-never hands back a file that fails a check (:class:`SavedStateError` says which).
+(``<PHRAME_STATE_DIR>/desired/<node>.json``, 0600 in a 0700 folder) holds the content (with
+when it was saved) and a SHA-256 checksum of its canonical JSON; loading checks the checksum,
+the node, each item's schema and that each item's own digest is the manifest's. It never
+saves a partial view and never hands back a file that fails a check (:class:`SavedStateError`
+says which).
 """
 
 from __future__ import annotations
@@ -62,10 +63,11 @@ class SavedState:
             "manifest": {"generation": m.generation, "commit": m.commit, "items": dict(m.items)},
             **{kind: dict(desired.kind(kind)) for kind in KINDS},
         }
-        total = checksum(content)
-        if total == self._saved:
+        same = checksum(content)  # what it holds, without when: a rewrite only for a change
+        if same == self._saved:
             return False
-        data = canonical_json({"checksum": total, "content": content, "saved_at": saved_at})
+        stamped = content | {"saved_at": saved_at}
+        data = canonical_json({"checksum": checksum(stamped), "content": stamped})
         private_dir(self.folder)
         tmp = self.path.with_name(self.path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -78,7 +80,7 @@ class SavedState:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        self._saved = total
+        self._saved = same
         return True
 
     def load(self) -> DesiredState | None:
@@ -91,8 +93,8 @@ class SavedState:
             return None
         except OSError as e:
             raise SavedStateError(f"{self.path}: cannot read: {e}") from None
-        desired, total = parse(raw, self.node, where=str(self.path))
-        self._saved = total
+        desired, same = parse(raw, self.node, where=str(self.path))
+        self._saved = same
         return desired
 
 
@@ -138,4 +140,4 @@ def parse(raw: bytes, node: str, *, where: str) -> tuple[DesiredState, str]:
     desired = DesiredState(manifest=manifest, **kinds)
     if not desired.is_complete:
         raise SavedStateError(f"{where}: an item of the manifest is missing")
-    return desired, str(doc["checksum"])
+    return desired, checksum({k: v for k, v in content.items() if k != "saved_at"})

@@ -14,7 +14,7 @@ import pytest
 
 from phrame.mqtt import MqttClient, MqttSettings
 from schemas import Topics, check_payload
-from tests.support.browser import wait_js
+from tests.support.browser import screenshot, wait_js
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import wait_for_port
 from tests.support.topic_api import ApiStack, fleet, heartbeat
@@ -283,6 +283,7 @@ def test_a_silent_node_shows_disconnected_apart_from_offline(
         assert "disconnected" in (page.text_content(f"{row} td:nth-child(2)") or "")
         assert "presumably still running" in (page.text_content(f"{row} td:nth-child(7)") or "")
         assert "1 disconnected" in (page.text_content("#nodes-summary") or "")
+        screenshot(page, "dashboard-1280-disconnected", full_page=False)
         stopped = {"state": "offline", "agent": "node-agent", "reason": "stopped"}
         writer.publish(T.status("ui-2"), json.dumps(stopped).encode())
         page.wait_for_selector(f'{row}[data-presence="offline"].level-bad', timeout=10_000)

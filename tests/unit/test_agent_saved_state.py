@@ -117,3 +117,11 @@ def test_content_that_disagrees_with_its_manifest_is_refused(tmp_path: Path, cha
     resealed(saved.path, change)
     with pytest.raises(SavedStateError, match=says):
         SavedState(tmp_path, NODE).load()
+
+
+def test_when_it_was_saved_is_under_the_checksum_too(tmp_path: Path):
+    saved = SavedState(tmp_path, NODE)
+    saved.save(complete("web"), saved_at=1.0)
+    rewrite(saved.path, lambda d: d["content"].update(saved_at=2.0))
+    with pytest.raises(SavedStateError, match="checksum mismatch"):
+        SavedState(tmp_path, NODE).load()
