@@ -358,7 +358,7 @@ def lose(fleet: Fleet, losing: Callable[[], list[str]]) -> dict[str, Any]:
     on_lost = sorted((s, i) for s in old for i, n in enumerate(old[s]) if n in lost)
     wills = sum(
         1 for n in lost if (fleet.observer.statuses.get(n) or {}).get("agent") == "node-agent"
-    )  # the will's payload names no version: ``{"state": "offline", "agent": "node-agent"}``
+    )  # the will names no version: ``{"state": "offline", "agent": "node-agent", "reason": "lost"}``
     return {
         "lost_nodes": len(lost) if len(lost) > 1 else sorted(lost)[0],
         "last_wills_seen": wills,

@@ -25,12 +25,13 @@ from node_agent.errors import AgentError, DockerError
 from node_agent.handover import wanted
 from node_agent.log_commands import LogCommands
 from node_agent.metrics import AgentMetrics
-from node_agent.models import NODE, Clock, ObservedProcess, Op
+from node_agent.models import NODE, Clock, DesiredState, ObservedProcess, Op
 from node_agent.ports import AgentRuntime
 from node_agent.processes import ProcessSupervisor
 from node_agent.reconcile import NodeReconciler, PassResult
 from node_agent.reporting import ActualReporter
 from node_agent.restarts import started_containers
+from node_agent.saved_state import SavedState, SavedStateError
 from node_agent.secret_files import read_secret
 from node_agent.settings import AgentSettings
 from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings, Will
@@ -81,6 +82,14 @@ class Agent:
         self._next_resync = 0.0  # when a pass runs although desired messages keep coming
         self._reconnected = False
         self._connected = False
+        self._online = threading.Event()  # connected and subscribed: the broker's plane rules
+        self._start_settled = threading.Event()  # online, the connector gave up, or stop()
+        self._connect_error: BaseException | None = None
+        self.saved = SavedState(settings.state_dir, self.node)
+        # the saved desired state while the agent started without a broker (None: the broker's)
+        self.offline_desired: DesiredState | None = None
+        self._mode_lock = threading.Lock()  # the connector's switch against the offline start
+        self._wall_clock = wall_clock
         self.commands = RestartCommands(
             self.topics,
             self.node,
@@ -140,7 +149,9 @@ class Agent:
         )
 
     def _will(self) -> Will:
-        payload = json.dumps({"state": "offline", "agent": "node-agent"}).encode()
+        # "lost": the broker sends this when the connection drops without a goodbye (the
+        # containers presumably still run); a clean stop says "stopped" itself (_shutdown)
+        payload = json.dumps({"state": "offline", "agent": "node-agent", "reason": "lost"}).encode()
         return Will(self.topics.status(self.node), payload, retain=True, qos=1)
 
     # -- triggers (called from other threads: only add the key)
@@ -199,28 +210,89 @@ class Agent:
 
     # -- the loop
     def run(self) -> int:
-        if not self._connect():
-            return 0
+        connector = threading.Thread(target=self._connect_and_listen, name="mqtt-connect", daemon=True)
+        connector.start()
+        bound = self.settings.offline_start_s
+        if not (bound > 0 and not self._start_settled.wait(bound) and self._start_offline()):
+            connector.join()  # as long as the broker takes (a host may boot before it)
+            if self._connect_error is not None:
+                raise self._connect_error
+            if not self._online.is_set():
+                return 0  # stopped before it reached the broker
+        threading.Thread(target=self._watch_events, name="docker-events", daemon=True).start()
+        own = self.reconciler.own_container_id
+        where = f"in container {own[:12]}, which it never touches" if own else "on the host"
+        log.info("node agent for %s running %s", self.node, where)
+        self._next_resync = self.timer() + self.settings.resync_s
+        self.wake()
+        try:
+            self.runner.run()  # until stop()
+        finally:
+            self._shutdown()
+        if self._connect_error is not None:  # a refused login while it ran on the saved state
+            raise self._connect_error
+        return 0
+
+    def _connect_and_listen(self) -> None:
+        """The connector thread: connect both planes, then subscribe and start what needs
+        the broker. While it waits, the loop may run on the saved desired state."""
+        try:
+            if not self._connect():
+                self._start_settled.set()
+                return
+        except BaseException as e:  # a refused login: run() raises it
+            self._connect_error = e
+            self.stop()
+            return
+        self._last_message = self.timer()  # let the retained messages arrive first
         self.desired_client.subscribe(self.topics.desired_node_filter(self.node), self._on_desired)
         self.desired_client.subscribe(self.topics.cmd_node_filter(self.node), self._on_cmd)
-        threading.Thread(target=self._watch_events, name="docker-events", daemon=True).start()
         # replies go back over the connection the commands come in on (where the API listens)
         serve_logs = functools.partial(self.log_commands.serve, self.stop_event, self.desired_client)
         threading.Thread(target=serve_logs, name="log-commands", daemon=True).start()
         # Heartbeats have their own thread: a long pass (pulls, wait_ready) must not stop them.
         self._heartbeats = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
         self._heartbeats.start()
-        own = self.reconciler.own_container_id
-        where = f"in container {own[:12]}, which it never touches" if own else "on the host"
-        log.info("node agent for %s running %s", self.node, where)
-        self._last_message = self.timer()  # let the retained messages arrive first
-        self._next_resync = self._last_message + self.settings.resync_s
+        with self._mode_lock:
+            if self.offline_desired is not None:
+                log.info(
+                    "node %s: reached the broker; its desired plane replaces the saved state from now on",
+                    self.node,
+                )
+                self.offline_desired = None
+            self._online.set()
+        self._start_settled.set()
         self.wake()
+
+    def _start_offline(self) -> bool:
+        """No broker within the bound: run on the saved desired state if a sound one is saved
+        (True), or say why not and wait for the broker (False)."""
+        if self.stop_event.is_set():
+            return False
         try:
-            self.runner.run()  # until stop()
-        finally:
-            self._shutdown()
-        return 0
+            saved = self.saved.load()
+        except SavedStateError as e:
+            log.error(
+                "node %s: saved desired state refused, not applied: %s; waiting for the broker", self.node, e
+            )
+            return False
+        if saved is None or saved.manifest is None:
+            log.info("node %s: no broker and no saved desired state; waiting for the broker", self.node)
+            return False
+        with self._mode_lock:
+            if self._online.is_set():  # it answered meanwhile
+                return False
+            self.offline_desired = saved
+        log.warning(
+            "node %s: no broker within %.1f s; converging to the saved desired state "
+            "(generation %d, commit %s, %d items) while it keeps trying",
+            self.node,
+            self.settings.offline_start_s,
+            saved.manifest.generation,
+            saved.manifest.commit[:12],
+            len(saved.manifest.items),
+        )
+        return True
 
     def _sync(self, key: str) -> None:
         """The runner's sync: a pass once desired messages paused (or a resync is due), then
@@ -308,7 +380,8 @@ class Agent:
                 self.docker.settle(stopped)
             except DockerError as e:  # the pass below meets the same outage and reports it
                 log.debug("node %s: cannot wait for stopped containers: %s", self.node, e)
-        desired = self.store.snapshot()
+        offline = self.offline_desired
+        desired = offline if offline is not None else self.store.snapshot()
         result = self.reconciler.run_pass(desired)
         # a pending change, or a network just created (a rival one may appear after it), is
         # looked at again soon: no Docker event would bring the pass that finishes it
@@ -332,10 +405,24 @@ class Agent:
         self._last = (result, converged)
         if converged and desired.manifest is not None:
             self.applied = (desired.manifest.generation, desired.manifest.commit)
+            if offline is None:  # the broker's view, complete and applied: what a start without it uses
+                self._save(desired)
         item_errors = dict(result.plan.refused) | {
             o.action.target: o.error for o in result.outcomes if o.error
         }
         self.reporter.note_started(started_containers(result.outcomes, result.actual))  # last_exit
+        if offline is not None:  # no broker to report to: the first pass after it answers does
+            if not result.plan.actions:
+                return
+            log.info(
+                "node %s: pass %d on the saved state ran %d actions, %d failed%s",
+                self.node,
+                self.passes,
+                len(result.outcomes),
+                sum(not o.ok for o in result.outcomes),
+                "; converged" if converged else "",
+            )
+            return
         self.reporter.refresh([*stopped, *(o.action.ref for o in result.outcomes if o.action.ref)])
         try:
             # a container handed over to its process is no item to report as missing
@@ -355,6 +442,13 @@ class Agent:
                 len(result.outcomes),
                 sum(not o.ok for o in result.outcomes),
             )
+
+    def _save(self, desired: DesiredState) -> None:
+        try:
+            if self.saved.save(desired, saved_at=self._wall_clock()):
+                log.debug("node %s: saved desired state %s", self.node, self.saved.path)
+        except OSError as e:  # a full disk: the next start without a broker has an older view
+            log.warning("node %s: cannot save the desired state to %s: %s", self.node, self.saved.path, e)
 
     def _heartbeat_loop(self) -> None:
         while not self.stop_event.is_set():
@@ -380,8 +474,9 @@ class Agent:
             with contextlib.suppress(Exception):  # already closed by a broken connection
                 events.close()
         try:
-            payload = self.reporter.status_bytes("offline")
-            self.actual_client.publish_batch([(self.topics.status(self.node), payload)], timeout=5)
+            if self._connected:  # on the saved state, never connected: no one to tell
+                payload = self.reporter.status_bytes("offline", reason="stopped")
+                self.actual_client.publish_batch([(self.topics.status(self.node), payload)], timeout=5)
         except MqttError as e:
             log.warning("node %s: could not publish offline: %s", self.node, e)
         self.desired_client.stop()
@@ -391,6 +486,7 @@ class Agent:
     def stop(self) -> None:
         """Ask the loop to end (signal-safe): waits inside a pass return early."""
         self.stop_event.set()
+        self._start_settled.set()  # a start waiting for the broker's answer stops waiting
         self.docker.cancel()
         self.runner.queue.shutdown()
         if not self._connected:  # still waiting for the broker: end that wait

@@ -246,9 +246,10 @@ class ActualReporter:
             doc["policy"] = self.policy.to_doc()
         return self._send(self.topics.status(self.node), "actual-status", doc)
 
-    def status_bytes(self, state: str) -> bytes:
-        """A minimal status payload (for the MQTT last will)."""
-        doc = {"state": state, "agent": AGENT_VERSION}
+    def status_bytes(self, state: str, *, reason: str | None = None) -> bytes:
+        """A minimal status payload (the MQTT last will, the clean stop's status): ``reason``
+        ``lost`` (the will) or ``stopped`` (a clean stop) with ``offline``."""
+        doc = {"state": state, "agent": AGENT_VERSION} | ({"reason": reason} if reason else {})
         check_payload("actual-status", doc)
         return json.dumps(doc).encode()
 

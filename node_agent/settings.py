@@ -45,6 +45,9 @@ class AgentSettings:
     # what desired items may ask of this host (PHRAME_POLICY_FILE; node_agent/policy.py). The
     # default here is the policy of a node without a file; from_env always reads the file
     policy: NodePolicy = field(default_factory=NodePolicy)
+    # at start, how long to wait for the broker before converging to the saved desired state
+    # (node_agent/saved_state.py); 0: never start from it, wait for the broker as long as it takes
+    offline_start_s: float = 5.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
@@ -76,6 +79,7 @@ class AgentSettings:
             metrics_listen=read_listen(r, error=SettingsError),
             command_max_age_s=r.number("PHRAME_COMMAND_MAX_AGE_S", 60.0, minimum=1.0),
             policy=read_policy(r.path("PHRAME_POLICY_FILE", None), guarding=(state_dir, secrets_dir)),
+            offline_start_s=r.number("PHRAME_OFFLINE_START_S", 5.0),
         )
 
     @property

@@ -235,6 +235,7 @@ class PlacementLoop:
             doc["unassigned"] = [u.to_dict() for u in decision.unassigned]
             doc["pending"] = [p.to_dict() for p in decision.pending]
             doc["moves"] = [m.describe() for m in decision.moves] if decision.is_changed else []
+            doc["disconnect_grace_s"] = result.disconnect_grace_s
         return doc
 
     def _report_deaf(self) -> None:

@@ -54,6 +54,7 @@ class EnvResult:
     merge_request: str | None = None
     gc_candidates: list[str] = field(default_factory=list)
     error: str | None = None
+    disconnect_grace_s: float | None = None  # the wait on a silent node this pass decided with
 
 
 def render_document(doc: dict[str, Any]) -> bytes:
@@ -173,6 +174,8 @@ class PlacementReconciler:
         self.liveness.note_decision(name, nodes, now)  # may end a full disruption
         health = self.liveness.health(nodes, now)
         result.gc_candidates = gc_candidates(health, now, self.node_gc_s)
+        # the environment's disconnect grace, else PHRAME_RESCHEDULE_AFTER_S
+        wait_s = result.disconnect_grace_s = inventory.reschedule_after(env, self.reschedule_after_s)
         decision = decide(
             name,
             nodes=nodes,
@@ -180,7 +183,7 @@ class PlacementReconciler:
             current=inventory.current_document(env),
             health=health,
             now=now,
-            reschedule_after=self.reschedule_after_s,
+            reschedule_after=wait_s,
             reserved=inventory.reserved_elsewhere(repo, name),
         )
         result.decision = decision

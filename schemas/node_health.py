@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 State = Literal["online", "offline", "unknown"]
+#: a verdict as a person reads it: ``offline`` split into ``disconnected`` (silent without a
+#: goodbye, within the disconnect grace: presumably still running) and ``offline``
+Presence = Literal["online", "disconnected", "offline", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -69,3 +72,24 @@ def judge_node(
     if heard_at is None:
         return NodeVerdict("unknown", "no heartbeat heard yet", None)
     return NodeVerdict("online", f"heartbeat {age:.0f} s ago", age)
+
+
+def presence(
+    verdict: NodeVerdict, status: Mapping[str, Any] | None, now: float, grace_s: float | None
+) -> Presence:
+    """``disconnected`` or ``offline`` for an offline verdict; the verdict's state otherwise.
+
+    Disconnected: the node went silent without saying it stopped (its heartbeat timed out
+    while its last status said online, or its status is the last will, ``reason: lost``) and
+    has been offline for less than ``grace_s`` (the longest disconnect grace of the
+    environments it runs; ``None``: not known, so offline). Offline: it said it stopped
+    (``reason: stopped``, or an agent's status without a reason), or its silence outlasted
+    the grace. Placement moves replicas by the verdict and the grace, never by this word."""
+    if verdict.state != "offline":
+        return verdict.state
+    said = status.get("state") if status is not None else None
+    if said == "offline" and (status or {}).get("reason") != "lost":
+        return "offline"  # it said goodbye (or is too old an agent to say how it went)
+    if grace_s is None or verdict.offline_since is None:
+        return "offline"
+    return "disconnected" if now - verdict.offline_since < grace_s else "offline"

@@ -63,6 +63,13 @@ class NodeSummary(TypedDict):
     node: str
     state: Literal["online", "offline", "unknown"]
     online: bool
+    presence: Annotated[
+        Literal["online", "disconnected", "offline", "unknown"],
+        Doc(
+            "state with offline split: disconnected (silent without a goodbye, within the longest "
+            "disconnect grace of its environments: presumably still running) or offline"
+        ),
+    ]
     reason: Annotated[str, Doc("why the state (judge_node)")]
     heartbeat_age_s: float | None
     host: Host | None

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.container_exits import DEFAULT_WINDOW_S
-from schemas.node_health import NodeVerdict, judge_node
+from schemas.node_health import NodeVerdict, judge_node, presence
 from topic_api.drift import node_items
 from topic_api.models import Commits, Generations, HistoryEntry, Host, ItemCounts, NodeSummary
 from topic_api.planes import NodeTopics
@@ -94,6 +94,17 @@ def items_of(
     )
 
 
+def disconnect_grace(items: list[dict[str, Any]], placements: Mapping[str, Any]) -> float | None:
+    """The longest ``disconnect_grace_s`` (from placement's state) of the environments whose
+    items the node runs; ``None`` when placement said it for none of them."""
+    graces = []
+    for env in sorted({e for i in items if isinstance(e := i.get("environment"), str)}):
+        grace = _num(_obj(placements.get(env)).get("disconnect_grace_s"))
+        if grace is not None:
+            graces.append(float(grace))
+    return max(graces, default=None)
+
+
 def node_summary(
     name: str,
     desired: NodeTopics | None,
@@ -104,8 +115,10 @@ def node_summary(
     timeout_s: float,
     items: list[dict[str, Any]] | None = None,
     recent_exit_s: float = DEFAULT_WINDOW_S,
+    disconnect_grace_s: float | None = None,
 ) -> NodeSummary:
-    """The NodeSummary of docs/api.md (``items``: :func:`items_of`, computed when not given)."""
+    """The NodeSummary of docs/api.md (``items``: :func:`items_of`, computed when not given;
+    ``disconnect_grace_s``: :func:`disconnect_grace`)."""
     status = actual.status if actual else None
     verdict = receipts.verdict or judge_node(None, None, now, timeout_s)  # never heard: unknown
     st, manifest = _obj(status), _obj(desired.manifest if desired else None)
@@ -124,6 +137,7 @@ def node_summary(
         "node": name,
         "state": verdict.state,
         "online": verdict.is_online,
+        "presence": presence(verdict, st or None, now, disconnect_grace_s),
         "reason": reason,
         "heartbeat_age_s": verdict.heartbeat_age_s,
         "host": _host(actual.heartbeat if actual else None),

@@ -13,7 +13,7 @@ from starlette.responses import Response
 from topic_api import models
 from topic_api.context import ApiContext
 from topic_api.environments import environment_view
-from topic_api.nodes import Receipts, items_of, node_summary
+from topic_api.nodes import Receipts, disconnect_grace, items_of, node_summary
 from topic_api.openapi.operations import Json, Query, operation
 from topic_api.planes import EnvTopics
 from topic_api.responses import ApiJSON, error
@@ -28,8 +28,17 @@ def _summary(ctx: ApiContext, name: str, now: float) -> tuple[models.NodeSummary
     actual = state.planes["actual"].index.nodes.get(name)
     receipts = Receipts(verdict=state.view.verdict(name, now), history=state.history.of(name, now))
     items = items_of(desired, actual, now=now, recent_exit_s=ctx.settings.recent_exit_s)
+    envs = state.planes["desired"].index.environments
+    grace = disconnect_grace(items, {e: envs[e].placement for e in envs})
     view = node_summary(
-        name, desired, actual, receipts, now=now, timeout_s=ctx.settings.node_timeout_s, items=items
+        name,
+        desired,
+        actual,
+        receipts,
+        now=now,
+        timeout_s=ctx.settings.node_timeout_s,
+        items=items,
+        disconnect_grace_s=grace,
     )
     return view, items
 

@@ -88,7 +88,9 @@ def render_text(summary: Summary, now: float | None = None) -> str:
         age = "-" if n.heartbeat_age_s is None else f"{n.heartbeat_age_s:g}s ago"
         converged, applied = _cell(n.converged), _cell(n.applied)
         lines.append(f"{n.node:<15} {n.state:<8} {converged:<10} {applied:<8} {_generation(n):<8} {age}")
-        if n.state != "online" and n.reason:
+        if n.presence == "disconnected":
+            lines.append(f"    disconnected (still running, presumably; within its grace): {n.reason}")
+        elif n.state != "online" and n.reason:
             lines.append(f"    {n.state}: {n.reason}")
         note = clock_note(n.clock_offset_s)
         if note:

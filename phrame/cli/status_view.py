@@ -22,6 +22,7 @@ from phrame.actual import ActualView
 from phrame.cli.status_rollouts import is_held, rollout_row
 from schemas import PayloadError, Topics, check_payload, load_json
 from schemas.container_exits import DEFAULT_WINDOW_S, recent_exit
+from schemas.node_health import presence
 
 DEFAULT_NODE_TIMEOUT_S = 20.0  # as placement's PHRAME_NODE_TIMEOUT_S
 
@@ -31,6 +32,10 @@ class NodeRow:
     node: str
     state: str = "unknown"  # online | offline | unknown, by the shared node-health rule
     reason: str | None = None  # why that state ("no heartbeat for 45 s")
+    # the state as a person reads it: offline split into disconnected (silent, within the
+    # longest disconnect grace of its environments) and offline (schemas.node_health.presence)
+    presence: str = "unknown"
+    said_offline: dict[str, Any] | None = None  # its status, when that says offline (how: reason)
     converged: bool | None = None
     generation: int | None = None  # applied, as the node's status says
     commit: str | None = None  # of the manifest it applied (not the environment's commit)
@@ -65,6 +70,7 @@ class EnvironmentRow:
     errors: list[str] = field(default_factory=list)
     unassigned: list[str] = field(default_factory=list)
     gc_candidates: list[str] = field(default_factory=list)
+    disconnect_grace_s: float | None = None  # placement's wait on a silent node, as it states it
     nodes: list[str] = field(default_factory=list)  # nodes with items of this environment
     not_applied: list[str] = field(default_factory=list)  # of those, not converged on theirs
     deploys: list[dict[str, Any]] = field(default_factory=list)  # the last deployments, newest first
@@ -194,6 +200,7 @@ def summarize(
                 row.generation = doc.get("generation")
                 row.commit = doc.get("commit")
                 row.errors += [_error_text(e) for e in doc.get("errors", [])]
+                row.said_offline = dict(doc) if doc.get("state") == "offline" else None
             continue
         assert t.environment is not None
         env = envs.setdefault(t.environment, EnvironmentRow(t.environment))
@@ -212,6 +219,8 @@ def summarize(
         else:
             env.unassigned = [f"{u['replica']}: {u['reason']}" for u in doc.get("unassigned", [])]
             env.gc_candidates = list(doc.get("gc_candidates", []))
+            grace = doc.get("disconnect_grace_s")
+            env.disconnect_grace_s = float(grace) if isinstance(grace, int | float) else None
     view = view or retained_view(retained, topics, now, timeout_s)
     heard = view.nodes()
     for name, live in heard.items():
@@ -223,6 +232,8 @@ def summarize(
         if facts is not None:
             verdict = view.verdict(row.node, now)
             row.state, row.reason = verdict.state, verdict.reason
+            graces = [g for e in row.environments if (g := _grace(envs.get(e))) is not None]
+            row.presence = presence(verdict, row.said_offline, now, max(graces, default=None))
             if verdict.heartbeat_age_s is not None:
                 row.heartbeat_age_s = round(verdict.heartbeat_age_s, 1)
         if facts is not None and facts.is_heard_live and facts.clock_offset_s is not None:
@@ -241,6 +252,10 @@ def summarize(
     return Summary(
         sorted(nodes.values(), key=lambda n: n.node), sorted(envs.values(), key=lambda e: e.environment)
     )
+
+
+def _grace(env: EnvironmentRow | None) -> float | None:
+    return None if env is None else env.disconnect_grace_s
 
 
 def _environment_of(item: str) -> str:

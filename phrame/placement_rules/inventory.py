@@ -94,6 +94,16 @@ def current_document(env: Environment) -> dict[str, Any] | None:
     return dict(doc.data)
 
 
+def reschedule_after(env: Environment, default_s: float) -> float:
+    """How long a replica of ``env`` waits on a node that counts as offline before it moves:
+    the environment's ``disconnect.grace_s``, else ``default_s`` (``PHRAME_RESCHEDULE_AFTER_S``)."""
+    disconnect = env.settings.get("disconnect")
+    grace = disconnect.get("grace_s") if isinstance(disconnect, dict) else None
+    if isinstance(grace, (int, float)) and not isinstance(grace, bool) and grace >= 0:
+        return float(grace)
+    return default_s
+
+
 def mode_and_track(env: Environment, default_ref: str) -> tuple[str, str]:
     """``placement:`` and the ref followed; ``default_ref`` (PHRAME_TRACK_REF) without ``track:``."""
     return env.placement_mode, env.track(default_ref)

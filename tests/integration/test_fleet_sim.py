@@ -105,7 +105,9 @@ def test_a_killed_worker_s_nodes_go_by_their_last_wills_and_lose_only_their_repl
     wait(lambda: not lost & {n for row in assignments(fleet, fleet.head()).values() for n in row if n},
          "placement's commit without the killed nodes", 60)  # fmt: skip
     wills = {n: fleet.observer.statuses.get(n) for n in lost}
-    assert all(doc == {"state": "offline", "agent": "node-agent"} for doc in wills.values()), wills
+    assert all(
+        doc == {"state": "offline", "agent": "node-agent", "reason": "lost"} for doc in wills.values()
+    ), wills
     new = assignments(fleet, fleet.head())
     changed = [(s, i) for s in old for i, n in enumerate(old[s]) if new[s][i] != n]
     on_lost = [(s, i) for s in old for i, n in enumerate(old[s]) if n in lost]

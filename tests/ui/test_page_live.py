@@ -14,7 +14,7 @@ import pytest
 
 from phrame.mqtt import MqttClient, MqttSettings
 from schemas import Topics, check_payload
-from tests.support.browser import wait_js
+from tests.support.browser import screenshot, wait_js
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import wait_for_port
 from tests.support.topic_api import ApiStack, fleet, heartbeat
@@ -260,4 +260,36 @@ def test_a_crash_looping_containers_last_lines_reach_its_node_detail(
     assert page.get_attribute(f"{row} details.logs", "open") is not None, "the refetch folded them again"
     assert page.evaluate("window.__xss === undefined")
     writer.publish(topic, b"")
+    assert not watch.problems(), watch.problems()
+
+
+def test_a_silent_node_shows_disconnected_apart_from_offline(
+    api: ApiStack, writer: MqttClient, open_page: Opener
+) -> None:
+    """Its last will (the connection dropped) within the environment's disconnect grace reads
+    ``disconnected`` (a warning, its own class); a clean stop reads ``offline`` (bad)."""
+    placement = {"environment": "demo", "disconnect_grace_s": 3600, "ts": time.time()}
+    check_payload("desired-placement", placement)
+    writer.publish(T.env_placement("demo"), json.dumps(placement).encode())
+    page, watch = open_page(api.url + "/")
+    row = '#nodes-body tr[data-node="ui-2"]'
+    page.wait_for_selector(f"{row}.level-ok")
+    page.wait_for_selector("#live.live-live")
+    try:
+        will = {"state": "offline", "agent": "node-agent", "reason": "lost"}
+        writer.publish(T.status("ui-2"), json.dumps(will).encode())
+        page.wait_for_selector(f'{row}[data-presence="disconnected"].level-warn', timeout=10_000)
+        assert page.query_selector(f"{row} td:nth-child(2) .badge.presence-disconnected") is not None
+        assert "disconnected" in (page.text_content(f"{row} td:nth-child(2)") or "")
+        assert "presumably still running" in (page.text_content(f"{row} td:nth-child(7)") or "")
+        assert "1 disconnected" in (page.text_content("#nodes-summary") or "")
+        screenshot(page, "dashboard-1280-disconnected", full_page=False)
+        stopped = {"state": "offline", "agent": "node-agent", "reason": "stopped"}
+        writer.publish(T.status("ui-2"), json.dumps(stopped).encode())
+        page.wait_for_selector(f'{row}[data-presence="offline"].level-bad', timeout=10_000)
+        assert page.query_selector(f"{row} td:nth-child(2) .badge.presence-offline") is not None
+    finally:  # the module's other tests see ui-2 online again
+        writer.publish(T.status("ui-2"), status())
+        writer.publish(T.heartbeat("ui-2"), json.dumps(heartbeat(time.time(), seq=9)).encode())
+    page.wait_for_selector(f'{row}[data-presence="online"].level-ok', timeout=10_000)
     assert not watch.problems(), watch.problems()

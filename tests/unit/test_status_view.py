@@ -281,3 +281,30 @@ def test_a_failing_containers_last_lines_are_pointed_at_and_shown_for_its_node()
     assert not any("phrame status --node" in line for line in detail)
     node.logs.clear()
     assert "none of its containers carries log lines" in render_node(node, NOW)
+
+
+def test_a_silent_node_within_its_environments_grace_reads_disconnected() -> None:
+    topics = healthy()
+    topics[T.heartbeat("edge-01")] = beat(NOW - 45)
+    topics[T.manifest("edge-01")] = raw(
+        {"generation": 3, "commit": "a" * 40, "items": {"containers/studio-a.web.0": "sha256:" + "1" * 64}}
+    )
+    topics[T.env_placement("studio-a")] = raw({"environment": "studio-a", "disconnect_grace_s": 300})
+    s = summarize(topics, NOW, T, timeout_s=20)
+    (node,) = s.nodes
+    assert (node.state, node.presence) == ("offline", "disconnected")
+    (env,) = s.environments
+    assert env.disconnect_grace_s == 300.0
+    text = render_text(s).splitlines()
+    assert any(line.startswith("    disconnected (") and "no heartbeat for 45 s" in line for line in text), (
+        text
+    )
+    topics[T.status("edge-01")] = raw({"state": "offline", "reason": "stopped"})
+    (node,) = summarize(topics, NOW, T, timeout_s=20).nodes
+    assert (node.state, node.presence) == ("offline", "offline")
+    topics[T.status("edge-01")] = raw({"state": "offline", "reason": "lost"})
+    (node,) = summarize(topics, NOW, T, timeout_s=20).nodes
+    assert (node.state, node.presence) == ("offline", "disconnected")
+    del topics[T.env_placement("studio-a")]  # no grace known: offline, as before
+    (node,) = summarize(topics, NOW, T, timeout_s=20).nodes
+    assert (node.state, node.presence) == ("offline", "offline")

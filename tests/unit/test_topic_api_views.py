@@ -207,3 +207,57 @@ def test_the_api_judges_a_node_as_placement_does() -> None:
     placement.heartbeat("n1", doc["topics"][hb], retained=False, received_at=1004.0)
     assert both(1005.0) == ("online", "online")
     assert both(1030.0) == ("offline", "offline")
+
+
+def test_a_silent_node_is_disconnected_within_its_environments_grace() -> None:
+    from topic_api.nodes import disconnect_grace, items_of
+
+    state = ApiState("phrame")
+    desired = desired_doc()
+    desired["topics"]["phrame/desired/environments/prod/placement"] = {
+        "environment": "prod",
+        "disconnect_grace_s": 300,
+    }
+    state.apply("desired", desired, 1000.0)
+    state.apply("actual", actual_doc(), 1001.0)
+    d, a = state.planes["desired"].index.nodes["n1"], state.planes["actual"].index.nodes["n1"]
+    envs = state.planes["desired"].index.environments
+    grace = disconnect_grace(items_of(d, a), {e: envs[e].placement for e in envs})
+    assert grace == 300.0
+    assert disconnect_grace(items_of(d, a), {}) is None
+
+    def at(now: float, grace_s: float | None) -> tuple[str, str]:
+        view = node_summary(
+            "n1",
+            d,
+            a,
+            Receipts(state.view.verdict("n1", now)),
+            now=now,
+            timeout_s=20.0,
+            disconnect_grace_s=grace_s,
+        )
+        return view["state"], view["presence"]
+
+    assert at(1002.0, grace) == ("online", "online")
+    assert at(1030.0, grace) == ("offline", "disconnected")  # silent since 1000: offline from 1020
+    assert at(1330.0, grace) == ("offline", "offline")  # 310 s offline: past the grace
+    assert at(1030.0, None) == ("offline", "offline")  # no grace known: as before
+
+
+def test_a_clean_stop_is_offline_at_once() -> None:
+    state = ApiState("phrame")
+    state.apply("desired", desired_doc(), 1000.0)
+    stopped = actual_doc()
+    stopped["topics"]["phrame/actual/nodes/n1/status"] = {"state": "offline", "reason": "stopped"}
+    state.apply("actual", stopped, 1001.0)
+    d, a = state.planes["desired"].index.nodes["n1"], state.planes["actual"].index.nodes["n1"]
+    view = node_summary("n1", d, a, Receipts(state.view.verdict("n1", 1002.0)), now=1002.0, timeout_s=20.0,
+                        disconnect_grace_s=300.0)  # fmt: skip
+    assert (view["state"], view["presence"]) == ("offline", "offline")
+    will = actual_doc()
+    will["topics"]["phrame/actual/nodes/n1/status"] = {"state": "offline", "reason": "lost"}
+    state.apply("actual", will, 1003.0)
+    a = state.planes["actual"].index.nodes["n1"]
+    view = node_summary("n1", d, a, Receipts(state.view.verdict("n1", 1004.0)), now=1004.0, timeout_s=20.0,
+                        disconnect_grace_s=300.0)  # fmt: skip
+    assert (view["state"], view["presence"]) == ("offline", "disconnected")

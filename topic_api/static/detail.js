@@ -8,7 +8,7 @@
  * desired) with an amber note of its recent exit beside the status.
  */
 import { badge, cells, fill, fmt, h, syncRows } from "./dom.js";
-import { commitText, heartbeat, hostCells, stateLevel, syncText } from "./nodes.js";
+import { commitText, heartbeat, hostCells, stateBadge, syncText } from "./nodes.js";
 
 const KINDS = [
   ["containers", "Containers"],
@@ -133,7 +133,7 @@ function summary(doc) {
   const errs = doc.errors || [];
   return h("div", { class: "detail-summary" },
     h("dl", { class: "facts" },
-      row("State", badge(stateLevel(doc.state), doc.state)),
+      row("State", stateBadge(doc)),
       row("Heartbeat", heartbeat(doc.heartbeat_age_s)),
       row("Sync", syncText(doc)),
       row("Generation", `applied ${gen.applied ?? "–"}, desired ${gen.desired ?? "–"}`),

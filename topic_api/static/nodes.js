@@ -8,13 +8,26 @@ import { badge, cells, fill, fmt, h, percent, sparkline, syncRows } from "./dom.
 
 const LABELS = ["Node", "State", "Heartbeat", "CPU", "Memory", "Disk", "Sync", "Items", "Commit"];
 
+// the state as a person reads it: offline split into disconnected (silent without a goodbye,
+// within its environments' disconnect grace: presumably still running) and offline
+export const presenceOf = (n) => n.presence || n.state;
+
 export function nodeLevel(n) {
-  if (n.state === "offline" || (n.errors || []).length) return "bad";
+  if (presenceOf(n) === "offline" || (n.errors || []).length) return "bad";
   if (n.state !== "online" || n.converged === false || n.drift > 0) return "warn";
   return "ok";
 }
 
 export const stateLevel = (state) => (state === "online" ? "ok" : state === "offline" ? "bad" : "warn");
+
+// the state badge: its level, its word, and a class a stylesheet (and a test) can tell apart
+export function stateBadge(n) {
+  const p = presenceOf(n);
+  const b = badge(stateLevel(p), p);
+  b.classList.add(`presence-${p}`);
+  if (p === "disconnected") b.title = "silent without a goodbye: presumably still running its containers";
+  return b;
+}
 
 export function heartbeat(age) {
   // data-age + data-at: app.js's ticker adds the time passed since this fetch
@@ -51,7 +64,8 @@ export function syncText(n) {
   if (n.state === "offline") {
     // what it said before it went quiet: no longer a fact about the node
     const last = n.converged === true ? "converged" : n.converged === false ? "converging" : "nothing";
-    return badge("none", `last reported ${last}${gens}`);
+    const still = presenceOf(n) === "disconnected" ? "presumably still running; " : "";
+    return badge("none", `${still}last reported ${last}${gens}`);
   }
   if (n.drift > 0) return badge("warn", `${n.drift} item${n.drift === 1 ? "" : "s"} drifting${gens}`);
   if (n.converged === true) return badge("ok", `converged${gens}`);
@@ -95,10 +109,11 @@ function updateRow(tr, n) {
   tr.className = `level-${level}`;
   tr.dataset.node = n.node;
   tr.dataset.state = n.state;
+  tr.dataset.presence = presenceOf(n);
   tr._link.textContent = n.node;
   tr._link.setAttribute("aria-label", `${n.node}: open its containers, networks and processes`);
   const errs = n.errors || [];
-  fill(tr.cells[1], badge(stateLevel(n.state), n.state),
+  fill(tr.cells[1], stateBadge(n),
     errs.length ? h("ul", { class: "errors" }, errs.slice(0, 3).map((e) => h("li", { text: e })),
       errs.length > 3 ? h("li", { text: `… ${errs.length - 3} more in the node detail` }) : null) : null);
   fill(tr.cells[2], heartbeat(n.heartbeat_age_s));
@@ -116,16 +131,18 @@ export function renderNodes(doc) {
     "No node has reported yet (no desired manifest, no heartbeat).", LABELS.length);
   const online = list.filter((n) => n.state === "online").length;
   const offline = list.filter((n) => n.state === "offline").length;
+  const disconnected = list.filter((n) => presenceOf(n) === "disconnected").length;
   const drifting = list.filter((n) => n.drift > 0 || n.converged === false).length;
   const failing = list.filter((n) => (n.errors || []).length).length;
   const parts = [`${list.length} node${list.length === 1 ? "" : "s"}: ${online} online`];
-  if (offline) parts.push(`${offline} offline`);
+  if (disconnected) parts.push(`${disconnected} disconnected`);
+  if (offline - disconnected) parts.push(`${offline - disconnected} offline`);
   if (list.length - online - offline) parts.push(`${list.length - online - offline} unknown`);
   if (drifting) parts.push(`${drifting} not converged`);
   if (failing) parts.push(`${failing} with errors`);
   const exits = list.reduce((sum, n) => sum + (n.recent_exits || 0), 0);
   if (exits) parts.push(`${exits} recent container exit${exits === 1 ? "" : "s"}`);
-  const worst = offline || failing ? "bad" : drifting || list.length !== online ? "warn" : "ok";
+  const worst = offline - disconnected || failing ? "bad" : drifting || list.length !== online ? "warn" : "ok";
   fill(document.getElementById("nodes-summary"), badge(worst, parts.join(", ")));
   document.title = `${worst === "ok" ? "" : worst === "bad" ? "✖ " : "▲ "}Phrame: ${online}/${list.length} online`;
   return list;
