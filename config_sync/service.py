@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from config_sync.approvals.controller import Approvals
+from config_sync.approvals.store import ApprovalStore
 from config_sync.deploys.gitlab_environments import GitLabEnvironments
 from config_sync.deploys.history import DeployHistory
 from config_sync.deploys.records import DeployRecord
@@ -135,6 +137,19 @@ class ConfigSync:
             self.topics, self.reporter, spec_at=lambda sha: self.syncer.read(sha).rendered, view=self.view
         )
         self.rollouts.trigger = self._trigger_rollout
+        # protected environments and freezes: approvals retained, queued on the connection
+        self.approval_store = ApprovalStore(self.topics, lambda t, p: self.mqtt.publish(t, p, retain=True))
+        self.approvals = Approvals(
+            self.topics,
+            self.approval_store,
+            self.reporter,
+            read=lambda sha: self.syncer.read(sha),
+            sync_state=lambda env: self.publisher.sync_state(env),
+            gitlab=self.reporter.gitlab.approvals if isinstance(self.reporter, GitLabReporter) else None,
+        )
+        self.approvals.trigger = self._trigger_rollout  # a freeze ended, an approval: a pass, no fetch
+        self.approvals.known = lambda: set(self.syncer.owners)
+        self.history.approvals_of = self.approvals.approvals_for
         self.syncer = Syncer(
             self.git,
             self.publisher,
@@ -145,6 +160,7 @@ class ConfigSync:
             on_outcome=self._record,
             history=self.history,
             rollouts=self.rollouts,
+            approvals=self.approvals,
         )
         # a fetch or a publication that failed (a TemporaryError) runs again with backoff, not
         # at the next poll; an invalid commit is no failure (it is reported) and waits for a new head
@@ -210,6 +226,7 @@ class ConfigSync:
         )
         self.deployer.start()
         self.rollouts.start()
+        self.approvals.start()
         failures = 0
         while not self._stopping:
             try:
@@ -222,6 +239,7 @@ class ConfigSync:
                 time.sleep(delay)
         # the deployments recorded before a restart, before anything is published
         self.history.restore(self.publisher.published or {})
+        self.approval_store.restore(self.publisher.published or {})
         self._remember_failures()
         self.started_at = time.time()
         self.trigger_sync(self.settings.default_ref)
@@ -234,6 +252,7 @@ class ConfigSync:
         self._stopping = True
         self.queue.stop()
         self.rollouts.stop()
+        self.approvals.stop()
         self.deployer.stop()
         self.notifier.stop()
         if self.environments is not None:
@@ -334,6 +353,7 @@ class ConfigSync:
         log.info("reconnected to the desired broker; re-reading what is published")
         self.publisher.invalidate()
         self.history.republish()
+        self.approval_store.republish()
         for ref in sorted(self.syncer.tracked):
             self.trigger_sync(ref)
 

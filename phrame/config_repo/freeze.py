@@ -63,7 +63,9 @@ def _value(text: str, low: int, names: Sequence[str], what: str) -> int:
     if upper in names:
         return names.index(upper) + low
     if not text.isdigit():
-        raise FreezeError(f"{what}: {text!r} is not a number" + (f" or one of {', '.join(names)}" if names else ""))
+        raise FreezeError(
+            f"{what}: {text!r} is not a number" + (f" or one of {', '.join(names)}" if names else "")
+        )
     return int(text)
 
 
@@ -74,7 +76,9 @@ def _field(text: str, what: str, low: int, high: int, names: Sequence[str]) -> t
         step = 1
         if slash:
             if not step_text.isdigit() or int(step_text) < 1:
-                raise FreezeError(f"{what}: step {step_text!r} in {part!r} must be a whole number of 1 or more")
+                raise FreezeError(
+                    f"{what}: step {step_text!r} in {part!r} must be a whole number of 1 or more"
+                )
             step = int(step_text)
         if body == "*":
             first, last = low, high
@@ -101,26 +105,29 @@ def parse_cron(expression: str) -> Cron:
     fields = expression.split()
     if len(fields) != 5:
         raise FreezeError(
-            f"cron {expression!r} has {len(fields)} field(s); write five: minute hour day-of-month month day-of-week"
+            f"cron {expression!r} has {len(fields)} field(s); "
+            "write five: minute hour day-of-month month day-of-week"
         )
-    parsed = [_field(text, name, low, high, names) for text, (name, low, high, names) in zip(fields, _FIELDS)]
+    parsed = [_field(text, *spec) for text, spec in zip(fields, _FIELDS, strict=True)]
     weekdays = frozenset(d % 7 for d in parsed[4][0])
-    return Cron(
-        parsed[0][0], parsed[1][0], parsed[2][0], parsed[3][0], weekdays, parsed[2][1], parsed[4][1]
-    )
+    return Cron(parsed[0][0], parsed[1][0], parsed[2][0], parsed[3][0], weekdays, parsed[2][1], parsed[4][1])
 
 
 def zone_of(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as e:
-        raise FreezeError(f"timezone {name!r} is not a known IANA time zone (such as Europe/Berlin or UTC)") from e
+        raise FreezeError(
+            f"timezone {name!r} is not a known IANA time zone (such as Europe/Berlin or UTC)"
+        ) from e
 
 
 def instant(text: str) -> float:
     """An RFC 3339 date-time with its offset, as epoch seconds."""
     if not isinstance(text, str) or not _RFC3339.match(text):
-        raise FreezeError(f"{text!r} is not an RFC 3339 date-time with an offset, such as 2026-12-24T00:00:00Z")
+        raise FreezeError(
+            f"{text!r} is not an RFC 3339 date-time with an offset, such as 2026-12-24T00:00:00Z"
+        )
     try:
         return datetime.fromisoformat(text.replace("z", "Z")).timestamp()
     except ValueError as e:
@@ -139,7 +146,10 @@ class CronWindow:
         last = datetime.fromtimestamp(hi, self.zone).date() + timedelta(days=1)
         span = (last - first).days
         offsets = range(span, -1, -1) if backwards else range(span + 1)
-        hours, minutes = sorted(self.cron.hours, reverse=backwards), sorted(self.cron.minutes, reverse=backwards)
+        hours, minutes = (
+            sorted(self.cron.hours, reverse=backwards),
+            sorted(self.cron.minutes, reverse=backwards),
+        )
         for offset in offsets:
             day = first + timedelta(days=offset)
             if not self.cron.matches_day(day):
