@@ -84,6 +84,7 @@ class Approvals:
         self.trigger: Callable[[str], None] | None = None  # queue a pass of a ref (no fetch)
         self.known: Callable[[], Collection[str]] = lambda: ()  # the environments config-sync publishes
         self.held: dict[str, dict[str, Any]] = {}  # env -> the commit held, its ref and the hold
+        self.gitlab_retry_s = GITLAB_RETRY_S
         self._lock = threading.Lock()
         self.runner: Runner[str] = Runner("config-sync-approvals", self._wake)
 
@@ -164,9 +165,9 @@ class Approvals:
                 sha[:12],
                 env,
                 e,
-                GITLAB_RETRY_S,
+                self.gitlab_retry_s,
             )
-            self.runner.queue.add(ref, GITLAB_RETRY_S)
+            self.runner.queue.add(ref, self.gitlab_retry_s)
             return
         except GitLabError as e:
             log.warning("GitLab refused the approvals of %s for %s: %s", sha[:12], env, e)

@@ -5,7 +5,8 @@ held for approval: the merge requests GitLab associates with the commit (Commits
 merge requests associated with a commit), the one merged into the tracked branch, and its
 approvers (Merge request approvals › Get the approval state: ``approved_by``). Errors are
 converted as everywhere in the adapter; an outage is :class:`GitLabUnavailable` (the
-caller keeps the commit held and asks again). Reads only.
+caller keeps the commit held and asks again); a 429 is answered at once, not slept out by
+python-gitlab (a pass must not wait on GitLab's rate limit). Reads only.
 """
 
 from __future__ import annotations
@@ -43,14 +44,16 @@ class MergeApprovals:
         None when no merged merge request brought it (a direct push)."""
         target = branch.removeprefix("refs/heads/")
         with converting(f"list the merge requests of {sha[:12]}", self._where):
-            found = self._project.commits.get(sha, lazy=True).merge_requests(get_all=True)
+            found = self._project.commits.get(sha, lazy=True).merge_requests(
+                get_all=True, obey_rate_limit=False
+            )
         merged = [mr for mr in found if mr.get("state") == "merged" and mr.get("target_branch") == target]
         if not merged:
             return None
         mr = max(merged, key=lambda m: int(m.get("iid", 0)))
         iid = int(mr["iid"])
         with converting(f"read the approvals of !{iid}", self._where):
-            state = self._project.mergerequests.get(iid, lazy=True).approvals.get()
+            state = self._project.mergerequests.get(iid, lazy=True).approvals.get(obey_rate_limit=False)
         approvers = []
         for entry in getattr(state, "approved_by", None) or ():
             user = entry.get("user") if isinstance(entry, dict) else None

@@ -4,7 +4,9 @@ A push to a protected environment is validated but nothing of it is published un
 ``phrame approve`` (the real CLI) gives it its approvals, one of them given before a restart
 of config-sync; the ``sync`` topic says ``suspended`` ``waiting-approval`` meanwhile and the
 deploy record names the approvers. A freeze in force (the one of the commit last deployed)
-holds a push and releases it by itself when its short window ends.
+holds a push and releases it by itself when its short window ends. With GitLab (canned over
+real HTTP), the approvals of the merge request that merged the commit count, and a GitLab
+outage only delays them.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from typing import Any
 
 import pytest
 
+from config_sync.reporting import GitLabReporter
 from config_sync.service import ConfigSync
 from phrame.auth import TokenStore
 from phrame.mqtt import MqttClient
 from schemas import Topics, check_payload
 from tests.integration.test_sync_rollouts import remote, serving
+from tests.support.canned_gitlab import PROJECT, CannedGitLab
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import eventually
 from tests.support.sync_support import SECRET, ConfigRemote, desired_on_broker, reader, settings_for
@@ -170,3 +174,44 @@ def test_a_freeze_holds_a_push_until_its_window_ends(
             assert eventually(lambda: _image(watch) == "web:3", 20)
             assert time.time() >= end
             assert "hold" not in _sync(watch) and _sync(watch)["last_applied"]["commit"] == v3
+
+
+@pytest.mark.slow
+def test_gitlab_merge_request_approvals_count_and_an_outage_loses_none(
+    tmp_path: Path, mosquitto: Mosquitto, remote: ConfigRemote
+) -> None:
+    gitlab = CannedGitLab().start()
+    try:
+        v1 = remote.commit("v1", files=_files("web:1", "protected:\n  approvals: 1\n"))
+        gitlab.merged[v1] = (12, "main")  # merged into main by !12, which carol approved
+        gitlab.approved_by[12] = ["carol"]
+        gitlab.approvals_down = True
+        settings = settings_for(remote, tmp_path / "state", mosquitto.url, poll_s=3600, debounce_s=0)
+        service = ConfigSync(settings, reporter=GitLabReporter(gitlab.url, "glpat-test", PROJECT))
+        service.approvals.gitlab_retry_s = 0.3
+        with reader(mosquitto.url) as watch:
+            service.start()
+            try:
+                # GitLab away: not known yet, so held (and asked again), never deployed unapproved
+                assert eventually(
+                    lambda: _sync(watch).get("hold", {}).get("reason") == "waiting-approval", 30
+                )
+                assert eventually(lambda: len(gitlab.calls("GET", f"/commits/{v1}/merge_requests")) >= 2, 10)
+                assert _image(watch) is None
+                held = [
+                    c for c in gitlab.calls("POST", f"/statuses/{v1}") if c["json"]["name"] == "phrame/deploy"
+                ]
+                assert (
+                    held and "suspended (waiting-approval): 0/1 approvals" in held[-1]["json"]["description"]
+                )
+                gitlab.approvals_down = False  # back: its next ask finds carol's approval, no push needed
+                assert eventually(lambda: _image(watch) == "web:1", 15)
+                assert gitlab.calls("GET", "/merge_requests/12/approvals")
+                deploys = _doc(watch, T.env_deploys("prod"), "desired-deploys") or {}
+                assert [(a["by"], a["via"]) for a in deploys["deploys"][0]["approvals"]] == [
+                    ("carol", "gitlab")
+                ]
+            finally:
+                service.stop()
+    finally:
+        gitlab.stop()
