@@ -158,8 +158,8 @@ def test_a_freeze_holds_a_push_until_its_window_ends(
         with serving(service):
             assert eventually(lambda: _image(watch) == "web:1", 30)
             # the commit adding the freeze is judged by the last deployed one (none): it deploys
-            start = float(int(time.time()))
-            end = start + 8
+            start = float(int(time.time())) - 60  # in force already: v2 is not judged by its own file
+            end = start + 70  # ten seconds from now: time for v2 to deploy and v3 to be held
             freeze = f'freeze:\n  - {{from: "{_rfc3339(start)}", to: "{_rfc3339(end)}"}}\n'
             v2 = remote.commit("v2", files=_files("web:2", freeze))
             service.trigger_sync("main")
