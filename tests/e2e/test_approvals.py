@@ -24,7 +24,7 @@ LOOP = "trap 'exit 0' TERM; while true; do sleep 3600 & wait; done"
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStackProcess]:
+def stack(client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStackProcess]:
     require_binary("mosquitto", "mosquitto")
     s = DevStackProcess(tmp_path_factory.mktemp("approvals"))
     try:
@@ -32,7 +32,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStackProcess]
         s.wait(lambda: all(s.is_converged(n) for n in s.nodes), "both nodes converged on the sample", 120)
         yield s
     finally:
-        s.stop()
+        down = s.close()  # stops the stack and removes what it made (--down --purge)
+        left = _running(client, s)
+        assert not left, f"phrame dev --down --purge left {left}:\n{down}"
 
 
 def _sync(stack: DevStackProcess) -> dict[str, Any]:
