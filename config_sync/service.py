@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from config_sync.approvals.controller import Approvals
+from config_sync.approvals.protection import describe
 from config_sync.approvals.store import ApprovalStore
 from config_sync.deploys.gitlab_environments import GitLabEnvironments
 from config_sync.deploys.history import DeployHistory
@@ -364,6 +365,13 @@ class ConfigSync:
             # the notify: targets of the commit just synced (its reading is cached)
             targets = self.syncer.read(outcome.commit).notify
             self.notifier.configure({env: targets.get(env, ()) for env in outcome.environments})
+        # a commit held for approvals or by a freeze: the environment's notify: targets hear it
+        for env, commit, ref, hold in self.approvals.take_announcements():
+            url = commit_page(self.settings, commit)
+            why = (describe(hold),)
+            self.notifier.notify(
+                Transition(env, commit, ref, "progressing", "suspended", why, url, time.time())
+            )
 
     # -- notifications: every transition reaches the notifier here
     def _deploy_finished(self, environment: str, record: DeployRecord) -> None:

@@ -34,6 +34,7 @@ from config_sync.approvals.protection import (
 )
 from config_sync.approvals.store import ApprovalStore
 from config_sync.models import Reading
+from config_sync.publication.order import json_object
 from config_sync.publication.sender import Gate, SyncOutcome
 from config_sync.reporting import CommitReporter
 from config_sync.rollouts.gate import Gated
@@ -85,6 +86,9 @@ class Approvals:
         self.known: Callable[[], Collection[str]] = lambda: ()  # the environments config-sync publishes
         self.held: dict[str, dict[str, Any]] = {}  # env -> the commit held, its ref and the hold
         self.gitlab_retry_s = GITLAB_RETRY_S
+        # holds to announce (env, commit, ref, hold doc), once per environment, commit and reason
+        self._announce: list[tuple[str, str, str, dict[str, Any]]] = []
+        self._announced: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
         self.runner: Runner[str] = Runner("config-sync-approvals", self._wake)
 
@@ -139,7 +143,13 @@ class Approvals:
             out = hold_back(rendered, previous, held, self.topics)
             then = inner([e for e in environments if e not in held])
             gated = then(out, published, previous) if then is not None else Gated(out)
-            self._note(ref, reading.sha, environments, held)
+            # a hold the sync topic already says (the run before a restart announced it)
+            said = {
+                env
+                for env, h in held.items()
+                if _said(published.get(self.topics.env_sync(env)), reading.sha, h)
+            }
+            self._note(ref, reading.sha, environments, held, said)
             return replace(gated, holds={env: h.to_doc() for env, h in held.items()})
 
         return gate
@@ -186,17 +196,37 @@ class Approvals:
                     env,
                 )
 
-    def _note(self, ref: str, sha: str, environments: Collection[str], held: Mapping[str, Hold]) -> None:
+    def _note(
+        self,
+        ref: str,
+        sha: str,
+        environments: Collection[str],
+        held: Mapping[str, Hold],
+        said: Collection[str] = (),
+    ) -> None:
         """Remember what is held (the route, ``/status``) and wake up when a freeze ends."""
         with self._lock:
             for env in environments:
                 if env in held:
-                    self.held[env] = {"commit": sha, "ref": ref, **held[env].to_doc()}
+                    doc = held[env].to_doc()
+                    self.held[env] = {"commit": sha, "ref": ref, **doc}
+                    if self._announced.get(env) != (sha, held[env].reason):
+                        self._announced[env] = (sha, held[env].reason)
+                        if env not in said:
+                            self._announce.append((env, sha, ref, doc))
                 else:
                     self.held.pop(env, None)
+                    self._announced.pop(env, None)
         for hold in held.values():
             if hold.until is not None:
                 self.runner.queue.add(ref, max(0.0, hold.until - self.clock()) + WAKE_MARGIN_S)
+
+    def take_announcements(self) -> list[tuple[str, str, str, dict[str, Any]]]:
+        """The holds begun since the last call (env, commit, ref, hold doc), each once per
+        environment, commit and reason: config-sync notifies them as ``suspended``."""
+        with self._lock:
+            out, self._announce = self._announce, []
+        return out
 
     def report_hold(self, ref: str, outcome: SyncOutcome) -> bool:
         """After a publication that changed no node: ``phrame/deploy`` says why the commit
@@ -262,3 +292,15 @@ class Approvals:
 
     def stop(self) -> None:
         self.runner.stop(5)
+
+
+def _said(raw: bytes | None, commit: str, hold: Hold) -> bool:
+    """Whether a published ``sync`` payload already holds ``commit`` for the same reason."""
+    doc = json_object(raw)
+    said = (doc or {}).get("hold")
+    return (
+        doc is not None
+        and doc.get("commit") == commit
+        and isinstance(said, dict)
+        and said.get("reason") == hold.reason
+    )

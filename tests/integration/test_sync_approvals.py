@@ -32,6 +32,7 @@ from tests.support.canned_gitlab import PROJECT, CannedGitLab
 from tests.support.mosquitto import Mosquitto
 from tests.support.services import eventually
 from tests.support.sync_support import SECRET, ConfigRemote, desired_on_broker, reader, settings_for
+from tests.support.webhook_receiver import webhook_receiver
 
 __all__ = ["remote"]  # the fixture, shared with the rollout tests
 
@@ -89,18 +90,27 @@ def test_a_protected_environment_waits_for_its_approvals_across_a_restart(
     TokenStore.of([("alice", ["deploy"], "alice-token"), ("bob", ["deploy"], "bob-token")], tokens)
     for name in ("alice", "bob"):
         (tmp_path / name).write_text(f"{name}-token\n")
-    v1 = remote.commit("v1", files=_files("web:1", "protected:\n  approvals: 2\n"))
+    secrets = tmp_path / "notify-secrets"
+    secrets.mkdir()
+    notify = "notify:\n  - {name: ops, format: json, url_file: ops.url}\n"
+    v1 = remote.commit("v1", files=_files("web:1", f"protected:\n  approvals: 2\n{notify}"))
     settings = settings_for(
         remote, tmp_path / "state", mosquitto.url, poll_s=3600, debounce_s=0, webhook_secret=SECRET,
-        tokens_file=str(tokens),
+        tokens_file=str(tokens), notify_secrets_dir=str(secrets),
     )  # fmt: skip
-    with reader(mosquitto.url) as watch:
+    with reader(mosquitto.url) as watch, webhook_receiver() as ops:
+        ops.listen()
+        (secrets / "ops.url").write_text(ops.url + "\n")
         service = ConfigSync(settings)
         with serving(service) as url:
             # the first deployment of an environment is judged by its own file: held
             assert eventually(lambda: _sync(watch).get("hold", {}).get("reason") == "waiting-approval", 30)
             assert _sync(watch)["commit"] == v1 and _sync(watch)["hold"]["state"] == "suspended"
             assert _image(watch) is None  # nothing of prod published
+            # the environment's notify: targets hear of the hold, once
+            assert eventually(lambda: ops.events() == ["suspended"], 10), ops.events()
+            check_payload("notify-event", ops.received[0])
+            assert "suspended (waiting-approval): 0/2 approvals" in ops.received[0]["reasons"][0]
             done = _approve(url, tmp_path / "alice", "prod", v1[:12])
             assert done.returncode == 0, done.stdout + done.stderr
             assert eventually(lambda: _sync(watch)["hold"]["approvals"]["by"] == ["alice"], 10)
@@ -113,6 +123,7 @@ def test_a_protected_environment_waits_for_its_approvals_across_a_restart(
         with serving(service) as url:
             assert eventually(lambda: service.approvals.snapshot().get("prod", {}).get("commit") == v1, 30)
             assert service.approvals.snapshot()["prod"]["approvals"]["by"] == ["alice"]
+            assert ops.events() == ["suspended"]  # the hold was told before the restart: not again
             wrong = _approve(url, tmp_path / "bob", "prod", "0" * 12)
             assert wrong.returncode == 1 and "409" in wrong.stdout
             done = _approve(url, tmp_path / "bob", "prod", v1)
@@ -129,10 +140,13 @@ def test_a_protected_environment_waits_for_its_approvals_across_a_restart(
             assert rec is not None and rec["commit"] == v1
             assert [a["by"] for a in rec["approvals"]] == ["alice", "bob"]
             # a commit removing protected: is judged by the protection it removes
-            v2 = remote.commit("v2", files=_files("web:2", ""))
+            v2 = remote.commit("v2", files=_files("web:2", notify))
             service.trigger_sync("main")
             assert eventually(lambda: _sync(watch).get("commit") == v2 and "hold" in _sync(watch), 30)
             assert _image(watch) == "web:1"
+            # told once per held commit: v1 (not again after the restart), then v2
+            assert eventually(lambda: len(ops.events()) == 2, 10), ops.events()
+            assert [d["commit"] for d in ops.received] == [v1, v2]
             audit = json.loads(desired_on_broker(watch)[T.audit("config-sync")])
             approved = [e for e in audit["entries"] if e["action"] == "approve"]
             assert [(e["who"], e["result"]) for e in approved][-2:] == [
