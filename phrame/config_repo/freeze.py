@@ -12,12 +12,13 @@ offset before the change, an ambiguous one (autumn) as its first occurrence.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 DAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
@@ -30,6 +31,7 @@ _FIELDS = (
     ("day of week", 0, 7, DAYS),  # 7 is Sunday too
 )
 SEARCH_DAYS = 366 * 8  # how far ahead a next start is looked for (a 29 February comes within 8 years)
+_DIGITS = re.compile(r"^[0-9]{1,9}$")  # ASCII digits only (str.isdigit takes '²' and '٣')
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 
 
@@ -62,7 +64,7 @@ def _value(text: str, low: int, names: Sequence[str], what: str) -> int:
     upper = text.upper()
     if upper in names:
         return names.index(upper) + low
-    if not text.isdigit():
+    if not _DIGITS.match(text):
         raise FreezeError(
             f"{what}: {text!r} is not a number" + (f" or one of {', '.join(names)}" if names else "")
         )
@@ -75,7 +77,7 @@ def _field(text: str, what: str, low: int, high: int, names: Sequence[str]) -> t
         body, slash, step_text = part.partition("/")
         step = 1
         if slash:
-            if not step_text.isdigit() or int(step_text) < 1:
+            if not _DIGITS.match(step_text) or int(step_text) < 1:
                 raise FreezeError(
                     f"{what}: step {step_text!r} in {part!r} must be a whole number of 1 or more"
                 )
@@ -113,10 +115,19 @@ def parse_cron(expression: str) -> Cron:
     return Cron(parsed[0][0], parsed[1][0], parsed[2][0], parsed[3][0], weekdays, parsed[2][1], parsed[4][1])
 
 
+@functools.lru_cache(maxsize=1)
+def _zones() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
 def zone_of(name: str) -> ZoneInfo:
+    """An IANA zone by name: one of the zones the system's (or tzdata's) database lists, so a
+    folder (``Europe``) or a helper file (``posixrules``) is no zone."""
+    if name not in _zones():
+        raise FreezeError(f"timezone {name!r} is not a known IANA time zone (such as Europe/Berlin or UTC)")
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as e:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as e:
         raise FreezeError(
             f"timezone {name!r} is not a known IANA time zone (such as Europe/Berlin or UTC)"
         ) from e

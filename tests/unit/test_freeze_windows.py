@@ -43,6 +43,9 @@ def test_cron_fields_names_ranges_steps_lists() -> None:
         ("*/0 * * * *", "step '0'"),
         ("0 18 5-1 * *", "runs backwards"),
         ("0 18 ,1 * *", "empty entry"),
+        ("\u00b2 * * * *", "is not a number"),  # str.isdigit says yes; int() says no
+        ("0 0 \u0663 * *", "is not a number"),  # an Arabic-Indic 3: ASCII digits only
+        ("*/\u00b2 * * * *", "step"),
     ],
 )
 def test_bad_cron_says_what(expression: str, words: str) -> None:
@@ -103,6 +106,9 @@ def test_fixed_window_and_chained_windows() -> None:
         ({"from": "2026-12-24T00:00:00", "to": "2026-12-27T00:00:00Z"}, "not an RFC 3339"),
         ({"from": "2026-12-27T00:00:00Z", "to": "2026-12-24T00:00:00Z"}, "must be before"),
         ({"cron": "0 18 * * FRI", "duration_h": 1, "timezone": "Mars/Olympus"}, "not a known IANA"),
+        ({"cron": "0 18 * * FRI", "duration_h": 1, "timezone": "Europe"}, "not a known IANA"),  # a folder
+        ({"cron": "0 18 * * FRI", "duration_h": 1, "timezone": "posixrules"}, "not a known IANA"),
+        ({"cron": "0 18 * * FRI", "duration_h": 1, "timezone": "../etc/passwd"}, "not a known IANA"),
     ],
 )
 def test_bad_windows(entry: dict[str, object], words: str) -> None:
