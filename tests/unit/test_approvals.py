@@ -22,6 +22,7 @@ from config_sync.approvals.store import ApprovalStore
 from config_sync.models import Reading
 from config_sync.publication.plane import sync_payload
 from config_sync.reporting import LocalReporter
+from phrame.gitlab import Approver, GitLabUnavailable, MergedApprovals
 from schemas import Topics, check_payload, load_json
 
 T = Topics()
@@ -145,3 +146,35 @@ def test_the_last_deployed_commit_judges_a_commit_removing_protection() -> None:
     assert approvals.protection("prod", lowered).approvals == 2
     fresh, _ = _approvals(None)  # never deployed: its own file
     assert fresh.protection("prod", lowered).is_empty
+
+
+class FakeGitLab:
+    """``phrame.gitlab.MergeApprovals``: an outage first, then !12 merged ``B`` with carol's approval."""
+
+    def __init__(self) -> None:
+        self.down = True
+        self.asked: list[tuple[str, str]] = []
+
+    def of_commit(self, sha: str, branch: str) -> MergedApprovals | None:
+        self.asked.append((sha, branch))
+        if self.down:
+            raise GitLabUnavailable("no answer", reason="GitLab unreachable")
+        return MergedApprovals(12, "https://gitlab.example.test/-/merge_requests/12", (Approver("carol"),))
+
+
+def test_gitlab_approvals_are_asked_before_the_publication_and_an_outage_is_asked_again() -> None:
+    approvals, sent = _approvals()
+    gitlab = FakeGitLab()
+    approvals.gitlab = gitlab
+    reading = Reading(B, {"prod": "main", "lab": "other"}, [], {"x": {}}, protections={"prod": PROTECTED})
+    approvals.prepare("main", reading)
+    assert gitlab.asked == [(B, "main")]  # only the environments of this ref
+    assert len(approvals.runner.queue) == 1  # asked again later, on the approvals' runner
+    assert approvers(approvals.store.of("prod"), B) == ()
+    gitlab.down = False
+    approvals.prepare("main", reading)
+    assert approvers(approvals.store.of("prod"), B) == ("carol",)
+    assert [a["via"] for a in approvals.approvals_for("prod", B)] == ["gitlab"]
+    check_payload("desired-approvals", load_json(sent.sent[T.env_approvals("prod")]))
+    approvals.prepare("main", reading)  # one more approval is needed: carol counts once
+    assert approvers(approvals.store.of("prod"), B) == ("carol",)
