@@ -220,6 +220,41 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         body = {"status": "queued", "message": promotion.message, "commit": promotion.commit}
         return AsciiJSONResponse(body, status_code=202)
 
+    async def approve(request: Request) -> Response:
+        env = request.path_params["env"]
+        decided = access(request, "deploy")
+        if not decided.is_allowed:
+            return refused(request, decided, "approve", env)
+        try:
+            raw = await read_body(request, limit=4096, timeout_s=settings.http.body_timeout_s)
+        except BodyTooLarge:
+            return AsciiJSONResponse({"error": "body over 4096 bytes"}, status_code=413)
+        except (BodyTimeout, ClientGone):
+            return AsciiJSONResponse({"error": "body not complete"}, status_code=400)
+        commit, override = _approval_of(raw)
+        answer = service.approvals.approve(env, commit, decided.who, override_freeze=override)
+        named = commit if isinstance(commit, str) else None
+        audit.record(
+            who=decided.who,
+            action="approve",
+            target=env,
+            result="accepted" if answer.is_taken else "refused",
+            status=answer.status,
+            commit=answer.commit or (named[:64] if named else None),
+            detail=answer.message if not answer.is_taken or override else None,
+        )
+        if not answer.is_taken:
+            return AsciiJSONResponse({"error": answer.message}, status_code=answer.status)
+        body = {
+            "status": "approved",
+            "message": answer.message,
+            "commit": answer.commit,
+            "approvers": list(answer.approvers),
+            "needed": answer.needed,
+            "override_freeze": override,
+        }
+        return AsciiJSONResponse(body, status_code=202)
+
     async def healthz(_: Request) -> Response:
         failed = service.start_error
         if failed is not None:  # a refused broker login: restarting us is the remedy
@@ -254,6 +289,7 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
             HttpRoute("/webhooks/gitlab", webhook, methods=["POST"]),
             HttpRoute("/sync", manual_sync, methods=["POST"]),
             HttpRoute("/rollouts/{env}/{service}/promote", promote, methods=["POST"]),
+            HttpRoute("/environments/{env}/approvals", approve, methods=["POST"]),
             HttpRoute("/healthz", healthz),
             HttpRoute("/readyz", readyz),
             HttpRoute("/status", status),
@@ -298,6 +334,19 @@ def _commit_of(raw: bytes) -> object:
     except ValueError:
         return None
     return doc.get("commit") if isinstance(doc, dict) else None
+
+
+def _approval_of(raw: bytes) -> tuple[object, bool]:
+    """The ``commit`` and ``override_freeze`` an approve body names (None, False: not given)."""
+    if not raw.strip():
+        return None, False
+    try:
+        doc = load_json(raw)
+    except ValueError:
+        return None, False
+    if not isinstance(doc, dict):
+        return None, False
+    return doc.get("commit"), doc.get("override_freeze") is True
 
 
 def _peer(request: Request) -> str:

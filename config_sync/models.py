@@ -30,6 +30,8 @@ class Reading:
     policies: dict[tuple[str, str], UpdatePolicy] = field(default_factory=dict)  # staged rollouts
     unassigned: tuple[str, ...] = ()  # replicas (item ids) no node is assigned to at this commit
     notify: dict[str, tuple[Target, ...]] = field(default_factory=dict)  # environment -> notify: targets
+    # environment -> its ``protected:`` and ``freeze:`` as written (config_sync.approvals)
+    protections: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def tracking(self, ref: str) -> set[str]:
         return {env for env, track in self.tracks.items() if track == ref}

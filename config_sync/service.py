@@ -15,6 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from config_sync.approvals.controller import Approvals
+from config_sync.approvals.protection import describe
+from config_sync.approvals.store import ApprovalStore
 from config_sync.deploys.gitlab_environments import GitLabEnvironments
 from config_sync.deploys.history import DeployHistory
 from config_sync.deploys.records import DeployRecord
@@ -143,6 +146,19 @@ class ConfigSync:
             self.topics, self.reporter, spec_at=lambda sha: self.syncer.read(sha).rendered, view=self.view
         )
         self.rollouts.trigger = self._trigger_rollout
+        # protected environments and freezes: approvals retained, queued on the connection
+        self.approval_store = ApprovalStore(self.topics, lambda t, p: self.mqtt.publish(t, p, retain=True))
+        self.approvals = Approvals(
+            self.topics,
+            self.approval_store,
+            self.reporter,
+            read=lambda sha: self.syncer.read(sha),
+            sync_state=lambda env: self.publisher.sync_state(env),
+            gitlab=self.reporter.gitlab.approvals if isinstance(self.reporter, GitLabReporter) else None,
+        )
+        self.approvals.trigger = self._trigger_rollout  # a freeze ended, an approval: a pass, no fetch
+        self.approvals.known = lambda: set(self.syncer.owners)
+        self.history.approvals_of = self.approvals.approvals_for
         self.syncer = Syncer(
             self.git,
             self.publisher,
@@ -153,6 +169,7 @@ class ConfigSync:
             on_outcome=self._record,
             history=self.history,
             rollouts=self.rollouts,
+            approvals=self.approvals,
         )
         # a fetch or a publication that failed (a TemporaryError) runs again with backoff, not
         # at the next poll; an invalid commit is no failure (it is reported) and waits for a new head
@@ -218,6 +235,7 @@ class ConfigSync:
         )
         self.deployer.start()
         self.rollouts.start()
+        self.approvals.start()
         failures = 0
         while not self._stopping:
             try:
@@ -231,6 +249,7 @@ class ConfigSync:
         self.anti_entropy.start()
         # the deployments recorded before a restart, before anything is published
         self.history.restore(self.publisher.published or {})
+        self.approval_store.restore(self.publisher.published or {})
         self._remember_failures()
         self.started_at = time.time()
         self.trigger_sync(self.settings.default_ref)
@@ -244,6 +263,7 @@ class ConfigSync:
         self.queue.stop()
         self.anti_entropy.stop()
         self.rollouts.stop()
+        self.approvals.stop()
         self.deployer.stop()
         self.notifier.stop()
         if self.environments is not None:
@@ -345,6 +365,7 @@ class ConfigSync:
         self.publisher.invalidate()
         self.anti_entropy.full_soon()  # a failover: the node now served may hold an older set
         self.history.republish()
+        self.approval_store.republish()
         for ref in sorted(self.syncer.tracked):
             self.trigger_sync(ref)
 
@@ -356,6 +377,13 @@ class ConfigSync:
             # the notify: targets of the commit just synced (its reading is cached)
             targets = self.syncer.read(outcome.commit).notify
             self.notifier.configure({env: targets.get(env, ()) for env in outcome.environments})
+        # a commit held for approvals or by a freeze: the environment's notify: targets hear it
+        for env, commit, ref, hold in self.approvals.take_announcements():
+            url = commit_page(self.settings, commit)
+            why = (describe(hold),)
+            self.notifier.notify(
+                Transition(env, commit, ref, "progressing", "suspended", why, url, time.time())
+            )
 
     # -- notifications: every transition reaches the notifier here
     def _deploy_finished(self, environment: str, record: DeployRecord) -> None:

@@ -62,6 +62,8 @@ def full_view(service: ConfigSync) -> dict[str, Any]:
         "deploys": {ref: d.commit for ref, d in service.deployer.active.items()},
         # each staged rollout's last state ("<env>/<service>" -> the retained document)
         "rollouts": {f"{env}/{svc}": doc for (env, svc), doc in sorted(service.rollouts.last.items())},
+        # each environment holding a commit (approvals, a freeze): commit, ref, reason, until
+        "held": service.approvals.snapshot(),
         "reports": service.reporter.snapshot(),
         "ready": service.is_ready(),
     }

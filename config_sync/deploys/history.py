@@ -57,6 +57,8 @@ class DeployHistory:
         self.on_health: Callable[[str, DeployRecord, str], None] | None = None
         # told of every record made, superseded or judged (under the lock: they only note)
         self.watchers: list[Callable[[str, DeployRecord], None]] = []
+        # (env, commit) -> who approved it (config_sync.approvals), for a new record
+        self.approvals_of: Callable[[str, str], tuple[dict[str, Any], ...]] | None = None
         self._lock = threading.RLock()  # held while publishing too: never an older list after a newer
 
     def restore(self, published: Mapping[str, bytes]) -> None:
@@ -122,6 +124,7 @@ class DeployHistory:
                 new = DeployRecord(
                     outcome.commit, outcome.ref, author, message, now, nodes,
                     replicas=placed.get(env, {}), waves=records.waves_of(waves.get(env, [])),
+                    approvals=self.approvals_of(env, outcome.commit) if self.approvals_of else (),
                 )  # fmt: skip
                 before = self.by_env.get(env, [])
                 after = records.add(before, new)

@@ -45,6 +45,7 @@ class DeployRecord:
     waves: tuple[dict[str, Any], ...] = ()  # a staged rollout's waves: service, released_at, replicas, nodes
     suspended_s: float = 0.0  # time spent waiting for a promotion (not in ``duration_s``)
     suspended_since: float | None = None  # waiting for a promotion since (wall clock)
+    approvals: tuple[dict[str, Any], ...] = ()  # who approved it (protected environment): by, at, via
 
     @property
     def is_pending(self) -> bool:
@@ -68,6 +69,7 @@ class DeployRecord:
             "waves": [dict(w) for w in self.waves],
             "suspended_s": round(self.suspended_s, 3),
             "suspended_since": self.suspended_since,
+            **({"approvals": [dict(a) for a in self.approvals]} if self.approvals else {}),
         }
 
     @classmethod
@@ -91,6 +93,7 @@ class DeployRecord:
             waves=tuple(dict(w) for w in doc.get("waves") or ()),
             suspended_s=float(doc.get("suspended_s") or 0.0),
             suspended_since=doc.get("suspended_since"),
+            approvals=tuple(dict(a) for a in doc.get("approvals") or ()),
         )
 
 

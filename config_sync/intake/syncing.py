@@ -14,15 +14,16 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
+from config_sync.approvals.controller import Approvals
 from config_sync.deploys.history import DeployHistory
 from config_sync.deploys.watcher import DeployWatcher
 from config_sync.intake.clone import SyncRepo
 from config_sync.models import Claim, Reading
 from config_sync.notify.targets import targets_of
-from config_sync.publication.sender import DesiredPublisher, SyncOutcome
+from config_sync.publication.sender import DesiredPublisher, Gate, SyncOutcome
 from config_sync.reporting import CommitReporter
 from config_sync.review_note import item_changes, review_note, rollout_waves
 from config_sync.rollouts.controller import RolloutController
@@ -38,6 +39,15 @@ from schemas import Topics
 log = logging.getLogger(__name__)
 VALIDATE = "phrame/validate"
 READINGS_KEPT = 4
+
+
+def protections_of(repo: ConfigRepo) -> dict[str, dict[str, Any]]:
+    """Each environment's ``protected:`` and ``freeze:`` as written (what judges later commits)."""
+    keys = ("protected", "freeze")
+    return {
+        name: {k: env.settings[k] for k in keys if k in env.settings}
+        for name, env in repo.environments.items()
+    }
 
 
 def _tracks(repo: ConfigRepo, default_ref: str) -> dict[str, str]:
@@ -57,7 +67,9 @@ class Syncer:
         on_outcome: Callable[[SyncOutcome], None] | None = None,
         history: DeployHistory | None = None,
         rollouts: RolloutController | None = None,
+        approvals: Approvals | None = None,
     ) -> None:
+        self.approvals = approvals  # protected environments and freezes: holds a commit whole
         self.rollouts = rollouts  # staged rollouts: the gate of each publication
         self.history = history  # each environment's deployments (the ``deploys`` topic)
         self.git, self.publisher, self.reporter, self.topics = git, publisher, reporter, topics
@@ -98,6 +110,7 @@ class Syncer:
                 sha, _tracks(repo, self.default_ref), errors, rendered, frozenset(repo.nodes), rules,
                 tuple(made.unassigned) if made is not None else (),
                 notify=targets_of(repo) if not errors else {},
+                protections=protections_of(repo) if not errors else {},
             )  # fmt: skip
         with self._lock:
             self._readings[sha] = reading
@@ -145,6 +158,8 @@ class Syncer:
             )
         reading = self.read(sha)
         errors = reading.errors
+        if self.approvals is not None:  # GitLab's approvals of a held commit: before any lock
+            self.approvals.prepare(ref, reading)
         claimed = False
         try:  # publish first: a slow or unreachable git host never delays a deployment
             with self._publishing:
@@ -152,7 +167,7 @@ class Syncer:
                 if claim is None:
                     return _untracked(ref, sha)
                 claimed = True
-                gate = self.rollouts.gate(reading, claim.environments) if self.rollouts is not None else None
+                gate = self._gate(ref, reading, claim.environments)
                 outcome = self.publisher.publish_commit(
                     ref=ref, commit=sha, claim=claim, rendered=reading.rendered, errors=errors, gate=gate
                 )
@@ -169,6 +184,8 @@ class Syncer:
         if outcome.ok and self.deployer is not None:
             generations = outcome.generations
             self.deployer.note_published(generations)
+            if not generations and self.approvals is not None and self.approvals.report_hold(ref, outcome):
+                return outcome  # held whole (approvals, a freeze): phrame/deploy says why
             if self.rollouts is not None:  # a rollout reports its own waves, then hands over
                 rolling, generations = self.rollouts.deploy_view(ref, outcome)
                 if rolling:
@@ -179,6 +196,16 @@ class Syncer:
             elif self._is_new_commit(outcome):
                 self.deployer.unchanged(ref, sha, wanted)  # a README edit deserves its green tick too
         return outcome
+
+    def _gate(self, ref: str, reading: Reading, environments: frozenset[str]) -> Gate | None:
+        """The gate of a publication: the approvals' hold around the staged rollouts' gate."""
+
+        def rollouts(envs: Collection[str]) -> Gate | None:
+            return self.rollouts.gate(reading, envs) if self.rollouts is not None else None
+
+        if self.approvals is None:
+            return rollouts(environments)
+        return self.approvals.gate(ref, reading, environments, rollouts)
 
     def _keep_last(self, ref: str, rule: str, text: str) -> SyncOutcome:
         """A tracked ref that cannot be read (``ref-missing``: a deleted tag, a release not

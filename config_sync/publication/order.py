@@ -39,6 +39,7 @@ def publication_order(
     previous: dict[str, dict[str, Any]] | None = None,
     floor: Mapping[str, int] | None = None,
     held: Mapping[str, list[dict[str, Any]]] | None = None,
+    holds: Mapping[str, dict[str, Any]] | None = None,
 ) -> Decision:
     """What turns ``published`` into ``ref`` at ``commit``: changed items, clears, changed
     manifests last, then the ``sync`` topics (and clears of the environments gone).
@@ -47,7 +48,8 @@ def publication_order(
     generation a changed manifest must exceed. Environments ``ref`` published before but no
     longer claims (nor hands over) are cleared; with ``claim.declared`` (the default ref),
     so is any environment no ref declares. ``held``: per environment, the staged rollouts
-    that keep its commit from being applied (the ``sync`` topic says so)."""
+    that keep its commit from being applied (the ``sync`` topic says so); ``holds``: per
+    environment, why its commit is held whole (approvals, a freeze: ``hold``)."""
     diff, desired, gone = PublicationOrder(), {}, []
     if not errors and rendered is not None:
         mine = environments_of(ref, published, topics)
@@ -67,7 +69,9 @@ def publication_order(
             floor=floor,
         )
         diff = desired_diff(desired, published, topics, previous=previous)
-    sync = _sync_messages(ref, commit, claim.environments, errors, published, topics, now, held or {})
+    sync = _sync_messages(
+        ref, commit, claim.environments, errors, published, topics, now, held or {}, holds or {}
+    )
     sync += [(topics.env_sync(env), None) for env in gone]
     order = PublicationOrder(items=diff.items, clears=diff.clears, manifests=diff.manifests, sync=tuple(sync))
     return Decision(order, desired, tuple(gone))
@@ -82,6 +86,7 @@ def _sync_messages(
     topics: Topics,
     now: float,
     held: Mapping[str, list[dict[str, Any]]],
+    holds: Mapping[str, dict[str, Any]],
 ) -> list[Message]:
     out: list[Message] = []
     for env in sorted(environments):
@@ -95,6 +100,7 @@ def _sync_messages(
             previous=previous,
             now=now,
             held=None if errors else held.get(env),
+            hold=None if errors else holds.get(env),
         )
         raw = canonical_json(payload)
         if raw != published.get(topic):

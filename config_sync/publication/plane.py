@@ -173,12 +173,15 @@ def sync_payload(
     previous: Mapping[str, Any] | None,
     now: float,
     held: list[dict[str, Any]] | None = None,
+    hold: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The environment's ``sync`` topic: ``last_attempted`` vs ``last_applied`` (as Flux keeps
     them). The same outcome for the same commit returns ``previous`` unchanged, so an
     idle re-sync publishes nothing. ``held``: the staged rollouts of this commit not complete
     (running, waiting for a promotion, paused or rolled back); while there is one the commit
-    is valid but not applied (``last_applied`` stays), and the ``rollouts`` field lists them."""
+    is valid but not applied (``last_applied`` stays), and the ``rollouts`` field lists them.
+    ``hold``: the commit is held whole (waiting for approvals, frozen): not applied either,
+    and the ``hold`` field says why."""
     ok = not errors
     prev = dict(previous or {})
     attempted = prev.get("last_attempted") or {}
@@ -188,11 +191,13 @@ def sync_payload(
         prev.get("errors", []),
         prev.get("ref"),
         prev.get("rollouts"),
+        prev.get("hold"),
     )
-    if same == (commit, ok, errors, ref, held or None):
+    if same == (commit, ok, errors, ref, held or None, hold or None):
         return prev
-    applied = {"commit": commit, "ts": now} if ok and not held else prev.get("last_applied")
-    if ok and not held and (prev.get("last_applied") or {}).get("commit") == commit:
+    waits = bool(held) or bool(hold)
+    applied = {"commit": commit, "ts": now} if ok and not waits else prev.get("last_applied")
+    if ok and not waits and (prev.get("last_applied") or {}).get("commit") == commit:
         applied = prev["last_applied"]  # released from a hold: applied when it first was
     payload = {
         "environment": environment,
@@ -206,4 +211,6 @@ def sync_payload(
     }
     if held:
         payload["rollouts"] = held
+    if hold:
+        payload["hold"] = hold
     return payload

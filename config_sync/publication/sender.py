@@ -200,6 +200,7 @@ class DesiredPublisher:
                 previous=previous,
                 floor=self._floor() if fresh else None,
                 held=gated.held if gated is not None else None,
+                holds=gated.holds if gated is not None else None,
             )
             order = decision.order
             if gated is not None and gated.messages:  # the rollouts' state, once their items are out

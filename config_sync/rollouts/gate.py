@@ -37,6 +37,8 @@ class Gated:
     messages: list[Message] = field(default_factory=list)  # rollout topics, after the manifests
     plans: dict[Key, RolloutPlan] = field(default_factory=dict)
     held: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # env -> rollouts not complete
+    # env -> why its commit is held whole (config_sync.approvals: waiting-approval, frozen)
+    holds: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _replica_index(item: str) -> int:

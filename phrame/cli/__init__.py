@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("phrame.cli.cmd_plan", "print per node what a change adds, changes and removes (the MR plan)"),
     "replay": ("phrame.cli.cmd_replay", "post a recorded GitLab webhook delivery to a running config-sync"),
     "promote": ("phrame.cli.cmd_promote", "release a staged rollout past its canary wave (config-sync)"),
+    "approve": ("phrame.cli.cmd_approve", "approve a commit held for a protected environment (config-sync)"),
     "token": (
         "phrame.cli.cmd_token",
         "make a token for the tokens file (new), or hash one from stdin (hash)",

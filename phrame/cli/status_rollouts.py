@@ -9,6 +9,7 @@ for a promotion does not.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 HELD = ("paused", "rolled-back")  # the commit is not applied: someone must act
@@ -37,6 +38,26 @@ def head_state(commit: str, rows: list[dict[str, Any]]) -> str:
     if mine:
         return "rolling out (see the rollout)"
     return "not deployed (see the errors)"
+
+
+def hold_text(environment: str, commit: str, hold: dict[str, Any]) -> str:
+    """Why the head is held whole (the ``sync`` topic's ``hold``) and what releases it:
+    ``suspended (waiting-approval): 1/2 approvals (alice): phrame approve prod 0a1b2c3d4e5f``."""
+    approvals = hold.get("approvals") or {}
+    who = list(approvals.get("by") or [])
+    count = f"{len(who)}/{approvals.get('needed', 0)} approvals" + (f" ({', '.join(who)})" if who else "")
+    if hold.get("reason") == "frozen":
+        until = hold.get("until")
+        end = (
+            datetime.fromtimestamp(float(until), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if isinstance(until, (int, float))
+            else "unknown"
+        )
+        return (
+            f"suspended (frozen) until {end}: deploys then, or "
+            f"phrame approve {environment} {commit[:12]} --override-freeze"
+        )
+    return f"suspended (waiting-approval): {count}: phrame approve {environment} {commit[:12]}"
 
 
 def rollout_lines(environment: str, rows: list[dict[str, Any]]) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from phrame.actual.records import CLOCK_NOTE_S
-from phrame.cli.status_rollouts import head_state, rollout_lines
+from phrame.cli.status_rollouts import head_state, hold_text, rollout_lines
 from phrame.cli.status_view import NodeRow, Summary, seconds_text
 
 DEPLOYS_SHOWN = 4  # per environment in the text; --json has every retained one
@@ -106,7 +106,11 @@ def render_text(summary: Summary, now: float | None = None) -> str:
         commit = (e.commit or "-")[:12]
         applied_on = f"{len(e.nodes) - len(e.not_applied)} of {len(e.nodes)} nodes"
         lines.append(f"{e.environment:<15} {_cell(e.ref):<14} {_cell(e.ok):<5} {commit:<13} {applied_on}")
-        if e.last_attempted and e.last_attempted != e.last_applied:
+        if e.last_attempted and e.hold:
+            lines.append(
+                f"    head {e.last_attempted[:12]} {hold_text(e.environment, e.last_attempted, e.hold)}"
+            )
+        elif e.last_attempted and e.last_attempted != e.last_applied:
             lines.append(f"    head {e.last_attempted[:12]} {head_state(e.last_attempted, e.rollouts)}")
         if e.not_applied:
             lines.append(f"    not applied yet on: {', '.join(e.not_applied)}")

@@ -75,6 +75,7 @@ class EnvironmentRow:
     not_applied: list[str] = field(default_factory=list)  # of those, not converged on theirs
     deploys: list[dict[str, Any]] = field(default_factory=list)  # the last deployments, newest first
     rollouts: list[dict[str, Any]] = field(default_factory=list)  # staged rollouts (status_rollouts)
+    hold: dict[str, Any] | None = None  # the head held whole: approvals, a freeze (the sync topic's)
 
     @property
     def commit(self) -> str | None:
@@ -211,6 +212,7 @@ def summarize(
             env.ok = doc.get("ok")
             env.last_applied = (doc.get("last_applied") or {}).get("commit")
             env.last_attempted = (doc.get("last_attempted") or {}).get("commit")
+            env.hold = doc.get("hold")
             env.errors += [_error_text(e) for e in doc.get("errors", [])]
         elif t.kind == "deploys":
             env.deploys = list(doc["deploys"])

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from phrame.config_repo.assignment import Replica, replicas
+from phrame.config_repo.freeze import FreezeError, instant, parse_cron, zone_of
 from phrame.config_repo.model import ConfigRepo, Document, Environment, PathPart
 from phrame.config_repo.problems import Problem
 from phrame.config_repo.quantities import PortMapping, format_bytes, memory_bytes, parse_ports
@@ -91,6 +92,33 @@ def notify_targets(repo: ConfigRepo) -> Iterator[Problem]:
                 yield at(doc, ["notify", i, "name"], "notify-duplicate", msg)
             else:
                 seen[name] = i
+
+
+def freeze_windows(repo: ConfigRepo) -> Iterator[Problem]:
+    """Each ``freeze:`` window reads: its cron parses, its time zone is a known IANA zone,
+    ``from`` and ``to`` are RFC 3339 and ``from`` comes first."""
+    for env in repo.environments.values():
+        doc = env.doc
+        if doc is None or not isinstance(doc.data, dict):
+            continue
+        for i, window in _sound_items(doc, "freeze"):
+            checks: list[tuple[str, str, Any]] = []
+            if "cron" in window:
+                checks = [("cron", "freeze-cron", parse_cron), ("timezone", "freeze-timezone", zone_of)]
+            else:
+                checks = [("from", "freeze-window", instant), ("to", "freeze-window", instant)]
+            failed = False
+            for key, rule, check in checks:
+                if key not in window:
+                    continue
+                try:
+                    check(window[key])
+                except FreezeError as e:
+                    failed = True
+                    yield at(doc, ["freeze", i, key], rule, f"freeze entry {i + 1}: {e}")
+            if not failed and "from" in window and instant(window["from"]) >= instant(window["to"]):
+                msg = f"freeze entry {i + 1}: from {window['from']} must be before to {window['to']}"
+                yield at(doc, ["freeze", i, "from"], "freeze-window", msg)
 
 
 def references(repo: ConfigRepo, env: Environment) -> Iterator[Problem]:
@@ -283,6 +311,7 @@ def capacity(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]
 
 def semantic_problems(repo: ConfigRepo) -> list[Problem]:
     problems = [*names(repo), *environment_settings(repo), *notify_targets(repo), *update_problems(repo)]
+    problems += freeze_windows(repo)
     for env in repo.environments.values():
         problems += [*references(repo, env), *cycles(env)]
     all_replicas = replicas(repo, partial=True)

@@ -8,6 +8,7 @@ topic API proposes imports. Every failure is a :class:`GitLabError`, either
 
 from __future__ import annotations
 
+from phrame.gitlab.approvals import Approver, MergeApprovals, MergedApprovals
 from phrame.gitlab.deployments import Deployment, Deployments
 from phrame.gitlab.errors import GitLabError, GitLabRefused, GitLabUnavailable
 from phrame.gitlab.merge_requests import MergeRequest, MergeRequests
@@ -15,12 +16,15 @@ from phrame.gitlab.project import STATES, GitLabProject
 
 __all__ = [
     "STATES",
+    "Approver",
     "Deployment",
     "Deployments",
     "GitLabError",
     "GitLabProject",
     "GitLabRefused",
     "GitLabUnavailable",
+    "MergeApprovals",
     "MergeRequest",
     "MergeRequests",
+    "MergedApprovals",
 ]

@@ -3,7 +3,8 @@ a process under test (the topic API runs in its own process: ``responses`` canno
 
 Shapes follow GitLab's documentation: Branches › Get single repository branch, Repository ›
 List repository tree, Commits › Create a commit with multiple files and actions, Merge
-requests › Create MR. Every request is recorded (method, path, query, JSON body, token) so a
+requests › Create MR, Commits › List merge requests associated with a commit, Merge request
+approvals › Get the approval state, Commits › Set the pipeline status of a commit. Every request is recorded (method, path, query, JSON body, token) so a
 test asserts on what the client sent; a created commit makes its branch exist.
 """
 
@@ -25,6 +26,11 @@ class CannedGitLab:
         self.tree = list(tree or [])  # file paths of the tracked head
         self.requests: list[dict[str, Any]] = []
         self.merge_requests_refused = False  # True: creating one answers 403, as a token without api scope
+        self.merged: dict[
+            str, tuple[int, str]
+        ] = {}  # commit -> (iid, target branch) of the MR that merged it
+        self.approved_by: dict[int, list[str]] = {}  # MR iid -> usernames that approved it
+        self.approvals_down = False  # True: the approvals and commit MR calls answer 503 (an outage)
         self.lock = threading.Lock()
         canned = self
 
@@ -100,6 +106,24 @@ class CannedGitLab:
                 return 403, {"message": "403 Forbidden"}
             body = r["json"]
             return 201, mr_doc(1, body)
+        if method == "POST" and path.startswith(f"{base}/statuses/"):
+            body = r["json"]
+            return 201, {"id": len(self.requests), "sha": path.rsplit("/", 1)[-1], **body}
+        if (
+            method == "GET"
+            and path.startswith(f"{base}/repository/commits/")
+            and path.endswith("/merge_requests")
+        ):
+            if self.approvals_down:
+                return 503, {"message": "503 Service Unavailable"}
+            sha = path.removeprefix(f"{base}/repository/commits/").removesuffix("/merge_requests")
+            found = self.merged.get(sha)
+            return 200, [] if found is None else [merged_mr_doc(found[0], found[1], sha)]
+        if method == "GET" and path.startswith(f"{base}/merge_requests/") and path.endswith("/approvals"):
+            if self.approvals_down:
+                return 503, {"message": "503 Service Unavailable"}
+            iid = int(path.removeprefix(f"{base}/merge_requests/").removesuffix("/approvals"))
+            return 200, approvals_doc(iid, self.approved_by.get(iid, []))
         return 404, {"message": "404 Not Found"}
 
     def calls(self, method: str, suffix: str) -> list[dict[str, Any]]:
@@ -164,4 +188,48 @@ def mr_doc(iid: int, body: dict[str, Any]) -> dict[str, Any]:
         "force_remove_source_branch": body.get("remove_source_branch"),
         "merge_status": "checking",
         "web_url": f"https://gitlab.example.test/{PROJECT}/-/merge_requests/{iid}",
+    }
+
+
+def merged_mr_doc(iid: int, target: str, sha: str) -> dict[str, Any]:
+    """A merge request as Commits › List merge requests associated with a commit lists it."""
+    return {
+        "id": 1000 + iid,
+        "iid": iid,
+        "project_id": 42,
+        "title": "raise the web image",
+        "state": "merged",
+        "target_branch": target,
+        "source_branch": "web-2",
+        "merge_commit_sha": sha,
+        "sha": sha,
+        "merged_at": "2026-12-01T09:30:00.000Z",
+        "web_url": f"https://gitlab.example.test/{PROJECT}/-/merge_requests/{iid}",
+    }
+
+
+def approvals_doc(iid: int, usernames: list[str]) -> dict[str, Any]:
+    """Merge request approvals › Get the approval state of a merge request (``approved_by``)."""
+    return {
+        "id": 1000 + iid,
+        "iid": iid,
+        "project_id": 42,
+        "title": "raise the web image",
+        "state": "merged",
+        "merge_status": "can_be_merged",
+        "approvals_required": len(usernames),
+        "approvals_left": 0,
+        "approved": True,
+        "approved_by": [
+            {
+                "user": {
+                    "name": u.title(),
+                    "username": u,
+                    "id": 10 + i,
+                    "state": "active",
+                    "web_url": f"https://gitlab.example.test/{u}",
+                }
+            }
+            for i, u in enumerate(usernames)
+        ],
     }

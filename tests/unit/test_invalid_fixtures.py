@@ -27,7 +27,7 @@ def test_every_rule_has_a_fixture() -> None:
         "missing-file", "schema", "unknown-node", "cordoned-node", "unknown-network",
         "unknown-dependency", "dependency-cycle", "replaces-unknown", "port-conflict",
         "port-syntax", "capacity-exceeded", "tag-auto-placement", "too-many-ports",
-        "replaces-other-node", "payload-too-large",
+        "replaces-other-node", "payload-too-large", "freeze-cron", "freeze-timezone", "freeze-window",
     }  # fmt: skip
     assert expected <= rules
 

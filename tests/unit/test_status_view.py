@@ -308,3 +308,23 @@ def test_a_silent_node_within_its_environments_grace_reads_disconnected() -> Non
     del topics[T.env_placement("studio-a")]  # no grace known: offline, as before
     (node,) = summarize(topics, NOW, T, timeout_s=20).nodes
     assert (node.state, node.presence) == ("offline", "offline")
+
+
+def test_a_held_head_says_why_and_what_releases_it() -> None:
+    topics = healthy()
+    held = {"state": "suspended", "reason": "waiting-approval", "approvals": {"needed": 2, "by": ["alice"]}}
+    topics[T.env_sync("studio-a")] = raw({"environment": "studio-a", "ref": "main", "ok": True,
+        "last_applied": {"commit": "a" * 40}, "last_attempted": {"commit": "b" * 40}, "hold": held})  # fmt: skip
+    s = summarize(topics, NOW, T)
+    assert s.is_healthy  # the environment runs what it ran: waiting for people is no fault
+    text = render_text(s)
+    assert (
+        "    head bbbbbbbbbbbb suspended (waiting-approval): 1/2 approvals (alice): "
+        "phrame approve studio-a bbbbbbbbbbbb"
+    ) in text.splitlines()
+    frozen = {**held, "reason": "frozen", "until": 1798329600}
+    topics[T.env_sync("studio-a")] = raw({"environment": "studio-a", "ref": "main", "ok": True,
+        "last_applied": {"commit": "a" * 40}, "last_attempted": {"commit": "b" * 40}, "hold": frozen})  # fmt: skip
+    assert "suspended (frozen) until 2026-12-27T00:00:00Z: deploys then" in render_text(
+        summarize(topics, NOW, T)
+    )
