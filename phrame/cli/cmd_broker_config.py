@@ -1,4 +1,5 @@
-"""``phrame broker-config --inventory REPO --out DIR``: mosquitto.conf + ACL from the inventory.
+"""``phrame broker-config --inventory REPO --out DIR``: mosquitto.conf + ACL from the inventory
+(``--format nats``: ``nats-auth.conf``, the same accounts and grants for a NATS cluster).
 
 Writes ``DIR/mosquitto.conf`` and ``DIR/acl`` for the hub (the one broker, by default) or,
 with ``--role site --site NAME``, for a site broker bridged to the hub. Passwords and
@@ -25,6 +26,7 @@ from phrame.mqtt.broker_sites import (
     site_acl_text,
 )
 from phrame.mqtt.errors import SettingsError
+from phrame.mqtt.nats_config import write_nats_config
 from phrame.settings import EnvReader
 
 
@@ -56,6 +58,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="overwrite files in DIR that broker-config did not write "
                              "(or that were edited since); by default they are kept")  # fmt: skip
+    parser.add_argument("--format", choices=("mosquitto", "nats"), default="mosquitto",
+                        help="mosquitto: mosquitto.conf and acl; nats: nats-auth.conf, the accounts and "
+                             "grants in NATS's permission form (docs/operations/broker.md)")  # fmt: skip
     parser.add_argument("--prefix", default=EnvReader().topic_prefix(),
                         help="topic prefix (default PHRAME_TOPIC_PREFIX or phrame)")  # fmt: skip
     parser.add_argument("--bind", default=d.bind, help="listener address (default: all)")
@@ -119,7 +124,11 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         labels = inventory_labels(args.inventory)
-        if args.role == "site":
+        if args.format == "nats":
+            if args.role == "site" or args.site:
+                raise SettingsError("--format nats writes one cluster's accounts: no --role site or --site")
+            written = write_nats_config(sorted(labels), args.out, prefix=options.prefix, force=args.force)
+        elif args.role == "site":
             nodes, acl, block = _site_files(args, labels, options)
             written = write_broker_config(
                 nodes, args.out, options, acl=acl, extra_conf=block, force=args.force
