@@ -27,7 +27,8 @@ def test_every_rule_has_a_fixture() -> None:
         "missing-file", "schema", "unknown-node", "cordoned-node", "unknown-network",
         "unknown-dependency", "dependency-cycle", "replaces-unknown", "port-conflict",
         "port-syntax", "capacity-exceeded", "tag-auto-placement", "too-many-ports",
-        "replaces-other-node", "payload-too-large",
+        "replaces-other-node", "payload-too-large", "secret-missing", "secret-missing-key",
+        "secret-not-encrypted", "secret-recipient-missing",
     }  # fmt: skip
     assert expected <= rules
 
