@@ -40,3 +40,16 @@ def sops_encrypt(values: dict[str, object], recipients: list[str], target: Path)
 
 def sops_on_path() -> bool:
     return shutil.which("sops") is not None or (Path(sys.executable).parent / "sops").exists()
+
+
+def item_secrets(sops_file: Path, *keys: str) -> dict[str, object]:
+    """An item's ``secrets`` entry for one SOPS file, as the renderer writes it."""
+    doc = yaml.safe_load(sops_file.read_text())
+    values = {}
+    for key in keys:
+        node = doc
+        for part in key.split("/"):
+            node = node[part]
+        values[key] = node
+    stanzas = [{"recipient": s["recipient"], "enc": s["enc"]} for s in doc["sops"]["age"]]
+    return {"age": stanzas, "values": values}
