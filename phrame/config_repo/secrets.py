@@ -191,7 +191,7 @@ def _reference_problems(
         yield _at(where, path, "secret-missing", msg)
         return
     stanzas = age_stanzas(secret) if secret.is_readable else None
-    if stanzas is None:
+    if stanzas is None or next(file_problems(secret), None) is not None:
         return  # file_problems reports the file itself
     if lookup(secret, ref) is None:
         msg = f"secret {ref.file}/{ref.key_path}: {secret.file} has no encrypted value at {ref.key_path}"

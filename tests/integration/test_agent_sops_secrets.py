@@ -27,7 +27,9 @@ def keys(tmp_path: Path) -> dict[str, tuple[Path, str]]:
 
 
 @pytest.fixture
-def agent(mosquitto, env: AgentEnv, tmp_path: Path, keys: dict[str, tuple[Path, str]]) -> Iterator[AgentProcess]:
+def agent(
+    mosquitto, env: AgentEnv, tmp_path: Path, keys: dict[str, tuple[Path, str]]
+) -> Iterator[AgentProcess]:
     proc = AgentProcess(
         env.process_env(
             str(tmp_path / "state"),
@@ -42,9 +44,15 @@ def agent(mosquitto, env: AgentEnv, tmp_path: Path, keys: dict[str, tuple[Path, 
 
 @pytest.mark.slow
 def test_the_agent_decrypts_injects_and_never_reports_the_value(
-    env: AgentEnv, watcher: ActualWatcher, agent: AgentProcess, keys: dict[str, tuple[Path, str]], tmp_path: Path
+    env: AgentEnv,
+    watcher: ActualWatcher,
+    agent: AgentProcess,
+    keys: dict[str, tuple[Path, str]],
+    tmp_path: Path,
 ) -> None:
-    mine = sops_encrypt({"db": {"password": PLAIN}, "port": 5432}, [keys["node"][1]], tmp_path / "db.sops.yaml")
+    mine = sops_encrypt(
+        {"db": {"password": PLAIN}, "port": 5432}, [keys["node"][1]], tmp_path / "db.sops.yaml"
+    )
     theirs = sops_encrypt({"password": OTHER}, [keys["elsewhere"][1]], tmp_path / "other.sops.yaml")
     good = env.container(
         "good",
@@ -58,7 +66,9 @@ def test_the_agent_decrypts_injects_and_never_reports_the_value(
 
     watcher.wait_for(lambda: (watcher.item("containers", good["name"]) or {}).get("state") == "running", 60)
     watcher.wait_for(
-        lambda: "not encrypted for this node" in str((watcher.item("containers", bad["name"]) or {}).get("error")),
+        lambda: (
+            "not encrypted for this node" in str((watcher.item("containers", bad["name"]) or {}).get("error"))
+        ),
         30,
         what="the bad item's decryption error",
     )
@@ -78,7 +88,9 @@ def test_the_agent_decrypts_injects_and_never_reports_the_value(
     assert agent.proc.poll() is None
 
 
-def test_the_agent_refuses_a_key_file_others_may_read(env: AgentEnv, tmp_path: Path, keys: dict[str, tuple[Path, str]]):
+def test_the_agent_refuses_a_key_file_others_may_read(
+    env: AgentEnv, tmp_path: Path, keys: dict[str, tuple[Path, str]]
+):
     path = keys["node"][0]
     path.chmod(0o640)
     proc = AgentProcess(

@@ -104,7 +104,9 @@ def _header(
     if secrets:
         lines.append("Secrets are never exported: set each variable to the content of the node's file")
         if any(f.startswith("sops-") for f in secrets):
-            lines.append("(sops-<file>/<key>: the value of the environment's SOPS file secrets/<file>.sops.yaml)")
+            lines.append(
+                "(sops-<file>/<key>: the value of the environment's SOPS file secrets/<file>.sops.yaml)"
+            )
         lines += [
             f"  {var}: {f if f.startswith('sops-') else 'PHRAME_SECRETS_DIR/' + f}"
             for f, var in secrets.items()
