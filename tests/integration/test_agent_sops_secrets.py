@@ -96,8 +96,11 @@ def test_the_agent_refuses_a_key_file_others_may_read(
     proc = AgentProcess(
         env.process_env(str(tmp_path / "state"), PHRAME_AGE_KEY_FILE=str(path)), str(tmp_path / "agent.log")
     )
-    assert proc.proc.wait(30) == 2
-    proc.terminate()
+    try:
+        code = proc.proc.wait(30)
+    finally:
+        proc.terminate()  # an agent that did not refuse is stopped here, never left running
+    assert code == 2
     log = proc.log()
     assert f"PHRAME_AGE_KEY_FILE {path} has mode 0640" in log and "chmod 600" in log
     assert "AGE-SECRET-KEY" not in log
