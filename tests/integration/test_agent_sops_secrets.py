@@ -12,8 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from node_agent.errors import ProcessError
+from node_agent.processes import ProcessSupervisor
+from node_agent.sops_secrets import SopsSecrets
+from phrame.sops.keys import load as load_keys
 from tests.support import agent_support as spec
 from tests.support.agent_support import ActualWatcher, AgentEnv, AgentProcess
+from tests.support.services import wait_until
 from tests.support.sops import item_secrets, make_key, need_sops, sops_encrypt
 
 PLAIN = "pl41n-db-p4ssw0rd"
@@ -104,3 +109,40 @@ def test_the_agent_refuses_a_key_file_others_may_read(
     log = proc.log()
     assert f"PHRAME_AGE_KEY_FILE {path} has mode 0640" in log and "chmod 600" in log
     assert "AGE-SECRET-KEY" not in log
+
+
+def test_a_process_gets_its_sops_secret_and_one_it_cannot_decrypt_fails_that_process_only(
+    tmp_path: Path, keys: dict[str, tuple[Path, str]]
+) -> None:
+    mine = sops_encrypt({"token": PLAIN}, [keys["node"][1]], tmp_path / "api.sops.yaml")
+    theirs = sops_encrypt({"token": OTHER}, [keys["elsewhere"][1]], tmp_path / "other.sops.yaml")
+    sup = ProcessSupervisor(tmp_path / "state", sops=SopsSecrets(load_keys(keys["node"][0])))
+    out = tmp_path / "env.txt"
+    good = spec.process(
+        "e",
+        "good",
+        ["/bin/sh", "-c", f'echo "$TOKEN" > {out}; exec sleep 600'],
+        env={"TOKEN": {"secret": "api/token"}},
+        secrets={"api": item_secrets(mine, "token")},
+    )
+    bad = spec.process(
+        "e",
+        "bad",
+        ["/bin/sleep", "600"],
+        env={"S": {"secret": "other/token"}},
+        secrets={"other": item_secrets(theirs, "token")},
+    )
+    try:
+        sup.start(good)
+        with pytest.raises(
+            ProcessError, match=r"e\.bad\.0: .*env S: secret other/token: cannot decrypt"
+        ) as refused:
+            sup.start(bad)
+        assert OTHER not in str(refused.value)
+        wait_until(lambda: out.exists() and out.read_text() == PLAIN + "\n", "the good process's secret", 10)
+        # the agent's record of the process (its state folder) holds the ciphertext only
+        records = "".join(p.read_text() for p in (tmp_path / "state").rglob("meta.json"))
+        assert "api/token" in records and PLAIN not in records
+    finally:
+        for item_id in list(sup.check()):
+            sup.stop(item_id)
