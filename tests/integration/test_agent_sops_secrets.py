@@ -67,7 +67,14 @@ def test_the_agent_decrypts_injects_and_never_reports_the_value(
     bad = env.container(
         "bad", env={"S": {"secret": "other/password"}}, secrets={"other": item_secrets(theirs, "password")}
     )
-    watcher.publish(spec.topics_doc(env.node, [good, bad]))
+    # prints its secret and exits: the log tail sent with its report masks the value
+    leaky = env.container(
+        "leaky",
+        command=["sh", "-c", 'echo "password is $DB_PASSWORD"; exit 3'],
+        env={"DB_PASSWORD": {"secret": "db/db/password"}},
+        secrets={"db": item_secrets(mine, "db/password")},
+    )
+    watcher.publish(spec.topics_doc(env.node, [good, bad, leaky]))
 
     watcher.wait_for(lambda: (watcher.item("containers", good["name"]) or {}).get("state") == "running", 60)
     watcher.wait_for(
@@ -85,6 +92,14 @@ def test_the_agent_decrypts_injects_and_never_reports_the_value(
     error = str(watcher.item("containers", bad["name"])["error"])
     assert "secret other/password" in error and "env S" in error
 
+    watcher.wait_for(
+        lambda: (
+            "password is ***" in json.dumps((watcher.item("containers", leaky["name"]) or {}).get("logs"))
+        ),
+        30,
+        what="the leaky container's masked log tail",
+    )
+    assert PLAIN in env.get(leaky["name"]).logs().decode()  # Docker's own log has it: the mask is ours
     reports = json.dumps(watcher.latest)
     assert PLAIN not in reports and OTHER not in reports
     assert any(bad["name"] in e for e in watcher.status()["errors"])
