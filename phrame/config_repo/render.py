@@ -118,14 +118,7 @@ def container_spec(rep: Replica, env: Environment, index: ReplicaIndex) -> dict[
     d = rep.spec
     defaults = env.doc.data.get("defaults", {}) if env.doc else {}
     assert rep.node is not None
-    return _with_secrets(_container_spec(rep, env, index, d, defaults), env)
-
-
-def _container_spec(
-    rep: Replica, env: Environment, index: ReplicaIndex, d: dict[str, Any], defaults: dict[str, Any]
-) -> dict[str, Any]:
-    assert rep.node is not None
-    return {
+    spec = {
         "kind": "container",
         "name": rep.item_id,
         "environment": rep.environment,
@@ -150,6 +143,7 @@ def _container_spec(
         # only the ones set: an existing repository keeps its digests (container_fields)
         **container_fields(d, defaults),
     }
+    return _with_secrets(spec, env)
 
 
 def process_spec(rep: Replica, env: Environment, index: ReplicaIndex) -> dict[str, Any]:
