@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Mapping
 
+from dev_stack import age_keys
 from dev_stack.broker import broker_command
 from dev_stack.children import Child
 from dev_stack.credentials import password_file
@@ -124,6 +125,7 @@ def build_children(
             "PHRAME_NODE_NAME": node,
             "PHRAME_STATE_DIR": str(settings.agent_state(node)),
             "PHRAME_SHARED_DAEMON": "true",  # several agents on one daemon: names carry the node
+            "PHRAME_AGE_KEY_FILE": str(age_keys.key_file(settings, node)),  # decrypts secrets/*.sops.yaml
         }
         if "PHRAME_POLICY_FILE" not in env:  # the caller's own policy file wins
             agent["PHRAME_POLICY_FILE"] = str(policy_path(settings))

@@ -2,14 +2,17 @@
 
 The supervisor calls :func:`files` once, on first start, with its settings; the templates
 are package data (``dev_stack/sample``) with ``{{name}}`` placeholders for the node names,
-the page's port, the image and the host process's workdir. Pure: it reads package data
-and returns text, it writes nothing.
+the page's port, the image and the host process's workdir. It reads package data and
+returns text; the only thing it writes is a node's age key when it has none yet
+(``age_keys.ensure``), whose recipient the node's file names and the sample's one SOPS
+secret (``secrets/page.sops.yaml``) is encrypted for.
 """
 
 from __future__ import annotations
 
 from importlib import resources
 
+from dev_stack import age_keys
 from dev_stack.settings import DevSettings
 
 ENV_FILES = (
@@ -45,9 +48,12 @@ def files(settings: DevSettings) -> dict[str, str]:
         "image": settings.image,
         "workdir": str(settings.workdir(web_node)),
     }
+    recipients = age_keys.ensure(settings)
     out = {"README.md": _fill(_template("README.md"), values)}
     for node in settings.nodes:
-        out[f"nodes/{node}.yaml"] = _fill(_template("node.yaml"), values | {"node": node})
+        node_values = values | {"node": node, "age_recipient": recipients[node]}
+        out[f"nodes/{node}.yaml"] = _fill(_template("node.yaml"), node_values)
     for name in ENV_FILES:
         out[f"environments/{settings.environment}/{name}"] = _fill(_template(name), values)
+    out[f"environments/{settings.environment}/secrets/page.sops.yaml"] = age_keys.sample_secret(recipients)
     return out

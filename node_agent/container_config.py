@@ -17,6 +17,7 @@ from typing import Any
 from node_agent.errors import SpecError
 from node_agent.models import COMMIT, DIGEST, ENVIRONMENT, MANAGED, NODE, REPLICA, SERVICE, Spec
 from node_agent.secret_files import DEFAULT_SECRETS_DIR, read_secret
+from node_agent.sops_secrets import NO_SOPS, SopsSecrets
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|ms|s|m|h)")
 _UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
@@ -68,14 +69,23 @@ def runtime_env(spec: Spec, node: str) -> dict[str, str]:
 
 
 def resolve_env(
-    env: Mapping[str, Any] | None, item: str, secrets_dir: Path = DEFAULT_SECRETS_DIR
+    env: Mapping[str, Any] | None,
+    item: str,
+    secrets_dir: Path = DEFAULT_SECRETS_DIR,
+    *,
+    sops: SopsSecrets = NO_SOPS,
+    encrypted: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
-    """Env values, with ``{file: name}`` read from ``secrets_dir`` on this host."""
+    """Env values, with ``{file: name}`` read from ``secrets_dir`` on this host and
+    ``{secret: file/key}`` decrypted by ``sops`` from ``encrypted`` (the item's ``secrets``)."""
     out: dict[str, str] = {}
     for key, value in (env or {}).items():
         if isinstance(value, Mapping):
             try:
-                out[key] = read_secret(secrets_dir, str(value.get("file") or ""))
+                if "secret" in value:
+                    out[key] = sops.value(encrypted, str(value["secret"]))
+                else:
+                    out[key] = read_secret(secrets_dir, str(value.get("file") or ""))
             except SpecError as e:
                 raise SpecError(f"{item}: env {key}: {e}") from None
         else:
@@ -158,7 +168,12 @@ def _log_config(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def create_params(
-    spec: Spec, node: str, *, name: str | None = None, secrets_dir: Path = DEFAULT_SECRETS_DIR
+    spec: Spec,
+    node: str,
+    *,
+    name: str | None = None,
+    secrets_dir: Path = DEFAULT_SECRETS_DIR,
+    sops: SopsSecrets = NO_SOPS,
 ) -> CreateParams:
     """``name`` is the Docker name (``naming.container_name``), by default the item id;
     ``{file: ...}`` env values are read from ``secrets_dir``."""
@@ -181,7 +196,8 @@ def create_params(
         image=spec["image"],
         command=spec.get("command"),
         entrypoint=spec.get("entrypoint"),
-        environment=resolve_env(spec.get("env"), name, secrets_dir) | runtime_env(spec, node),
+        environment=resolve_env(spec.get("env"), name, secrets_dir, sops=sops, encrypted=spec.get("secrets"))
+        | runtime_env(spec, node),
         labels=managed_labels(spec, node),
         exposed=exposed,
         bindings=bindings,

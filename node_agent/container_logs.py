@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from node_agent.errors import DockerError
+from node_agent.sops_secrets import SopsSecrets
 
 MAX_LINES = 50
 MAX_BYTES = 8 * 1024
@@ -60,14 +61,22 @@ def tail_doc(
     return {"lines": lines, "truncated": truncated}
 
 
-def secret_values(spec: Mapping[str, Any] | None, read_file: Callable[[str], str]) -> list[str]:
+def secret_values(
+    spec: Mapping[str, Any] | None, read_file: Callable[[str], str], sops: SopsSecrets | None = None
+) -> list[str]:
     """The values to mask for an item of ``spec``: its ``{file: NAME}`` env values (read
-    with ``read_file``; one that cannot be read masks nothing) and plain values of env names
-    that say they hold a secret."""
+    with ``read_file``; one that cannot be read masks nothing), its ``{secret: file/key}``
+    values (decrypted by ``sops``; likewise) and plain values of env names that say they
+    hold a secret."""
     env = (spec or {}).get("env")
     found: list[str] = []
     for name, value in env.items() if isinstance(env, Mapping) else ():
-        if isinstance(value, Mapping) and value.get("file"):
+        if isinstance(value, Mapping) and value.get("secret") and sops is not None:
+            try:
+                found.append(sops.value((spec or {}).get("secrets"), str(value["secret"])).strip())
+            except Exception:
+                continue
+        elif isinstance(value, Mapping) and value.get("file"):
             try:
                 found.append(read_file(str(value["file"])).strip())
             except Exception:

@@ -27,6 +27,7 @@ from node_agent.docker_refs import auth_for, detect_own_container_id, observed_c
 from node_agent.errors import DockerBusy, DockerError, DockerUnreachable, NameConflict, NotFound
 from node_agent.models import MANAGED, NODE, ObservedContainer, Spec
 from node_agent.secret_files import DEFAULT_SECRETS_DIR
+from node_agent.sops_secrets import NO_SOPS, SopsSecrets
 from phrame.runtime import backoff, is_temporary
 
 log = logging.getLogger(__name__)
@@ -67,9 +68,11 @@ class DockerPort(NetworkCalls):
         stop_timeout: int = 10,
         attempts: int = 4,
         secrets_dir: Path = DEFAULT_SECRETS_DIR,
+        sops: SopsSecrets = NO_SOPS,
     ) -> None:
         self.node = node
         self.secrets_dir = secrets_dir  # where ``env: {X: {file: name}}`` values are read
+        self.sops = sops  # decrypts ``env: {X: {secret: file/key}}`` (PHRAME_AGE_KEY_FILE)
         # Why Docker cannot be used (no daemon at start-up), else None. The agent keeps
         # running its host processes and reports each container as an error meanwhile.
         self.unavailable: str | None = None
@@ -227,7 +230,7 @@ class DockerPort(NetworkCalls):
     def create_container(self, spec: Spec, *, name: str | None = None) -> str:
         """Create and start the container of ``spec`` as ``name`` (default: the item id),
         which must be free."""
-        p = create_params(spec, self.node, name=name, secrets_dir=self.secrets_dir)
+        p = create_params(spec, self.node, name=name, secrets_dir=self.secrets_dir, sops=self.sops)
         api = self.api
         net_config = None
         if p.networks:

@@ -26,6 +26,7 @@ from node_agent.container_logs import secret_values, tail_doc
 from node_agent.errors import DockerError
 from node_agent.models import NODE, ObservedContainer
 from node_agent.plan import is_own_container
+from node_agent.sops_secrets import SopsSecrets
 from phrame.mqtt import Message
 from schemas import Topics, check_payload
 
@@ -72,6 +73,7 @@ class LogCommands:
         spec_of: Callable[[str], Mapping[str, Any] | None],
         read_secret: Callable[[str], str],
         clock: Callable[[], float] = time.time,
+        sops: SopsSecrets | None = None,
     ) -> None:
         """``spec_of``: the desired spec of an item id (its env says which values are
         secret); ``read_secret`` reads a ``{file: NAME}`` value to mask it."""
@@ -82,6 +84,7 @@ class LogCommands:
         self.gate = gate
         self.spec_of = spec_of
         self.read_secret = read_secret
+        self.sops = sops  # decrypts ``{secret: file/key}`` values, to mask them
         self.clock = clock
         self._queue: queue.SimpleQueue[LogRequest] = queue.SimpleQueue()
 
@@ -141,7 +144,7 @@ class LogCommands:
         if is_own_container(c, self.own_container_id):
             log.warning("refused log command for %s: it is the agent's own container", item_id)
             raise LookupError(f"{item_id} is the agent's own container: its log is not sent")
-        secrets = secret_values(self.spec_of(item_id), self.read_secret)
+        secrets = secret_values(self.spec_of(item_id), self.read_secret, self.sops)
         secrets += secret_values(_env_spec(self.docker.inspect_container(c.id)), self.read_secret)
         # one line more than asked: whether older lines were left out
         raw = self.docker.logs_tail(c.id, min(request.lines, MAX_LINES) + 1)

@@ -34,6 +34,7 @@ from node_agent.restarts import started_containers
 from node_agent.saved_state import SavedState, SavedStateError
 from node_agent.secret_files import read_secret
 from node_agent.settings import AgentSettings
+from node_agent.sops_secrets import SopsSecrets
 from phrame.mqtt import Message, MqttClient, MqttError, MqttSettings, Will
 from phrame.runtime import Runner, backoff
 from schemas import Topics
@@ -107,6 +108,7 @@ class Agent:
             spec_of=lambda item_id: self.store.snapshot().containers.get(item_id),
             read_secret=functools.partial(read_secret, settings.secrets_dir),
             clock=wall_clock,
+            sops=SopsSecrets(settings.age_keys),
         )
         self._events: Any = None
         self._stopped: set[str] = set()  # containers a die/destroy event named, for the next pass
@@ -146,6 +148,7 @@ class Agent:
             logs=LogTails(docker.logs_tail),
             read_secret=functools.partial(read_secret, settings.secrets_dir),
             policy=settings.policy,
+            sops=SopsSecrets(settings.age_keys),
         )
 
     def _will(self) -> Will:

@@ -28,6 +28,7 @@ from node_agent.errors import ProcessError, RecordError, SpecError
 from node_agent.models import Clock, ObservedProcess, Spec
 from node_agent.process_records import ProcessRecords
 from node_agent.secret_files import DEFAULT_SECRETS_DIR
+from node_agent.sops_secrets import NO_SOPS, SopsSecrets
 from phrame.runtime import backoff
 from phrame.settings.state import inherited_umask, private_dir
 
@@ -67,7 +68,9 @@ class ProcessSupervisor:
         stable_after_s: float = STABLE_AFTER_S,
         secrets_dir: Path = DEFAULT_SECRETS_DIR,
         wall_clock: Clock = time.time,
+        sops: SopsSecrets = NO_SOPS,
     ) -> None:
+        self.sops = sops  # decrypts ``env: {X: {secret: file/key}}`` (PHRAME_AGE_KEY_FILE)
         self.root = state_dir / "processes"
         self.records = ProcessRecords(self.root)
         self.secrets_dir = secrets_dir
@@ -121,7 +124,9 @@ class ProcessSupervisor:
             # a process its record cannot hold would be a stranger to the next agent (which
             # would start a second one): none is started while the disk refuses the record
             self.records.probe(item_id, self._meta(e))
-            env |= resolve_env(e.spec.get("env"), item_id, self.secrets_dir)
+            env |= resolve_env(
+                e.spec.get("env"), item_id, self.secrets_dir, sops=self.sops, encrypted=e.spec.get("secrets")
+            )
             with open(directory / "output.log", "ab") as out:
                 e.popen = subprocess.Popen(
                     e.spec["command"],

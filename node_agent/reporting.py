@@ -18,6 +18,7 @@ from node_agent.errors import DockerError
 from node_agent.host_stats import host_stats
 from node_agent.models import NODE, ActualState, Clock, DesiredState, ObservedContainer, ObservedProcess
 from node_agent.restarts import RestartLog
+from node_agent.sops_secrets import SopsSecrets
 from schemas import Topics, canonical_json, check_payload
 from schemas.container_exits import docker_time
 from schemas.node_policy import NodePolicy
@@ -96,6 +97,7 @@ class ActualReporter:
         logs: LogTails | None = None,
         read_secret: Callable[[str], str] | None = None,
         policy: NodePolicy | None = None,
+        sops: SopsSecrets | None = None,
     ) -> None:
         """``logs``: failing containers' log tails go with their reports (``read_secret``
         reads a ``{file: NAME}`` env value, to mask it in them); ``policy``: the node policy,
@@ -114,6 +116,7 @@ class ActualReporter:
         self.restarts = RestartLog()
         self.logs = logs
         self.read_secret = read_secret
+        self.sops = sops  # decrypts ``{secret: file/key}`` values, to mask them in log tails
 
     def forget(self) -> None:
         """Republish everything next time (after a reconnect: the broker may have lost it)."""
@@ -213,7 +216,7 @@ class ActualReporter:
         read = self.read_secret
 
         def secrets() -> list[str]:
-            return secret_values(spec, read) if read is not None else secret_values(spec, _no_file)
+            return secret_values(spec, read if read is not None else _no_file, self.sops)
 
         return self.logs.of(c.id, key, secrets)
 

@@ -16,6 +16,8 @@ from node_agent.policy import read_policy
 from node_agent.secret_files import DEFAULT_SECRETS_DIR
 from phrame.settings import EnvReader
 from phrame.settings.metrics_listen import Listen, read_listen
+from phrame.sops.keys import AgeKeyError, AgeKeys
+from phrame.sops.keys import load as load_age_keys
 from schemas.node_policy import NodePolicy
 
 DEFAULT_STATE_DIR = "/var/lib/phrame"
@@ -40,6 +42,9 @@ class AgentSettings:
     shared_daemon: bool = False
     # the only folder ``env: {X: {file: name}}`` values are read from (secret_files.py)
     secrets_dir: Path = DEFAULT_SECRETS_DIR
+    # PHRAME_AGE_KEY_FILE's age identities (0600), which decrypt ``env: {X: {secret: file/key}}``
+    # (sops_secrets.py); None: the setting is unset and such an item fails with that reason
+    age_keys: AgeKeys | None = None
     metrics_listen: Listen | None = None  # PHRAME_METRICS_LISTEN host:port; None: no listener
     command_max_age_s: float = 60.0  # a restart command whose ts is further from now is dropped
     # what desired items may ask of this host (PHRAME_POLICY_FILE; node_agent/policy.py). The
@@ -76,6 +81,7 @@ class AgentSettings:
             max_payload_bytes=r.integer("PHRAME_MAX_PAYLOAD_BYTES", 1024 * 1024, minimum=1024),
             shared_daemon=r.flag("PHRAME_SHARED_DAEMON", False),
             secrets_dir=secrets_dir,
+            age_keys=_age_keys(r.path("PHRAME_AGE_KEY_FILE", None)),
             metrics_listen=read_listen(r, error=SettingsError),
             command_max_age_s=r.number("PHRAME_COMMAND_MAX_AGE_S", 60.0, minimum=1.0),
             policy=read_policy(r.path("PHRAME_POLICY_FILE", None), guarding=(state_dir, secrets_dir)),
@@ -89,6 +95,16 @@ class AgentSettings:
         if self.registry_username and self.registry_password:
             return {"username": self.registry_username, "password": self.registry_password}
         return None
+
+
+def _age_keys(path: Path | None) -> AgeKeys | None:
+    """The agent does not start with a key file it cannot use or that others may read."""
+    if path is None:
+        return None
+    try:
+        return load_age_keys(path)
+    except AgeKeyError as e:
+        raise SettingsError(str(e)) from None
 
 
 _DOCKER_HUB = {"docker.io", "index.docker.io", "registry-1.docker.io"}

@@ -51,6 +51,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "phrame.cli.cmd_export_compose",
         "print a node's desired state as a docker-compose.yml",
     ),
+    "secrets": (
+        "phrame.cli.cmd_secrets",
+        "encrypt, edit or rotate an environment's SOPS secrets file for its nodes' age keys",
+    ),
     "dev": ("phrame.cli.cmd_dev", "run the whole loop on this machine (make up); --down removes it"),
 }
 

@@ -26,6 +26,7 @@ from node_agent.models import Clock
 from node_agent.processes import ProcessSupervisor
 from node_agent.reconcile import NodeReconciler, PassResult
 from node_agent.settings import AgentSettings
+from node_agent.sops_secrets import SopsSecrets
 from phrame.mqtt import MqttClient, MqttError, MqttSettings
 from phrame.settings import setup_logging
 from phrame.settings.metrics_listen import start_listener
@@ -90,6 +91,7 @@ def _docker(settings: AgentSettings) -> DockerPort:
         registry=settings.registry_url,
         stop_timeout=settings.stop_timeout_s,
         secrets_dir=settings.secrets_dir,
+        sops=SopsSecrets(settings.age_keys),
     )
 
 
@@ -104,6 +106,7 @@ def _build_agent(settings: AgentSettings, wall_clock: Clock) -> Agent:
             stop_timeout=settings.stop_timeout_s,
             secrets_dir=settings.secrets_dir,
             wall_clock=wall_clock,
+            sops=SopsSecrets(settings.age_keys),
         ),
         desired_mqtt=MqttSettings.from_env(plane="desired"),
         actual_mqtt=MqttSettings.from_env(plane="actual"),
@@ -142,7 +145,10 @@ def _run_once(settings: AgentSettings, args: argparse.Namespace) -> int:
         return 1
     docker = _docker(settings)
     supervisor = ProcessSupervisor(
-        settings.state_dir, stop_timeout=settings.stop_timeout_s, secrets_dir=settings.secrets_dir
+        settings.state_dir,
+        stop_timeout=settings.stop_timeout_s,
+        secrets_dir=settings.secrets_dir,
+        sops=SopsSecrets(settings.age_keys),
     )
     reconciler = NodeReconciler(
         settings.node,

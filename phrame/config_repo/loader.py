@@ -38,6 +38,15 @@ def node_names(root: str | os.PathLike[str], ref: str | None = None) -> list[str
     return sorted(repo.nodes)
 
 
+def secret_file_name(path: str) -> str | None:
+    """``db`` for ``.../secrets/db.sops.yaml`` (or ``.sops.yml``); None for any other name."""
+    for suffix in YAML_SUFFIXES:
+        name = Path(path).name
+        if name.endswith(".sops" + suffix) and len(name) > len(".sops" + suffix):
+            return name[: -len(".sops" + suffix)]
+    return None
+
+
 def _stem(path: str) -> str | None:
     for suffix in YAML_SUFFIXES:
         if path.endswith(suffix):
@@ -95,6 +104,17 @@ class _Reader:
         else:  # keep the name known so references to it are not reported twice
             table[stem] = Document(path, None, is_readable=False)
 
+    def put_secret(self, env: Environment, path: str, size: int) -> None:
+        name = secret_file_name(path)
+        if name is None:
+            msg = f"unknown file in {env.dir}/secrets/: only <name>.sops.yaml files (SOPS-encrypted) go here"
+            self.problem(path, "unknown-file", msg)
+            return
+        if name in env.secrets:
+            self.problem(path, "duplicate-name", f"{name!r} is already defined by {env.secrets[name].file}")
+            return
+        env.secrets[name] = self.parse(path, size) or Document(path, None, is_readable=False)
+
     def env(self, name: str) -> Environment:
         return self.repo.environments.setdefault(name, Environment(name))
 
@@ -129,12 +149,14 @@ class _Reader:
             self.put(env.networks, path, size, f"{env.dir}/networks/")
         elif len(rest) == 2 and rest[0] == "services":
             self.put(env.services, path, size, f"{env.dir}/services/")
+        elif len(rest) == 2 and rest[0] == "secrets":
+            self.put_secret(env, path, size)
         else:
             self.problem(
                 path,
                 "unknown-file",
                 f"unknown file in {env.dir}/: expected environment.yaml, node.json, "
-                "networks/<name>.yaml or services/<name>.yaml",
+                "networks/<name>.yaml, services/<name>.yaml or secrets/<name>.sops.yaml",
             )
 
 

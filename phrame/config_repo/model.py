@@ -107,6 +107,8 @@ class Environment:
     networks: dict[str, Document] = field(default_factory=dict)
     services: dict[str, Document] = field(default_factory=dict)
     placement: Document | None = None  # node.json
+    # secrets/<name>.sops.yaml by <name>: SOPS documents, values encrypted (phrame.config_repo.secrets)
+    secrets: dict[str, Document] = field(default_factory=dict)
 
     @property
     def dir(self) -> str:
@@ -147,4 +149,5 @@ class ConfigRepo:
         for env in self.environments.values():
             docs += [d for d in (env.doc, env.placement) if d is not None]
             docs += list(env.networks.values()) + list(env.services.values())
+            docs += list(env.secrets.values())
         return docs

@@ -19,6 +19,7 @@ from phrame.config_repo.container_fields import container_fields
 from phrame.config_repo.model import ConfigRepo, Environment
 from phrame.config_repo.problems import ConfigError
 from phrame.config_repo.quantities import memory_bytes, parse_ports
+from phrame.config_repo.secrets import item_secrets
 from schemas import Topics, digest
 
 WORKTREE = "worktree"  # the commit named for a directory that is not read from git
@@ -106,11 +107,18 @@ class ReplicaIndex:
         return list(self._ids.get((env, service, node), ()))
 
 
+def _with_secrets(spec: dict[str, Any], env: Environment) -> dict[str, Any]:
+    """``spec`` with its ``secrets`` (the ciphertext its env refers to) when it uses any:
+    an item without them keeps its digest."""
+    found = item_secrets(env, spec["env"])
+    return {**spec, "secrets": found} if found else spec
+
+
 def container_spec(rep: Replica, env: Environment, index: ReplicaIndex) -> dict[str, Any]:
     d = rep.spec
     defaults = env.doc.data.get("defaults", {}) if env.doc else {}
     assert rep.node is not None
-    return {
+    spec = {
         "kind": "container",
         "name": rep.item_id,
         "environment": rep.environment,
@@ -135,6 +143,7 @@ def container_spec(rep: Replica, env: Environment, index: ReplicaIndex) -> dict[
         # only the ones set: an existing repository keeps its digests (container_fields)
         **container_fields(d, defaults),
     }
+    return _with_secrets(spec, env)
 
 
 def process_spec(rep: Replica, env: Environment, index: ReplicaIndex) -> dict[str, Any]:
@@ -142,7 +151,7 @@ def process_spec(rep: Replica, env: Environment, index: ReplicaIndex) -> dict[st
     defaults = env.doc.data.get("defaults", {}) if env.doc else {}
     assert rep.node is not None
     replaced = d.get("replaces")
-    return {
+    spec = {
         "kind": "process",
         "name": rep.item_id,
         "environment": rep.environment,
@@ -157,6 +166,7 @@ def process_spec(rep: Replica, env: Environment, index: ReplicaIndex) -> dict[st
             i for dep in d.get("depends_on", []) for i in index.same_node(rep.environment, dep, rep.node)
         ],
     }
+    return _with_secrets(spec, env)
 
 
 def network_spec(env: Environment, name: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from phrame.config_repo.freeze import FreezeError, instant, parse_cron, zone_of
 from phrame.config_repo.model import ConfigRepo, Document, Environment, PathPart
 from phrame.config_repo.problems import Problem
 from phrame.config_repo.quantities import PortMapping, format_bytes, memory_bytes, parse_ports
+from phrame.config_repo.secrets import secret_problems
 from phrame.config_repo.update_policy import update_problems
 from schemas.registry import pointer
 
@@ -312,6 +313,7 @@ def capacity(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]
 def semantic_problems(repo: ConfigRepo) -> list[Problem]:
     problems = [*names(repo), *environment_settings(repo), *notify_targets(repo), *update_problems(repo)]
     problems += freeze_windows(repo)
+    problems += secret_problems(repo)
     for env in repo.environments.values():
         problems += [*references(repo, env), *cycles(env)]
     all_replicas = replicas(repo, partial=True)

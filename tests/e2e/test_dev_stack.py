@@ -16,8 +16,12 @@ from typing import Any
 
 import docker
 import pytest
+import yaml
 
 from dev_stack.credentials import PERSON_ACCOUNT
+from node_agent.sops_secrets import SopsSecrets
+from phrame.sops import keys as age_keys
+from phrame.sops import tool as sops_tool
 from tests.support.dev_stack import DevStackProcess
 from tests.support.services import free_port, require_binary
 from tests.support.webhook_receiver import WebhookReceiver, webhook_receiver
@@ -145,6 +149,45 @@ def test_1_a_page_change_recreates_the_container_and_serves_the_new_page(client,
     assert stack.node_status(web_node)["commit"] == sha
     after = running(client, stack, "web")
     assert after.keys() == {web_node} and after[web_node] != before[web_node]  # recreated
+
+
+def _page_token(stack: DevStackProcess, node: str) -> str:
+    """The sample's SOPS secret as the node's agent decrypts it (with that node's key)."""
+    doc = yaml.safe_load(stack.env_file("secrets/page.sops.yaml").read_text())
+    entry = {"age": doc["sops"]["age"], "values": {"token": doc["token"]}}
+    sops = SopsSecrets(age_keys.load(stack.state / "age" / f"{node}.key"))
+    return sops.value({"page": entry}, "page/token")
+
+
+def test_1b_the_page_token_is_a_sops_secret_only_the_node_decrypts(client, stack: DevStackProcess):
+    web_node = stack.nodes[0]
+    key = stack.state / "age" / f"{web_node}.key"
+    assert key.stat().st_mode & 0o777 == 0o600
+    token = _page_token(stack, web_node)
+    assert f"secret PAGE_TOKEN injected: {len(token)} characters" in stack.page()
+    assert token not in stack.page()
+    snapshot = stack.state / "mirror" / "desired.json"
+    stack.wait(lambda: '"page/token"' in snapshot.read_text(), "the desired mirror to hold the web item", 30)
+    for where in (snapshot, stack.state / "mirror" / "actual.json", stack.output):
+        assert token not in where.read_text(errors="replace"), where
+    for log in (stack.state / "logs").glob("*.log"):
+        assert token not in log.read_text(errors="replace"), log
+
+    # rotate: a new value, encrypted for the same nodes; only web (its one user) is recreated
+    recipients = [
+        yaml.safe_load(f.read_text())["age_recipient"] for f in (stack.clone / "nodes").glob("*.yaml")
+    ]
+    plain = stack.root / "page-plain.yaml"
+    plain.write_text("token: rotated\n")
+    stack.env_file("secrets/page.sops.yaml").write_text(sops_tool.encrypt(plain, recipients))
+    plain.unlink()
+    before = {svc: running(client, stack, svc) for svc in ("web", "cache", "worker")}
+    sha, at = stack.commit_and_push("e2e: rotate the page token")
+    deployed(stack, sha, "1b secret rotation", at)
+    stack.wait(lambda: "injected: 7 characters" in stack.page(), "the page with the rotated token", 30)
+    after = {svc: running(client, stack, svc) for svc in ("web", "cache", "worker")}
+    assert after["web"][web_node] != before["web"][web_node]  # recreated
+    assert after["cache"] == before["cache"] and after["worker"] == before["worker"]  # untouched
 
 
 def test_2_placement_commits_a_new_service_and_a_delete_removes_it(client, stack: DevStackProcess):

@@ -28,6 +28,7 @@ def test_every_rule_has_a_fixture() -> None:
         "unknown-dependency", "dependency-cycle", "replaces-unknown", "port-conflict",
         "port-syntax", "capacity-exceeded", "tag-auto-placement", "too-many-ports",
         "replaces-other-node", "payload-too-large", "freeze-cron", "freeze-timezone", "freeze-window",
+        "secret-missing", "secret-missing-key", "secret-not-encrypted", "secret-recipient-missing",
     }  # fmt: skip
     assert expected <= rules
 

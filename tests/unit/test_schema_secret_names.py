@@ -47,4 +47,4 @@ def test_relative_names_are_fine(tmp_path: Path, name: str) -> None:
 def test_other_env_value_errors_still_name_the_key(tmp_path: Path) -> None:
     found = problems_of(tmp_path, service("web", "env:", "  PW:", "    path: x"))
     p = schema_problem(found, WEB)
-    assert p.path == "/env/PW/path" and "unknown key 'path' (allowed: file)" in p.message, p
+    assert p.path == "/env/PW/path" and "unknown key 'path' (allowed: file, secret)" in p.message, p

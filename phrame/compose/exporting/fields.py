@@ -64,10 +64,19 @@ def _cpus(nano: int) -> float | int:
     return int(cpus) if cpus == int(cpus) else cpus
 
 
+def secret_source(value: Mapping[str, Any]) -> str:
+    """What a secret env value stands for: its file name, or ``sops-<file>/<key>``."""
+    return f"sops-{value['secret']}" if "secret" in value else str(value["file"])
+
+
 def _env(env: Mapping[str, Any], secrets: Mapping[str, str]) -> CommentedMap:
     out = CommentedMap()
     for k, v in sorted(env.items()):
-        if isinstance(v, dict):
+        if isinstance(v, dict) and "secret" in v:  # a SOPS value: the node's agent decrypts it
+            var = secrets[secret_source(v)]
+            out[k] = f"${{{var}:?set {var} to the value of the SOPS secret {v['secret']}}}"
+            out.yaml_add_eol_comment(f"secret: SOPS {v['secret']}, decrypted by the node's agent", k)
+        elif isinstance(v, dict):
             var = secrets[v["file"]]
             # ${VAR:?...}: compose refuses to start without it rather than pass an empty secret
             out[k] = f"${{{var}:?set {var} to the content of the secret file {v['file'].replace('}', '')}}}"

@@ -15,7 +15,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap
 
-from phrame.compose.exporting.fields import container_service, network_entry
+from phrame.compose.exporting.fields import container_service, network_entry, secret_source
 from phrame.compose.names import env_var_name, unique
 from phrame.compose.yaml_writing import dump
 from schemas import PayloadError, Topics, check_payload
@@ -74,7 +74,12 @@ def _short_names(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
 def _secret_vars(containers: dict[str, dict[str, Any]]) -> dict[str, str]:
     """secret file name → the compose variable that stands for its content."""
     files = sorted(
-        {v["file"] for p in containers.values() for v in (p.get("env") or {}).values() if isinstance(v, dict)}
+        {
+            secret_source(v)
+            for p in containers.values()
+            for v in (p.get("env") or {}).values()
+            if isinstance(v, dict)
+        }
     )
     taken: set[str] = set()
     out = {}
@@ -98,7 +103,14 @@ def _header(
     ]
     if secrets:
         lines.append("Secrets are never exported: set each variable to the content of the node's file")
-        lines += [f"  {var}: PHRAME_SECRETS_DIR/{f}" for f, var in secrets.items()]
+        if any(f.startswith("sops-") for f in secrets):
+            lines.append(
+                "(sops-<file>/<key>: the value of the environment's SOPS file secrets/<file>.sops.yaml)"
+            )
+        lines += [
+            f"  {var}: {f if f.startswith('sops-') else 'PHRAME_SECRETS_DIR/' + f}"
+            for f, var in secrets.items()
+        ]
     if processes:
         lines.append("Host processes the agent runs on this node (no compose equivalent):")
         for item_id, p in sorted(processes.items()):
