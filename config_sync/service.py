@@ -30,6 +30,8 @@ from config_sync.notify.delivery import HttpDelivery
 from config_sync.notify.events import Message, Transition
 from config_sync.notify.notifier import Notifier
 from config_sync.notify.outbox import Outbox
+from config_sync.previews.gitlab_review import GitLabReviewApps
+from config_sync.previews.manager import PreviewManager
 from config_sync.publication.sender import DesiredPublisher, SyncOutcome
 from config_sync.reporting import CommitReporter, GitLabReporter, LocalReporter
 from config_sync.rollouts.controller import RolloutController
@@ -146,6 +148,19 @@ class ConfigSync:
             history=self.history,
             rollouts=self.rollouts,
         )
+        # merge-request previews: deployed by a review, stopped by a close, a merge or the
+        # expiry poll, all on the reviews worker
+        self.previews = PreviewManager(
+            self.git,
+            self.publisher,
+            self.topics,
+            fleet=lambda: self.syncer.fleet,
+            review_apps=(
+                GitLabReviewApps(self.reporter.gitlab) if isinstance(self.reporter, GitLabReporter) else None
+            ),
+            read_cache=self.syncer.read_cache,
+        )
+        self.syncer.previews = self.previews
         # a fetch or a publication that failed (a TemporaryError) runs again with backoff, not
         # at the next poll; an invalid commit is no failure (it is reported) and waits for a new head
         self.queue = WorkQueue(
@@ -223,7 +238,9 @@ class ConfigSync:
         # the deployments recorded before a restart, before anything is published
         self.history.restore(self.publisher.published or {})
         self._remember_failures()
+        self.previews.restore(self.publisher.published or {})
         self.started_at = time.time()
+        self._reviews_worker()  # its poll is the previews' expiry timer
         self.trigger_sync(self.settings.default_ref)
         with self._lock:
             deferred, self._deferred_reviews = self._deferred_reviews, {}
@@ -268,8 +285,19 @@ class ConfigSync:
                     return False
                 deferred[iid] = route
                 return True
+        self.previews.forks[iid] = route.fork
         job = lambda: self._review(iid, source, target)  # noqa: E731
-        return self.queue.worker("reviews").trigger(f"mr:{iid}", job, max_pending=self.max_pending_reviews)
+        return self._reviews_worker().trigger(f"mr:{iid}", job, max_pending=self.max_pending_reviews)
+
+    def trigger_preview_stop(self, iid: int) -> bool:
+        """Stop the previews of merge request ``iid`` (closed or merged), on the reviews worker."""
+        if self.started_at is None:
+            return False  # not started: the records are read back at start and expire from there
+        return self._reviews_worker().trigger(f"stop:{iid}", lambda: self.previews.stop_mr(iid))
+
+    def _reviews_worker(self) -> Any:
+        """The worker of reviews and previews; its poll stops the previews past ``stop_at``."""
+        return self.queue.worker("reviews", poll=self.previews.expire, poll_key="preview-expiry")
 
     def _trigger_rollout(self, ref: str) -> None:
         """A rollout of ``ref`` may move on (its containers changed, a deadline, a promotion):

@@ -9,6 +9,7 @@ topic API proposes imports. Every failure is a :class:`GitLabError`, either
 from __future__ import annotations
 
 from phrame.gitlab.deployments import Deployment, Deployments
+from phrame.gitlab.environments import Environment, Environments
 from phrame.gitlab.errors import GitLabError, GitLabRefused, GitLabUnavailable
 from phrame.gitlab.merge_requests import MergeRequest, MergeRequests
 from phrame.gitlab.project import STATES, GitLabProject
@@ -17,6 +18,8 @@ __all__ = [
     "STATES",
     "Deployment",
     "Deployments",
+    "Environment",
+    "Environments",
     "GitLabError",
     "GitLabProject",
     "GitLabRefused",

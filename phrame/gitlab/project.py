@@ -15,6 +15,7 @@ from typing import Any
 import gitlab
 
 from phrame.gitlab.deployments import Deployments
+from phrame.gitlab.environments import Environments
 from phrame.gitlab.errors import GitLabError, converting, refuse_tag
 from phrame.gitlab.merge_requests import MergeRequests
 
@@ -36,6 +37,7 @@ class GitLabProject:
         self.where = f"{url} project {project}"
         self.merge_requests = MergeRequests(self._project, self.where)
         self.deployments = Deployments(self._project, self.where)
+        self.environments = Environments(self._project, self.where, url)
 
     # -- commit statuses
     def set_status(
