@@ -159,6 +159,7 @@ class ConfigSync:
                 GitLabReviewApps(self.reporter.gitlab) if isinstance(self.reporter, GitLabReporter) else None
             ),
             read_cache=self.syncer.read_cache,
+            ports=settings.preview_ports,
         )
         self.syncer.previews = self.previews
         # a fetch or a publication that failed (a TemporaryError) runs again with backoff, not

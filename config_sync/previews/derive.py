@@ -107,23 +107,25 @@ def allocate_ports(
     *,
     used: Collection[int],
     previous: Mapping[PortKey, int] | None = None,
+    first: int = PORT_FIRST,
+    last: int = PORT_LAST,
 ) -> dict[PortKey, int]:
-    """A host port in ``PORT_FIRST``-``PORT_LAST`` for each key: the one it had
+    """A host port in ``first``-``last`` (``PHRAME_PREVIEW_PORTS``) for each key: the one it had
     (``previous``) while still free, else the lowest free one, in key order. ``used``: the
     host ports other items publish on the preview's node (the environment's, other previews')."""
     taken = set(used)
     out: dict[PortKey, int] = {}
     for key in sorted(wanted):
         port = (previous or {}).get(key)
-        if port is not None and port not in taken and PORT_FIRST <= port <= PORT_LAST:
+        if port is not None and port not in taken and first <= port <= last:
             out[key] = port
             taken.add(port)
     for key in sorted(wanted):
         if key in out:
             continue
-        port = next((p for p in range(PORT_FIRST, PORT_LAST + 1) if p not in taken), None)
+        port = next((p for p in range(first, last + 1) if p not in taken), None)
         if port is None:
-            raise PreviewUnplaceable(f"no free host port left in {PORT_FIRST}-{PORT_LAST}")
+            raise PreviewUnplaceable(f"no free host port left in {first}-{last} (PHRAME_PREVIEW_PORTS)")
         out[key] = port
         taken.add(port)
     return out

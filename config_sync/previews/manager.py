@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 from config_sync.models import Claim
 from config_sync.previews.derive import (
+    PORT_FIRST,
+    PORT_LAST,
     PreviewSpec,
     PreviewUnplaceable,
     allocate_ports,
@@ -69,7 +71,9 @@ class PreviewManager:
         review_apps: ReviewApps | None = None,
         clock: Callable[[], float] = time.time,
         read_cache: ReadCache | None = None,
+        ports: tuple[int, int] = (PORT_FIRST, PORT_LAST),
     ) -> None:
+        self.ports = ports  # PHRAME_PREVIEW_PORTS
         self.git, self.publisher, self.topics = git, publisher, topics
         self.fleet = fleet  # the default ref's inventory: every node keeps its manifest
         self.review_apps = review_apps
@@ -202,7 +206,13 @@ class PreviewManager:
             raise PreviewUnplaceable("none of the preview's services is in the head")
         node = choose_node(target, spec, name)
         mappings = published_ports(source, services)
-        ports = allocate_ports(mappings, used=self._used_ports(node, name), previous=previous_ports(before))
+        ports = allocate_ports(
+            mappings,
+            used=self._used_ports(node, name),
+            previous=previous_ports(before),
+            first=self.ports[0],
+            last=self.ports[1],
+        )
         derived = derive(head, env, iid, services=services, node=node, ports=ports)
         derived.nodes = dict(target.nodes)  # the target's inventory decides where it may run
         rendered = render_checked(derived, sha).topics(self.topics)
