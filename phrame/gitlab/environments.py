@@ -27,10 +27,10 @@ class Environment:
 class Environments:
     """Reached as ``GitLabProject(...).environments``; ``project`` is python-gitlab's."""
 
-    def __init__(self, project: Any, where: str, url: str) -> None:
+    def __init__(self, project: Any, where: str, web: str | None = None) -> None:
         self._project = project
         self._where = where
-        self._url = url.rstrip("/")
+        self._web = web.rstrip("/") if web else None  # the project's page: ``<url>/<group>/<name>``
 
     def find(self, name: str) -> Environment | None:
         """The environment called ``name`` (``GET /projects/:id/environments?name=``), or None."""
@@ -70,6 +70,5 @@ class Environments:
 
     def _of(self, env: Any) -> Environment:
         ident = int(env.id)
-        project_url = getattr(self._project, "web_url", None)
-        web = f"{project_url}/-/environments/{ident}" if isinstance(project_url, str) else None
+        web = f"{self._web}/-/environments/{ident}" if self._web else None
         return Environment(ident, str(env.name), str(getattr(env, "state", "available")), web)

@@ -37,7 +37,9 @@ class GitLabProject:
         self.where = f"{url} project {project}"
         self.merge_requests = MergeRequests(self._project, self.where)
         self.deployments = Deployments(self._project, self.where)
-        self.environments = Environments(self._project, self.where, url)
+        # a project named by its path has a page to link; one named by its id needs a lookup we skip
+        web = f"{url.rstrip('/')}/{project}" if isinstance(project, str) and not project.isdigit() else None
+        self.environments = Environments(self._project, self.where, web)
 
     # -- commit statuses
     def set_status(
