@@ -21,7 +21,7 @@ from config_sync.deploys.records import DeployRecord
 from config_sync.deploys.watcher import DeployWatcher
 from config_sync.errors import PublishError
 from config_sync.intake.clone import SyncRepo
-from config_sync.intake.queue import WorkQueue
+from config_sync.intake.queue import Worker, WorkQueue
 from config_sync.intake.syncing import Syncer
 from config_sync.intake.webhooks import Route
 from config_sync.metrics import Metrics
@@ -296,7 +296,7 @@ class ConfigSync:
             return False  # not started: the records are read back at start and expire from there
         return self._reviews_worker().trigger(f"stop:{iid}", lambda: self.previews.stop_mr(iid))
 
-    def _reviews_worker(self) -> Any:
+    def _reviews_worker(self) -> Worker:
         """The worker of reviews and previews; its poll stops the previews past ``stop_at``."""
         return self.queue.worker("reviews", poll=self.previews.expire, poll_key="preview-expiry")
 

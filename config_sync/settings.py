@@ -139,5 +139,7 @@ def port_range(text: str) -> tuple[int, int]:
     except ValueError:
         lo = hi = 0
     if not sep or not 1 <= lo <= hi <= 65535:
-        raise SettingsError(f"PHRAME_PREVIEW_PORTS={text!r}: expected FIRST-LAST, ports 1-65535 (e.g. 20000-29999)")
+        raise SettingsError(
+            f"PHRAME_PREVIEW_PORTS={text!r}: expected FIRST-LAST, ports 1-65535 (e.g. 20000-29999)"
+        )
     return lo, hi

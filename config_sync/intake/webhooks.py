@@ -21,6 +21,9 @@ ZERO_SHA = "0" * 40
 BRANCH_PREFIX = "refs/heads/"
 TAG_PREFIX = "refs/tags/"  # a tracked tag keeps its full name (Environment.track)
 MR_REVIEW_ACTIONS = ("open", "reopen", "update")
+# an approval reviews again: a fork's preview waits for one (GitLab sends ``approved`` when the
+# required approvals are met, ``approval`` for each one before that)
+MR_APPROVAL_ACTIONS = ("approved", "approval")
 MR_STOP_ACTIONS = ("close",)  # its preview is stopped (``merge`` stops it too, beside the sync)
 MAX_IID = 2**31 - 1  # GitLab's iids are 32-bit; anything else is not from GitLab
 
@@ -129,7 +132,7 @@ def _merge_request(body: Mapping[str, Any], tracked: Collection[str]) -> Route:
         return Route("sync", f"!{iid} merged into {target}", ref=target, mr_iid=iid)
     if action in MR_STOP_ACTIONS:
         return Route("stop", f"!{iid} {action}d: its preview is stopped", ref=target, mr_iid=iid)
-    if action not in MR_REVIEW_ACTIONS:
+    if action not in MR_REVIEW_ACTIONS and action not in MR_APPROVAL_ACTIONS:
         return Route("ignore", f"!{iid}: action {action!r} needs no review")
     last = attrs.get("last_commit")
     sha = last.get("id") if isinstance(last, dict) else None

@@ -134,7 +134,11 @@ def allocate_ports(
 def _port_text(m: PortMapping, host_port: int | None) -> str:
     ip = f"[{m.host_ip}]" if m.host_ip and ":" in m.host_ip else m.host_ip
     host = f"{ip}:{host_port}" if ip else str(host_port)
-    return f"{host}:{m.container_port}/{m.protocol}" if host_port is not None else f"{m.container_port}/{m.protocol}"
+    return (
+        f"{host}:{m.container_port}/{m.protocol}"
+        if host_port is not None
+        else f"{m.container_port}/{m.protocol}"
+    )
 
 
 def derive(

@@ -174,7 +174,9 @@ class PreviewManager:
         elif head is None:
             first = head_errors[0] if head_errors else {"message": "unreadable"}
             where = f"{first['file']}:{first.get('line', 1)}: " if "file" in first else ""
-            record["reason"] = f"the head does not validate ({where}{first['message']}); the last preview stays"
+            record["reason"] = (
+                f"the head does not validate ({where}{first['message']}); the last preview stays"
+            )
         elif env not in head.environments:
             record["reason"] = f"the head has no environment {env}"
         else:
@@ -261,7 +263,9 @@ class PreviewManager:
         record = self.records.get(name) or {}
         iid = int(record.get("mr_iid", 0))
         self._publish(iid, name, str(record.get("commit") or ""), {})
-        self.publisher.broker.publish_batch([(self.topics.env_preview(name), None)], timeout=self.publisher.timeout)
+        self.publisher.broker.publish_batch(
+            [(self.topics.env_preview(name), None)], timeout=self.publisher.timeout
+        )
         self.records.pop(name, None)
         if self.review_apps is not None:
             self.review_apps.stopped(name)

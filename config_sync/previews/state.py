@@ -18,7 +18,9 @@ from phrame.config_repo.quantities import PortMapping
 DEPLOYED, WAITING, FAILED = "deployed", "waiting-approval", "failed"
 
 
-def addresses(node: str, mappings: Mapping[PortKey, PortMapping], ports: Mapping[PortKey, int]) -> list[dict[str, Any]]:
+def addresses(
+    node: str, mappings: Mapping[PortKey, PortMapping], ports: Mapping[PortKey, int]
+) -> list[dict[str, Any]]:
     """The ``addresses`` field: each published mapping with the host port the preview got."""
     del node  # the record names the node once
     return [

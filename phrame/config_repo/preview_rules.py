@@ -74,7 +74,7 @@ def _checks(repo: ConfigRepo, env: Environment, doc: Document, preview: dict[str
             yield _at(doc, ["preview", "nodes", "node"], "unknown-node", f"node {pin!r} is not in nodes/")
     elif "labels" in nodes and not nodes_with_labels(repo, nodes["labels"]):
         shown = ", ".join(f"{k}={label_text(v)}" for k, v in sorted(nodes["labels"].items()))
-        msg = f"no node in nodes/ carries the labels {shown} (or every one is cordoned): previews could run nowhere"
+        msg = f"no node in nodes/ carries the labels {shown} (or each is cordoned): no preview can run"
         yield _at(doc, ["preview", "nodes", "labels"], "preview-no-node", msg)
     for i, service in enumerate(preview.get("services", [])):
         if service not in env.services:

@@ -126,7 +126,11 @@ def test_a_forks_preview_waits_for_an_approval_then_is_a_gitlab_review_environme
             "studio-a-mr-7.mixer.0",
         ]
     [env] = gitlab.environments
-    assert env["name"] == NAME and env["sent"] == {"name": NAME, "tier": "development", "auto_stop_setting": "always"}
+    assert env["name"] == NAME and env["sent"] == {
+        "name": NAME,
+        "tier": "development",
+        "auto_stop_setting": "always",
+    }
     review = [d for d in gitlab.deployments if d["environment"]["name"] == NAME]
     assert [(d["sha"], d["ref"], d["status"]) for d in review] == [(head, "feature/x", "success")]
     link = f"[GitLab environment {NAME}]({GITLAB}/studio/phrame-config/-/environments/{env['id']})"

@@ -32,14 +32,22 @@ def test_a_review_environment_is_made_once_with_a_deployment_and_linked() -> Non
     listing = responses.get(ENVS, json=[])
     made = responses.post(ENVS, json=env_doc(), status=201)
     responses.get(f"{PROJECT}/deployments", json=[])
-    deployed = responses.post(f"{PROJECT}/deployments", json={"id": 5, "status": "success", "sha": SHA}, status=201)
+    deployed = responses.post(
+        f"{PROJECT}/deployments", json={"id": 5, "status": "success", "sha": SHA}, status=201
+    )
     url = GitLabReviewApps(project()).started("studio-a-mr-7", SHA, "feature/x")
     assert url == f"{GITLAB}/broadcast/phrame-config/-/environments/31"
     assert "name=review%2Fstudio-a-mr-7" in (listing.calls[0].request.url or "")
     sent = json.loads(made.calls[0].request.body or "{}")
     assert sent == {"name": NAME, "tier": "development", "auto_stop_setting": "always"}
     deployment = json.loads(deployed.calls[0].request.body or "{}")
-    assert deployment == {"environment": NAME, "sha": SHA, "ref": "feature/x", "tag": False, "status": "success"}
+    assert deployment == {
+        "environment": NAME,
+        "sha": SHA,
+        "ref": "feature/x",
+        "tag": False,
+        "status": "success",
+    }
     # the next head: the environment is found, not made again
     responses.get(ENVS, json=[env_doc()])
     assert GitLabReviewApps(project()).started("studio-a-mr-7", "b" * 40, "feature/x") is not None

@@ -104,7 +104,9 @@ def test_the_node_is_the_pin_or_a_stable_choice_among_the_labelled_nodes(tmp_pat
 
 
 def test_the_preview_renders_as_its_own_environment_on_the_node_with_moved_ports(tmp_path: Path) -> None:
-    repo, problems = sample(tmp_path, "preview:\n  nodes: {node: core-01}\n  services: [mixer]\n  auto_stop_h: 2\n")
+    repo, problems = sample(
+        tmp_path, "preview:\n  nodes: {node: core-01}\n  services: [mixer]\n  auto_stop_h: 2\n"
+    )
     assert problems == []
     spec = preview_spec(repo, "studio-a")
     assert spec == PreviewSpec("studio-a", node="core-01", services=("mixer",), auto_stop_h=2.0)
@@ -155,6 +157,8 @@ def test_the_note_section_lists_state_node_and_addresses() -> None:
     }  # fmt: skip
     text = note_section([record])
     assert "**quickstart-mr-7** (deployed, at bbbbbbbbbbbb)" in text
-    assert "[GitLab environment review/quickstart-mr-7](https://gitlab.example.test/p/-/environments/3)" in text
+    assert (
+        "[GitLab environment review/quickstart-mr-7](https://gitlab.example.test/p/-/environments/3)" in text
+    )
     assert "node `dev-2`" in text and "`127.0.0.1:20000` → web:8080/tcp" in text
     assert note_section([]) == ""

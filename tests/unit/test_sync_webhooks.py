@@ -75,11 +75,29 @@ def test_merge_request_merge_syncs_the_target_and_stops_its_preview_and_close_st
     assert (closed.action, closed.ref, closed.mr_iid) == ("stop", "main", 7)
 
 
+@pytest.mark.parametrize("action", ["approved", "approval"])
+def test_an_approval_reviews_again_so_a_forks_preview_can_deploy(action: str) -> None:
+    event, body = delivery("merge-request-open.json")
+    attrs = {**body["object_attributes"], "action": action}
+    r = route(event, {**body, "object_attributes": attrs}, TRACKED)
+    assert (r.action, r.mr_iid) == ("review", 7)
+    attrs = {**body["object_attributes"], "action": "unapproved"}
+    assert route(event, {**body, "object_attributes": attrs}, TRACKED).action == "ignore"
+
+
 def test_merge_request_from_a_fork_is_marked() -> None:
     event, body = delivery("merge-request-open.json")
     attrs = body["object_attributes"]
-    same = route(event, {**body, "object_attributes": {**attrs, "source_project_id": 1, "target_project_id": 1}}, TRACKED)
-    fork = route(event, {**body, "object_attributes": {**attrs, "source_project_id": 2, "target_project_id": 1}}, TRACKED)
+    same = route(
+        event,
+        {**body, "object_attributes": {**attrs, "source_project_id": 1, "target_project_id": 1}},
+        TRACKED,
+    )
+    fork = route(
+        event,
+        {**body, "object_attributes": {**attrs, "source_project_id": 2, "target_project_id": 1}},
+        TRACKED,
+    )
     assert (same.fork, fork.fork) == (False, True)
 
 
