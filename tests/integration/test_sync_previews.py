@@ -87,6 +87,8 @@ def test_an_mr_deploys_moves_and_stops_its_preview_beside_the_environment(
         note = reporter.memory.notes[7]
         assert "### Preview" in note and "**studio-a-mr-7** (deployed" in note
         assert f"`127.0.0.1:{port}` → mixer:9100/tcp" in note
+        status = r.http.get("/status", headers={"Authorization": f"Bearer {SECRET}"}).json()
+        assert status["previews"]["studio-a-mr-7"]["state"] == "deployed"
 
         # an update moves it to the new head; its address stays
         second = branch_commit(r.remote, "two")
