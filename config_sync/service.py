@@ -241,7 +241,8 @@ class ConfigSync:
         self._remember_failures()
         self.previews.restore(self.publisher.published or {})
         self.started_at = time.time()
-        self._reviews_worker()  # its poll is the previews' expiry timer
+        if self.previews.records:  # previews read back: the worker whose poll expires them
+            self._reviews_worker()
         self.trigger_sync(self.settings.default_ref)
         with self._lock:
             deferred, self._deferred_reviews = self._deferred_reviews, {}
@@ -297,7 +298,8 @@ class ConfigSync:
         return self._reviews_worker().trigger(f"stop:{iid}", lambda: self.previews.stop_mr(iid))
 
     def _reviews_worker(self) -> Worker:
-        """The worker of reviews and previews; its poll stops the previews past ``stop_at``."""
+        """The worker of reviews and previews, made by the first review (or at start when
+        previews were read back); its poll stops the previews past ``stop_at``."""
         return self.queue.worker("reviews", poll=self.previews.expire, poll_key="preview-expiry")
 
     def _trigger_rollout(self, ref: str) -> None:
