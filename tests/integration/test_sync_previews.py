@@ -15,7 +15,7 @@ import pytest
 from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from schemas import Topics
-from tests.integration.test_sync_app import Running, serving
+from tests.integration.test_sync_app import Running, delivery, serving
 from tests.support.mosquitto import Mosquitto
 from tests.support.sync_support import SAMPLE, SECRET, ConfigRemote, desired_on_broker, reader, settings_for
 
@@ -159,3 +159,41 @@ def test_a_stale_preview_is_removed_by_the_expiry_poll_and_a_close_hook_stops_on
     with reader(mosquitto.url) as client:
         assert not preview_items(desired_on_broker(client))
     assert previews.records == {}
+
+
+@pytest.mark.slow
+def test_an_invalid_head_keeps_the_last_preview_and_a_forks_waits_for_an_approval_locally(
+    with_preview: Running, mosquitto: Mosquitto
+) -> None:
+    r = with_preview
+    r.remote.work.git.checkout("-b", "feature/x")
+    first = branch_commit(r.remote, "one")
+    assert r.post("merge-request-open.json").status_code == 202
+    r.idle()
+    mixer = (SAMPLE / MIXER).read_text().replace("replicas: 2", "replicas: two")
+    r.remote.commit("broken", branch="feature/x", files={MIXER: mixer})
+    assert r.post("merge-request-update.json").status_code == 202
+    r.idle()
+    record = r.service.previews.records["studio-a-mr-7"]
+    assert (record["state"], record["commit"]) == ("failed", first)
+    assert record["reason"].startswith(f"the head does not validate ({MIXER}:")
+    with reader(mosquitto.url) as client:
+        mixer_item = json.loads(
+            desired_on_broker(client)["phrame/desired/nodes/core-01/containers/studio-a-mr-7.mixer.0"]
+        )
+        assert mixer_item["commit"] == first  # the last preview stays
+    reporter = r.service.reporter
+    assert isinstance(reporter, LocalReporter)
+    assert "**studio-a-mr-7** (failed, at" in reporter.memory.notes[7]
+
+    # a merge request from a fork: held, as the local host has no approvals (what an approved
+    # head left running stays until the merge request closes or goes stale)
+    headers, raw = delivery("merge-request-update.json")
+    body = json.loads(raw)
+    body["object_attributes"]["source_project_id"] = 99
+    headers["Idempotency-Key"] = "fork-local"
+    assert r.http.post("/webhooks/gitlab", content=json.dumps(body), headers=headers).status_code == 202
+    r.idle()
+    record = r.service.previews.records["studio-a-mr-7"]
+    assert record["state"] == "waiting-approval" and "the local git host holds it" in record["reason"]
+    assert "the local git host holds it" in reporter.memory.notes[7]
