@@ -18,6 +18,7 @@ import responses
 
 from config_sync.reporting import GitLabReporter
 from config_sync.service import ConfigSync
+from schemas.registry import check_payload
 from tests.integration.test_sync_app import Running, delivery, serving
 from tests.integration.test_sync_gitlab_flow import GITLAB, JSON, PROJECT, CannedGitLab
 from tests.support.mosquitto import Mosquitto
@@ -120,6 +121,7 @@ def test_a_forks_preview_waits_for_an_approval_then_is_a_gitlab_review_environme
     running.idle()
     record = running.service.previews.records["studio-a-mr-7"]
     assert (record["state"], record["commit"]) == ("deployed", head)
+    check_payload("desired-preview", record)
     with reader(mosquitto.url) as client:
         assert sorted(t.rsplit("/", 1)[1] for t in preview_items(client) if "/containers/" in t) == [
             "studio-a-mr-7.input-proc.0",

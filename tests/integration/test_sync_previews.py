@@ -15,6 +15,7 @@ import pytest
 from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from schemas import Topics
+from schemas.registry import check_payload
 from tests.integration.test_sync_app import Running, delivery, serving
 from tests.support.mosquitto import Mosquitto
 from tests.support.sync_support import SAMPLE, SECRET, ConfigRemote, desired_on_broker, reader, settings_for
@@ -79,6 +80,7 @@ def test_an_mr_deploys_moves_and_stops_its_preview_beside_the_environment(
         manifest = json.loads(desired[T.manifest("core-01")])
         assert "containers/studio-a-mr-7.mixer.0" in manifest["items"]
         record = json.loads(desired[RECORD])
+        check_payload(T.parse(RECORD).schema_name, record)  # as the mirror and the topic API read it
         assert (record["state"], record["commit"], record["node"]) == ("deployed", first, "core-01")
         assert T.env_sync("studio-a-mr-7") not in desired  # no sync topic: no ref clears it as its own
         assert own(desired) == before  # byte for byte
@@ -175,6 +177,7 @@ def test_an_invalid_head_keeps_the_last_preview_and_a_forks_waits_for_an_approva
     assert r.post("merge-request-update.json").status_code == 202
     r.idle()
     record = r.service.previews.records["studio-a-mr-7"]
+    check_payload("desired-preview", record)
     assert (record["state"], record["commit"]) == ("failed", first)
     assert record["reason"].startswith(f"the head does not validate ({MIXER}:")
     with reader(mosquitto.url) as client:
@@ -196,4 +199,5 @@ def test_an_invalid_head_keeps_the_last_preview_and_a_forks_waits_for_an_approva
     r.idle()
     record = r.service.previews.records["studio-a-mr-7"]
     assert record["state"] == "waiting-approval" and "the local git host holds it" in record["reason"]
+    check_payload("desired-preview", record)
     assert "the local git host holds it" in reporter.memory.notes[7]
