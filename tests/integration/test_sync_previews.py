@@ -161,6 +161,18 @@ def test_a_stale_preview_is_removed_by_the_expiry_poll_and_a_close_hook_stops_on
     with reader(mosquitto.url) as client:
         assert not preview_items(desired_on_broker(client))
     assert previews.records == {}
+    # reopened (any review event), then merged: the preview goes and the target syncs as before
+    branch_commit(r.remote, "three")
+    assert r.post("merge-request-update.json", **{"Idempotency-Key": "again"}).status_code == 202
+    r.idle()
+    assert "studio-a-mr-7" in previews.records
+    syncs = r.syncs
+    answer = r.post("merge-request-merge.json")
+    assert answer.status_code == 202 and answer.json()["ref"] == "main"
+    r.idle()
+    assert previews.records == {} and r.syncs == syncs + 1
+    with reader(mosquitto.url) as client:
+        assert not preview_items(desired_on_broker(client))
 
 
 @pytest.mark.slow
