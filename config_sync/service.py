@@ -179,6 +179,7 @@ class ConfigSync:
         self._start_error: MqttError | None = None
         self.max_pending_reviews = MAX_PENDING_REVIEWS
         self._deferred_reviews: dict[int, Route] = {}  # by iid: the latest event wins
+        self._deferred_stops: set[int] = set()  # closed or merged before start: stopped once started
 
     # -- lifecycle
     def start(self) -> None:
@@ -246,8 +247,13 @@ class ConfigSync:
         self.trigger_sync(self.settings.default_ref)
         with self._lock:
             deferred, self._deferred_reviews = self._deferred_reviews, {}
+            stops, self._deferred_stops = self._deferred_stops, set()
         for route in deferred.values():
             self.trigger_review(route)
+        for iid in sorted(
+            stops
+        ):  # after the reviews: a merge request opened and closed meanwhile ends stopped
+            self.trigger_preview_stop(iid)
 
     def stop(self) -> None:
         self._stopping = True
@@ -293,8 +299,11 @@ class ConfigSync:
 
     def trigger_preview_stop(self, iid: int) -> bool:
         """Stop the previews of merge request ``iid`` (closed or merged), on the reviews worker."""
-        if self.started_at is None:
-            return False  # not started: the records are read back at start and expire from there
+        with self._lock:
+            if self.started_at is None:  # its record is not read back yet: stopped once started
+                self._deferred_reviews.pop(iid, None)
+                self._deferred_stops.add(iid)
+                return True
         return self._reviews_worker().trigger(f"stop:{iid}", lambda: self.previews.stop_mr(iid))
 
     def _reviews_worker(self) -> Worker:

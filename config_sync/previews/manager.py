@@ -247,6 +247,7 @@ class PreviewManager:
         names = [r["preview"] for r in self.of_mr(iid)]
         for name in names:
             self.stop(name)
+        self.forks.pop(iid, None)
         return names
 
     def expire(self) -> list[str]:

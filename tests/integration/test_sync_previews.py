@@ -117,6 +117,7 @@ def test_an_mr_deploys_moves_and_stops_its_preview_beside_the_environment(
     try:
         assert again.queue.wait_idle(30)
         assert again.previews.records["studio-a-mr-7"]["commit"] == second
+        assert "reviews" in again.queue.names()  # the expiry poll runs for what was read back
         with reader(mosquitto.url) as client:
             assert preview_items(desired_on_broker(client))
             # close clears its items and record within seconds; the environment's own stay
@@ -129,6 +130,29 @@ def test_an_mr_deploys_moves_and_stops_its_preview_beside_the_environment(
             manifest = json.loads(desired[T.manifest("core-01")])
             assert not any("studio-a-mr-7" in k for k in manifest["items"])
             assert own(desired) == before
+    finally:
+        again.stop()
+
+
+@pytest.mark.slow
+def test_a_close_heard_before_the_start_stops_the_preview_read_back_at_start(
+    with_preview: Running, mosquitto: Mosquitto
+) -> None:
+    r = with_preview
+    r.remote.work.git.checkout("-b", "feature/x")
+    branch_commit(r.remote, "one")
+    assert r.post("merge-request-open.json").status_code == 202
+    r.idle()
+    r.service.stop()
+    again = ConfigSync(r.service.settings, reporter=LocalReporter())
+    assert again.trigger_preview_stop(7)  # not started: kept until the records are read back
+    again.start()
+    try:
+        assert again.queue.wait_idle(30)
+        assert again.previews.records == {}
+        with reader(mosquitto.url) as client:
+            desired = desired_on_broker(client)
+            assert not preview_items(desired) and RECORD not in desired
     finally:
         again.stop()
 
