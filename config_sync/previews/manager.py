@@ -123,6 +123,13 @@ class PreviewManager:
         ``changed``: the environments the head changes; only those with ``preview:`` in the
         target's head (``target_sha``) get one, so a merge request cannot grant itself one."""
         target = self._load(target_sha)
+        if target.problems:  # its preview: blocks cannot be trusted: the previews stay as they are
+            log.warning(
+                "!%d: the target %s does not validate; its previews are left as they are",
+                iid,
+                target_sha[:12],
+            )
+            return note_section(self.of_mr(iid))
         if head_errors:  # what it changes is unknown: its previews say why they stay as they are
             changed = {str(r["environment"]) for r in self.of_mr(iid)}
         specs = {env: s for env in sorted(set(changed)) if (s := preview_spec(target, env)) is not None}

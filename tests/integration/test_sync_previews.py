@@ -237,3 +237,11 @@ def test_an_invalid_head_keeps_the_last_preview_and_a_forks_waits_for_an_approva
     assert record["state"] == "waiting-approval" and "the local git host holds it" in record["reason"]
     check_payload("desired-preview", record)
     assert "the local git host holds it" in reporter.memory.notes[7]
+
+    # a target that does not validate cannot be trusted with its preview: blocks: nothing moves
+    branch_commit(r.remote, "valid again")
+    r.remote.work.git.checkout("main")
+    r.remote.commit("break main", files={"nodes/core-01.yaml": "name: core-01\nbogus: 1\n"})
+    assert r.post("merge-request-update.json", **{"Idempotency-Key": "target-broken"}).status_code == 202
+    r.idle()
+    assert r.service.previews.records["studio-a-mr-7"] == record
