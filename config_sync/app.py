@@ -161,6 +161,10 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         if not seen.is_new(key):
             return _answer(service, "duplicate", 200, reason="delivery already seen")
         try:
+            if decided.mr_iid is not None and decided.action in ("sync", "stop"):
+                service.trigger_preview_stop(decided.mr_iid)  # closed or merged: its preview goes
+                if decided.action == "stop":
+                    return _answer(service, "queued", 202, mr=decided.mr_iid, reason=decided.reason)
             if decided.action == "sync" and decided.ref and service.trigger_sync(decided.ref):
                 return _answer(service, "queued", 202, ref=decided.ref, reason=decided.reason)
             if decided.action == "review":

@@ -45,6 +45,9 @@ class Claim:
     handed_over: frozenset[str] = frozenset()  # declared here but another ref's: never cleared
     nodes: frozenset[str] | None = None  # the fleet; None: the nodes of the rendering
     declared: frozenset[str] | None = None  # the default ref's environments (it alone clears others)
+    # False: a merge request's preview (config_sync.previews): no ``sync`` topic, so no ref's
+    # publication counts it as an environment of its own to clear; its state is its ``preview`` topic
+    reports_sync: bool = True
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from config_sync.deploys.records import DeployRecord
 from config_sync.deploys.watcher import DeployWatcher
 from config_sync.errors import PublishError
 from config_sync.intake.clone import SyncRepo
-from config_sync.intake.queue import WorkQueue
+from config_sync.intake.queue import Worker, WorkQueue
 from config_sync.intake.syncing import Syncer
 from config_sync.intake.webhooks import Route
 from config_sync.metrics import Metrics
@@ -33,6 +33,8 @@ from config_sync.notify.delivery import HttpDelivery
 from config_sync.notify.events import Message, Transition
 from config_sync.notify.notifier import Notifier
 from config_sync.notify.outbox import Outbox
+from config_sync.previews.gitlab_review import GitLabReviewApps
+from config_sync.previews.manager import PreviewManager
 from config_sync.publication.anti_entropy import AntiEntropy
 from config_sync.publication.sender import DesiredPublisher, SyncOutcome
 from config_sync.reporting import CommitReporter, GitLabReporter, LocalReporter
@@ -171,6 +173,20 @@ class ConfigSync:
             rollouts=self.rollouts,
             approvals=self.approvals,
         )
+        # merge-request previews: deployed by a review, stopped by a close, a merge or the
+        # expiry poll, all on the reviews worker
+        self.previews = PreviewManager(
+            self.git,
+            self.publisher,
+            self.topics,
+            fleet=lambda: self.syncer.fleet,
+            review_apps=(
+                GitLabReviewApps(self.reporter.gitlab) if isinstance(self.reporter, GitLabReporter) else None
+            ),
+            read_cache=self.syncer.read_cache,
+            ports=settings.preview_ports,
+        )
+        self.syncer.previews = self.previews
         # a fetch or a publication that failed (a TemporaryError) runs again with backoff, not
         # at the next poll; an invalid commit is no failure (it is reported) and waits for a new head
         self.queue = WorkQueue(
@@ -188,6 +204,7 @@ class ConfigSync:
         self._start_error: MqttError | None = None
         self.max_pending_reviews = MAX_PENDING_REVIEWS
         self._deferred_reviews: dict[int, Route] = {}  # by iid: the latest event wins
+        self._deferred_stops: set[int] = set()  # closed or merged before start: stopped once started
 
     # -- lifecycle
     def start(self) -> None:
@@ -251,12 +268,20 @@ class ConfigSync:
         self.history.restore(self.publisher.published or {})
         self.approval_store.restore(self.publisher.published or {})
         self._remember_failures()
+        self.previews.restore(self.publisher.published or {})
         self.started_at = time.time()
+        if self.previews.records:  # previews read back: the worker whose poll expires them
+            self._reviews_worker()
         self.trigger_sync(self.settings.default_ref)
         with self._lock:
             deferred, self._deferred_reviews = self._deferred_reviews, {}
+            stops, self._deferred_stops = self._deferred_stops, set()
         for route in deferred.values():
             self.trigger_review(route)
+        for iid in sorted(
+            stops
+        ):  # after the reviews: a merge request opened and closed meanwhile ends stopped
+            self.trigger_preview_stop(iid)
 
     def stop(self) -> None:
         self._stopping = True
@@ -298,8 +323,23 @@ class ConfigSync:
                     return False
                 deferred[iid] = route
                 return True
+        self.previews.forks[iid] = route.fork
         job = lambda: self._review(iid, source, target)  # noqa: E731
-        return self.queue.worker("reviews").trigger(f"mr:{iid}", job, max_pending=self.max_pending_reviews)
+        return self._reviews_worker().trigger(f"mr:{iid}", job, max_pending=self.max_pending_reviews)
+
+    def trigger_preview_stop(self, iid: int) -> bool:
+        """Stop the previews of merge request ``iid`` (closed or merged), on the reviews worker."""
+        with self._lock:
+            if self.started_at is None:  # its record is not read back yet: stopped once started
+                self._deferred_reviews.pop(iid, None)
+                self._deferred_stops.add(iid)
+                return True
+        return self._reviews_worker().trigger(f"stop:{iid}", lambda: self.previews.stop_mr(iid))
+
+    def _reviews_worker(self) -> Worker:
+        """The worker of reviews and previews, made by the first review (or at start when
+        previews were read back); its poll stops the previews past ``stop_at``."""
+        return self.queue.worker("reviews", poll=self.previews.expire, poll_key="preview-expiry")
 
     def _trigger_rollout(self, ref: str) -> None:
         """A rollout of ``ref`` may move on (its containers changed, a deadline, a promotion):

@@ -53,6 +53,7 @@ class SyncSettings:
     notify_retry_min_s: float = 1.0  # between tries: this, doubling ...
     notify_retry_max_s: float = 60.0  # ... up to this
     default_ref: str = "main"
+    preview_ports: tuple[int, int] = (20000, 29999)  # host ports merge-request previews publish on
     max_body_bytes: int = MAX_BODY_BYTES
     http: HttpLimits = field(default_factory=HttpLimits)
     mqtt: MqttSettings = field(default_factory=MqttSettings)
@@ -124,8 +125,23 @@ class SyncSettings:
             notify_retry_min_s=e.number("PHRAME_NOTIFY_RETRY_MIN_S", 1.0, minimum=0.01),
             notify_retry_max_s=e.number("PHRAME_NOTIFY_RETRY_MAX_S", 60.0, minimum=0.01),
             default_ref=e.text("PHRAME_TRACK_REF", "main") or "main",
+            preview_ports=port_range(e.text("PHRAME_PREVIEW_PORTS", "20000-29999") or "20000-29999"),
             max_body_bytes=e.integer("PHRAME_MAX_BODY_BYTES", MAX_BODY_BYTES, minimum=1024),
             http=HttpLimits.from_env(e),
             mqtt=MqttSettings.from_env("desired", env),
             actual_mqtt=MqttSettings.from_env("actual", env),
         )
+
+
+def port_range(text: str) -> tuple[int, int]:
+    """``PHRAME_PREVIEW_PORTS``: ``FIRST-LAST``, host ports 1-65535, FIRST <= LAST."""
+    first, sep, last = text.strip().partition("-")
+    try:
+        lo, hi = int(first), int(last)
+    except ValueError:
+        lo = hi = 0
+    if not sep or not 1 <= lo <= hi <= 65535:
+        raise SettingsError(
+            f"PHRAME_PREVIEW_PORTS={text!r}: expected FIRST-LAST, ports 1-65535 (e.g. 20000-29999)"
+        )
+    return lo, hi

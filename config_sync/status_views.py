@@ -58,6 +58,7 @@ def full_view(service: ConfigSync) -> dict[str, Any]:
         "tracked_refs": sorted(service.syncer.tracked),
         "environments": environments,
         "last_sync": last,
+        "previews": dict(sorted(service.previews.records.items())),  # merge-request previews' records
         "workers": workers,
         "deploys": {ref: d.commit for ref, d in service.deployer.active.items()},
         # each staged rollout's last state ("<env>/<service>" -> the retained document)

@@ -43,6 +43,8 @@ def files(settings: DevSettings) -> dict[str, str]:
     values = {
         "environment": settings.environment,
         "web_node": web_node,
+        # previews run beside the page, on the second node when there is one
+        "preview_node": settings.nodes[1] if len(settings.nodes) > 1 else web_node,
         "web_port": str(settings.web_port),
         "web_url": settings.web_url,
         "image": settings.image,

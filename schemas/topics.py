@@ -27,6 +27,7 @@ SCHEMA_OF = {
     ("desired", "placement"): "desired-placement",
     ("desired", "deploys"): "desired-deploys",
     ("desired", "rollout"): "desired-rollout",
+    ("desired", "preview"): "desired-preview",
     ("desired", "audit"): "desired-audit",
     ("desired", "approvals"): "desired-approvals",
     ("actual", "status"): "actual-status",
@@ -43,8 +44,9 @@ SCHEMA_OF = {
 @dataclass(frozen=True)
 class Topic:
     """A parsed topic. ``kind`` is an item kind, ``manifest``, ``status``, ``heartbeat``,
-    ``service``, ``sync``, ``placement``, ``deploys``, ``approvals``, ``rollout``, ``audit``, ``reply`` (an
-    agent's answer to a command: never retained, no item) or a command verb (``restart``, ``logs``)."""
+    ``service``, ``sync``, ``placement``, ``deploys``, ``approvals``, ``preview``, ``rollout``,
+    ``audit``, ``reply`` (an agent's answer to a command: never retained, no item) or a command
+    verb (``restart``, ``logs``)."""
 
     plane: str  # desired | actual | cmd
     kind: str
@@ -105,6 +107,10 @@ class Topics:
     def env_approvals(self, env: str) -> str:
         """The approvals of the environment's commits (config-sync's ``approvals``)."""
         return f"{self.environment(env)}/approvals"
+
+    def env_preview(self, env: str) -> str:
+        """A merge request's preview state (config-sync's ``previews``), ``env`` being ``<env>-mr-<iid>``."""
+        return f"{self.environment(env)}/preview"
 
     def env_rollout(self, env: str, service: str) -> str:
         """A service's staged rollout (config-sync's ``rollouts``)."""
@@ -220,7 +226,7 @@ def _parse_parts(p: list[str]) -> Topic:
             return Topic(plane, "service", environment=env, service=_check(_NAME, p[4], "service"))
         if len(p) == 5 and p[3] == "rollouts":
             return Topic(plane, "rollout", environment=env, service=_check(_NAME, p[4], "service"))
-        if len(p) == 4 and p[3] in ("sync", "placement", "deploys", "approvals"):
+        if len(p) == 4 and p[3] in ("sync", "placement", "deploys", "approvals", "preview"):
             return Topic(plane, p[3], environment=env)
     if plane == "desired" and len(p) == 3 and p[1] == "audit":
         _check(_NAME, p[2], "writer")

@@ -23,6 +23,7 @@ from config_sync.deploys.watcher import DeployWatcher
 from config_sync.intake.clone import SyncRepo
 from config_sync.models import Claim, Reading
 from config_sync.notify.targets import targets_of
+from config_sync.previews.manager import PreviewManager
 from config_sync.publication.sender import DesiredPublisher, Gate, SyncOutcome
 from config_sync.reporting import CommitReporter
 from config_sync.review_note import item_changes, review_note, rollout_waves
@@ -90,6 +91,9 @@ class Syncer:
         self._readings: OrderedDict[str, Reading] = OrderedDict()
         # files parsed and schema-checked before (same path, same blob) are not read again
         self.read_cache = ReadCache()
+        # merge-request previews (config_sync.previews): a review deploys or moves them and
+        # the plan note gets their section; None: no previews
+        self.previews: PreviewManager | None = None
 
     def read(self, sha: str) -> Reading:
         """Load, validate and render ``sha`` once; a poll that finds the same head only diffs."""
@@ -324,6 +328,16 @@ class Syncer:
             liveness=liveness,
             refused=refused,
         )
+        if self.previews is not None:
+            body += self.previews.review(
+                mr_iid,
+                source_branch=source_branch,
+                target_ref=target_ref,
+                sha=sha,
+                target_sha=target,
+                changed={c.item_id.split(".", 1)[0] for c in changes},
+                head_errors=errors,
+            )
         self.reporter.upsert_review_note(mr_iid, body)
         log.info("reviewed !%d at %s: %d change(s), %d error(s)", mr_iid, sha[:12], len(changes), len(errors))
         return body

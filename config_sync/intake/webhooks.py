@@ -21,6 +21,10 @@ ZERO_SHA = "0" * 40
 BRANCH_PREFIX = "refs/heads/"
 TAG_PREFIX = "refs/tags/"  # a tracked tag keeps its full name (Environment.track)
 MR_REVIEW_ACTIONS = ("open", "reopen", "update")
+# an approval reviews again: a fork's preview waits for one (GitLab sends ``approved`` when the
+# required approvals are met, ``approval`` for each one before that)
+MR_APPROVAL_ACTIONS = ("approved", "approval")
+MR_STOP_ACTIONS = ("close",)  # its preview is stopped (``merge`` stops it too, beside the sync)
 MAX_IID = 2**31 - 1  # GitLab's iids are 32-bit; anything else is not from GitLab
 
 
@@ -30,7 +34,10 @@ class MalformedEvent(SyncError):
 
 @dataclass(frozen=True)
 class Route:
-    """What a delivery asks for: ``sync`` (of ``ref``), ``review`` (a merge request) or ``ignore``."""
+    """What a delivery asks for: ``sync`` (of ``ref``), ``review`` (a merge request), ``stop``
+    (a closed merge request's preview) or ``ignore``. A merged merge request is a ``sync`` of
+    its target with ``mr_iid`` set: its preview is stopped too. ``fork``: the merge request
+    comes from another project (its preview waits for an approval)."""
 
     action: str
     reason: str
@@ -38,6 +45,7 @@ class Route:
     mr_iid: int | None = None
     source_branch: str | None = None
     sha: str | None = None
+    fork: bool = False
 
 
 def is_token_valid(expected: str | None, given: str | None) -> bool:
@@ -121,13 +129,19 @@ def _merge_request(body: Mapping[str, Any], tracked: Collection[str]) -> Route:
     if target not in tracked:
         return Route("ignore", f"!{iid} targets {target}, which is not tracked")
     if action == "merge":
-        return Route("sync", f"!{iid} merged into {target}", ref=target)
-    if action not in MR_REVIEW_ACTIONS:
+        return Route("sync", f"!{iid} merged into {target}", ref=target, mr_iid=iid)
+    if action in MR_STOP_ACTIONS:
+        return Route("stop", f"!{iid} {action}d: its preview is stopped", ref=target, mr_iid=iid)
+    if action not in MR_REVIEW_ACTIONS and action not in MR_APPROVAL_ACTIONS:
         return Route("ignore", f"!{iid}: action {action!r} needs no review")
     last = attrs.get("last_commit")
     sha = last.get("id") if isinstance(last, dict) else None
     sha = sha if isinstance(sha, str) and sha.isascii() else None  # informative only
-    return Route("review", f"!{iid} {action}", ref=target, mr_iid=iid, source_branch=source, sha=sha)
+    source_project, target_project = attrs.get("source_project_id"), attrs.get("target_project_id")
+    fork = source_project is not None and target_project is not None and source_project != target_project
+    return Route(
+        "review", f"!{iid} {action}", ref=target, mr_iid=iid, source_branch=source, sha=sha, fork=fork
+    )
 
 
 def route(event: str | None, body: Mapping[str, Any], tracked: Collection[str]) -> Route:

@@ -69,8 +69,12 @@ def publication_order(
             floor=floor,
         )
         diff = desired_diff(desired, published, topics, previous=previous)
-    sync = _sync_messages(
-        ref, commit, claim.environments, errors, published, topics, now, held or {}, holds or {}
+    sync = (
+        _sync_messages(
+            ref, commit, claim.environments, errors, published, topics, now, held or {}, holds or {}
+        )
+        if claim.reports_sync
+        else []
     )
     sync += [(topics.env_sync(env), None) for env in gone]
     order = PublicationOrder(items=diff.items, clears=diff.clears, manifests=diff.manifests, sync=tuple(sync))

@@ -15,6 +15,7 @@ from typing import Any
 from phrame.config_repo.assignment import Replica, replicas
 from phrame.config_repo.freeze import FreezeError, instant, parse_cron, zone_of
 from phrame.config_repo.model import ConfigRepo, Document, Environment, PathPart
+from phrame.config_repo.preview_rules import preview_problems
 from phrame.config_repo.problems import Problem
 from phrame.config_repo.quantities import PortMapping, format_bytes, memory_bytes, parse_ports
 from phrame.config_repo.secrets import secret_problems
@@ -314,6 +315,7 @@ def semantic_problems(repo: ConfigRepo) -> list[Problem]:
     problems = [*names(repo), *environment_settings(repo), *notify_targets(repo), *update_problems(repo)]
     problems += freeze_windows(repo)
     problems += secret_problems(repo)
+    problems += preview_problems(repo)
     for env in repo.environments.values():
         problems += [*references(repo, env), *cycles(env)]
     all_replicas = replicas(repo, partial=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from phrame.gitlab.approvals import Approver, MergeApprovals, MergedApprovals
 from phrame.gitlab.deployments import Deployment, Deployments
+from phrame.gitlab.environments import Environment, Environments
 from phrame.gitlab.errors import GitLabError, GitLabRefused, GitLabUnavailable
 from phrame.gitlab.merge_requests import MergeRequest, MergeRequests
 from phrame.gitlab.project import STATES, GitLabProject
@@ -19,6 +20,8 @@ __all__ = [
     "Approver",
     "Deployment",
     "Deployments",
+    "Environment",
+    "Environments",
     "GitLabError",
     "GitLabProject",
     "GitLabRefused",

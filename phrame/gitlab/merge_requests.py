@@ -31,6 +31,10 @@ class MergeRequests:
         self._project = project
         self._where = where
 
+    def approvals(self, iid: int) -> int:
+        """How many people approved merge request ``iid`` (a fork's preview waits for one)."""
+        return approvals_given(self._project, self._where, iid)
+
     def find_open(self, source_branch: str) -> MergeRequest | None:
         """The open merge request from ``source_branch``, or None."""
         with converting(f"list merge requests from {source_branch}", self._where):
@@ -104,3 +108,12 @@ class MergeRequests:
                 existing.body = body
                 existing.save()
         return body
+
+
+def approvals_given(project: Any, where: str, iid: int) -> int:
+    """How many people approved merge request ``iid`` (GitLab's ``GET
+    /projects/:id/merge_requests/:iid/approvals``: the length of ``approved_by``)."""
+    with converting(f"read the approvals of !{iid}", where):
+        state = project.mergerequests.get(iid, lazy=True).approvals.get()
+    approved_by = getattr(state, "approved_by", None) or []
+    return len(approved_by)

@@ -16,6 +16,7 @@ import gitlab
 
 from phrame.gitlab.approvals import MergeApprovals
 from phrame.gitlab.deployments import Deployments
+from phrame.gitlab.environments import Environments
 from phrame.gitlab.errors import GitLabError, converting, refuse_tag
 from phrame.gitlab.merge_requests import MergeRequests
 
@@ -38,6 +39,9 @@ class GitLabProject:
         self.merge_requests = MergeRequests(self._project, self.where)
         self.deployments = Deployments(self._project, self.where)
         self.approvals = MergeApprovals(self._project, self.where)
+        # a project named by its path has a page to link; one named by its id needs a lookup we skip
+        web = f"{url.rstrip('/')}/{project}" if isinstance(project, str) and not project.isdigit() else None
+        self.environments = Environments(self._project, self.where, web)
 
     # -- commit statuses
     def set_status(

@@ -161,11 +161,13 @@ def test_ignored_events_answer_200(running: Running) -> None:
     for name in (
         "tag-push.json",
         "push-branch-create.json",
-        "merge-request-close.json",
         "push-branch-delete.json",
     ):
         answer = running.post(name)
         assert answer.status_code == 200 and answer.json()["status"] == "ignored", name
+    # a close stops the merge request's previews (none here): queued, and no sync
+    answer = running.post("merge-request-close.json")
+    assert answer.status_code == 202 and answer.json()["mr"] == 7
     running.idle()
     assert running.syncs == 1
 

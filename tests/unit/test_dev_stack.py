@@ -52,6 +52,17 @@ def test_the_quickstart_sample_is_valid_and_renders_what_the_readme_promises(tmp
     assert not any(".worker." in t for t in topics if "/nodes/" in t)
 
 
+def test_the_quickstart_sample_opts_into_previews_of_the_page_on_the_second_node(tmp_path: Path):
+    settings = DevSettings(tmp_path / "state", nodes=("dev-1", "dev-2"), web_port=18081)
+    repo, problems = load_directory(write(sample.files(settings), tmp_path / "repo"))
+    assert [p.format() for p in validate(repo, problems)] == []
+    preview = repo.environments["quickstart"].settings["preview"]
+    assert preview == {"nodes": {"node": "dev-2"}, "services": ["web"], "auto_stop_h": 48}
+    one = DevSettings(tmp_path / "one", nodes=("dev-1",))
+    files = sample.files(one)
+    assert "node: dev-1" in files["environments/quickstart/environment.yaml"]
+
+
 def test_sample_uses_the_chosen_node_names_and_environment(tmp_path: Path):
     settings = DevSettings(tmp_path, nodes=("e2e-1", "e2e-2", "e2e-3"), environment="e2e-x")
     files = sample.files(settings)

@@ -236,3 +236,40 @@ def test_an_invalid_commit_orders_only_its_sync_topics(rendered: dict[str, Any])
     assert order.items == () and order.clears == () and order.manifests == ()
     [(topic, raw)] = order.publication_messages()
     assert topic == T.env_sync("studio-a") and raw is not None and json_of(raw)["ok"] is False
+
+
+def test_a_preview_and_the_default_ref_never_clear_each_others_items(rendered: dict[str, Any]) -> None:
+    """The invariant previews rely on: no ``sync`` topic for a preview (``reports_sync``
+    False), so the default ref never counts it as an environment to clear; and a preview's
+    publication, scoped to its own environment, keeps the environment's items."""
+    own = {**published_of(rendered), T.env_sync("studio-a"): sync_of("studio-a", "main")}
+    item = T.desired_item("core-01", "containers", "studio-a-mr-7.mixer.0")
+    spec = {
+        "kind": "container",
+        "name": "studio-a-mr-7.mixer.0",
+        "image": "x:1",
+        "digest": "sha256:" + "c" * 64,
+    }
+    preview = Claim(frozenset({"studio-a-mr-7"}), reports_sync=False)
+    made = publication_order(
+        ref="merge-requests/7", commit=SHA2, claim=preview, rendered={item: spec}, errors=[],
+        published=own, topics=T, now=2.0,
+    )  # fmt: skip
+    assert made.order.clears == () and not any(T.parse(t).kind == "sync" for t, _ in made.order.sync)
+    assert [t for t, _ in made.order.items] == [item]
+    with_preview = {**own, **dict(made.order.items), **dict(made.order.manifests)}
+    manifest = json_of(with_preview[T.manifest("core-01")])
+    assert "containers/studio-a-mr-7.mixer.0" in manifest["items"]
+    assert all(manifest["items"][k] == v for k, v in json_of(own[T.manifest("core-01")])["items"].items())
+    # the default ref, declaring studio-a only, keeps the preview and its manifest entry
+    default = Claim(frozenset({"studio-a"}), declared=frozenset({"studio-a"}))
+    kept = order_for(render_changed(rendered, SHA2), with_preview, default)
+    assert kept.gone == () and item not in kept.order.clears
+    assert all("studio-a-mr-7" not in t for t, _ in kept.order.items)
+    # stopping the preview clears its item alone
+    stopped = publication_order(
+        ref="merge-requests/7", commit=SHA2, claim=preview, rendered={}, errors=[],
+        published=with_preview, topics=T, now=3.0,
+    )  # fmt: skip
+    assert stopped.order.clears == (item,) and stopped.order.sync == ()
+    assert [t for t, _ in stopped.order.manifests] == [T.manifest("core-01")]

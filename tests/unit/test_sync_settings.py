@@ -40,6 +40,9 @@ def test_defaults_and_overrides(tmp_path: Path) -> None:
         {"PHRAME_REPO_URL": "x", "PHRAME_RETRY_MIN_S": "2", "PHRAME_RETRY_MAX_S": "300"}
     )
     assert (s3.retry_min_s, s3.retry_max_s) == (2, 300)
+    assert s3.preview_ports == (20000, 29999)
+    s4 = SyncSettings.from_env({"PHRAME_REPO_URL": "x", "PHRAME_PREVIEW_PORTS": "47000-47009"})
+    assert s4.preview_ports == (47000, 47009)
 
 
 @pytest.mark.parametrize(
@@ -51,6 +54,8 @@ def test_defaults_and_overrides(tmp_path: Path) -> None:
         ({"PHRAME_REPO_URL": "x", "PHRAME_POLL_S": "soon"}, "PHRAME_POLL_S"),
         ({"PHRAME_REPO_URL": "x", "PHRAME_POLL_S": "0"}, "at least 1"),
         ({"PHRAME_REPO_URL": "x", "PHRAME_LISTEN": "8080"}, "host:port"),
+        ({"PHRAME_REPO_URL": "x", "PHRAME_PREVIEW_PORTS": "30000"}, "PHRAME_PREVIEW_PORTS.*FIRST-LAST"),
+        ({"PHRAME_REPO_URL": "x", "PHRAME_PREVIEW_PORTS": "30000-20000"}, "PHRAME_PREVIEW_PORTS"),
         ({"PHRAME_REPO_URL": "x", "PHRAME_GIT_TIMEOUT_S": "0"}, "PHRAME_GIT_TIMEOUT_S.*at least 1"),
         (
             {"PHRAME_REPO_URL": "x", "PHRAME_WEBHOOK_SECRET": "a", "PHRAME_WEBHOOK_SECRET_FILE": "/f"},

@@ -68,9 +68,37 @@ def test_merge_request_open_and_update_ask_for_a_review(name: str) -> None:
     assert r.sha == body["object_attributes"]["last_commit"]["id"]
 
 
-def test_merge_request_merge_syncs_the_target_and_close_is_ignored() -> None:
-    assert route(*delivery("merge-request-merge.json"), TRACKED).action == "sync"
-    assert route(*delivery("merge-request-close.json"), TRACKED).action == "ignore"
+def test_merge_request_merge_syncs_the_target_and_stops_its_preview_and_close_stops_it() -> None:
+    merged = route(*delivery("merge-request-merge.json"), TRACKED)
+    assert (merged.action, merged.ref, merged.mr_iid) == ("sync", "main", 7)
+    closed = route(*delivery("merge-request-close.json"), TRACKED)
+    assert (closed.action, closed.ref, closed.mr_iid) == ("stop", "main", 7)
+
+
+@pytest.mark.parametrize("action", ["approved", "approval"])
+def test_an_approval_reviews_again_so_a_forks_preview_can_deploy(action: str) -> None:
+    event, body = delivery("merge-request-open.json")
+    attrs = {**body["object_attributes"], "action": action}
+    r = route(event, {**body, "object_attributes": attrs}, TRACKED)
+    assert (r.action, r.mr_iid) == ("review", 7)
+    attrs = {**body["object_attributes"], "action": "unapproved"}
+    assert route(event, {**body, "object_attributes": attrs}, TRACKED).action == "ignore"
+
+
+def test_merge_request_from_a_fork_is_marked() -> None:
+    event, body = delivery("merge-request-open.json")
+    attrs = body["object_attributes"]
+    same = route(
+        event,
+        {**body, "object_attributes": {**attrs, "source_project_id": 1, "target_project_id": 1}},
+        TRACKED,
+    )
+    fork = route(
+        event,
+        {**body, "object_attributes": {**attrs, "source_project_id": 2, "target_project_id": 1}},
+        TRACKED,
+    )
+    assert (same.fork, fork.fork) == (False, True)
 
 
 def test_merge_request_to_untracked_target_is_ignored() -> None:
