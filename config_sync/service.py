@@ -32,6 +32,7 @@ from config_sync.notify.notifier import Notifier
 from config_sync.notify.outbox import Outbox
 from config_sync.publication.sender import DesiredPublisher, SyncOutcome
 from config_sync.reporting import CommitReporter, GitLabReporter, LocalReporter
+from config_sync.rollbacks.runner import Rollbacks
 from config_sync.rollouts.controller import RolloutController
 from config_sync.settings import SyncSettings
 from config_sync.status_views import full_view, public_view
@@ -145,6 +146,15 @@ class ConfigSync:
             on_outcome=self._record,
             history=self.history,
             rollouts=self.rollouts,
+        )
+        # rollback as a revert commit: pushed (local host) or a merge request (GitLab)
+        self.rollbacks = Rollbacks(
+            self.git,
+            self.syncer,
+            self.history,
+            tracks_at=lambda sha: self.syncer.read(sha).tracks,
+            gitlab=self.reporter.gitlab if isinstance(self.reporter, GitLabReporter) else None,
+            trigger=self.trigger_sync,
         )
         # a fetch or a publication that failed (a TemporaryError) runs again with backoff, not
         # at the next poll; an invalid commit is no failure (it is reported) and waits for a new head

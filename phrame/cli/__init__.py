@@ -31,6 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("phrame.cli.cmd_plan", "print per node what a change adds, changes and removes (the MR plan)"),
     "replay": ("phrame.cli.cmd_replay", "post a recorded GitLab webhook delivery to a running config-sync"),
     "promote": ("phrame.cli.cmd_promote", "release a staged rollout past its canary wave (config-sync)"),
+    "rollback": (
+        "phrame.cli.cmd_rollback",
+        "roll an environment back with a revert commit (config-sync; a merge request with GitLab)",
+    ),
     "token": (
         "phrame.cli.cmd_token",
         "make a token for the tokens file (new), or hash one from stdin (hash)",

@@ -19,11 +19,9 @@ import json
 import re
 import sys
 import urllib.request
-from pathlib import Path
 
-from phrame.cli.dev_target import NoDevStack, config_sync
+from phrame.cli.deploy_call import add_target_arguments, explain_401, target
 from phrame.cli.http_post import post
-from phrame.settings import EnvReader, SettingsError
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
@@ -32,31 +30,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("environment", help="the environment, e.g. studio-a")
     parser.add_argument("service", help="the service whose rollout waits for a promotion")
     parser.add_argument(
-        "--url",
-        help="config-sync's base URL (default http://$PHRAME_LISTEN, else a dev stack's from "
-        "its stack.json, else http://127.0.0.1:8080)",
-    )
-    parser.add_argument(
         "--commit",
         metavar="SHA",
         help="the commit whose canary to promote (7+ hex digits); default: the one config-sync says waits",
     )
-    given = parser.add_mutually_exclusive_group()
-    given.add_argument("--token-file", metavar="FILE", help="read the bearer token from FILE")
-    given.add_argument("--token", choices=["-"], help="'-': read the token from stdin")
-
-
-def _token(args: argparse.Namespace, dev_secret: Path | None) -> str | None:
-    if args.token_file:
-        with open(args.token_file, encoding="utf-8") as f:
-            return f.readline().strip() or None
-    if args.token == "-":
-        return sys.stdin.readline().strip() or None
-    reader = EnvReader(error=SettingsError)
-    token = reader.secret("PHRAME_TOKEN") or reader.secret("PHRAME_WEBHOOK_SECRET")
-    if token is None and dev_secret is not None:  # the dev stack's config-sync: its secret
-        token = dev_secret.read_text().strip() or None
-    return token
+    add_target_arguments(parser)
 
 
 def _waiting_commit(base: str, env: str, service: str, headers: dict[str, str]) -> str | None:
@@ -77,19 +55,10 @@ def run(args: argparse.Namespace) -> int:
         if not NAME.match(value):
             print(f"phrame promote: {what} {value!r} is not a name ({NAME.pattern})", file=sys.stderr)
             return 2
-    try:
-        base, dev_secret = config_sync(args.url)
-        token = _token(args, dev_secret)
-    except NoDevStack as e:
-        print(f"phrame promote: {e}", file=sys.stderr)
+    found = target("phrame promote", args)
+    if found is None:
         return 2
-    except OSError as e:
-        where = "--token-file: " if args.token_file else ""
-        print(f"phrame promote: {where}cannot read {e.filename}: {e.strerror}", file=sys.stderr)
-        return 2
-    except SettingsError as e:
-        print(f"phrame promote: {e}", file=sys.stderr)
-        return 2
+    base, token = found
     url = f"{base}/rollouts/{args.environment}/{args.service}/promote"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     commit = args.commit
@@ -106,11 +75,5 @@ def run(args: argparse.Namespace) -> int:
     code, text = answer
     print(f"{code} {text}")
     if code == 401:
-        given = "the token given is not config-sync's" if token else "no token was given"
-        print(
-            f"phrame promote: {given}: pass a deploy token with --token-file FILE, --token - (stdin) or"
-            " PHRAME_TOKEN; without a tokens file, config-sync takes its webhook secret (the dev stack's:"
-            " .phrame-dev/webhook-secret, or PHRAME_WEBHOOK_SECRET)",
-            file=sys.stderr,
-        )
+        explain_401("phrame promote", token)
     return 0 if 200 <= code < 300 else 1
