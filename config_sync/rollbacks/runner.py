@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from config_sync.deploys.history import DeployHistory
+from config_sync.deploys.records import DeployRecord
 from config_sync.intake.clone import SyncRepo
 from config_sync.rollbacks import revert
 from config_sync.rollbacks.revert import Rollback, RollbackRefused
@@ -27,6 +27,12 @@ from phrame.gitlab import GitLabError, GitLabProject
 
 log = logging.getLogger(__name__)
 PUSH_ATTEMPTS = 3  # a push that lost a race is made again on the new head, this many times in all
+
+
+class Deployments(Protocol):
+    """Each environment's deployments, newest first (:class:`DeployHistory`)."""
+
+    by_env: dict[str, list[DeployRecord]]
 
 
 class Tracking(Protocol):
@@ -41,7 +47,7 @@ class Rollbacks:
         self,
         git: SyncRepo,
         syncer: Tracking,
-        history: DeployHistory,
+        history: Deployments,
         *,
         tracks_at: Callable[[str], Mapping[str, str]],
         gitlab: GitLabProject | None = None,

@@ -79,7 +79,11 @@ def test_rollback_commits_a_revert_the_sync_deploys_it_and_refusals_change_nothi
         webhook_secret=SECRET, tokens_file=str(tokens),
     )  # fmt: skip
     service = ConfigSync(settings, reporter=LocalReporter())
-    with serving(service) as url, reader(mosquitto.url) as watch, reader(mosquitto.url, "fake-agents") as agents:
+    with (
+        serving(service) as url,
+        reader(mosquitto.url) as watch,
+        reader(mosquitto.url, "fake-agents") as agents,
+    ):
         try:
             assert eventually(lambda: service.queue.wait_idle(0.1) and service.syncer.last.get("main"), 30)
             agents.publish_batch(converged_on(first, service.syncer.last["main"].generations))
@@ -95,7 +99,9 @@ def test_rollback_commits_a_revert_the_sync_deploys_it_and_refusals_change_nothi
             files: dict[str, str | None] = {**egress_with(45), **_without_legacy(), "README.md": "changed\n"}
             second = remote.commit("egress: grace 45s, legacy monitor gone", files=files)
             service.trigger_sync("main")
-            assert eventually(lambda: states(watch)[0] == (second, "pending"), 15), service.syncer.last["main"].errors
+            assert eventually(lambda: states(watch)[0] == (second, "pending"), 15), service.syncer.last[
+                "main"
+            ].errors
             agents.publish_batch(converged_on(second, service.syncer.last["main"].generations))
             assert eventually(lambda: states(watch)[0] == (second, "converged"), 15)
             changed = _digests(desired_on_broker(watch))

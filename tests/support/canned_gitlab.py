@@ -3,7 +3,7 @@ a process under test (the topic API runs in its own process: ``responses`` canno
 
 Shapes follow GitLab's documentation: Branches › Get single repository branch, Repository ›
 List repository tree, Commits › Create a commit with multiple files and actions, Merge
-requests › Create MR. Every request is recorded (method, path, query, JSON body, token) so a
+requests › Create MR, List MRs, Merge a merge request. Every request is recorded (method, path, query, JSON body, token) so a
 test asserts on what the client sent; a created commit makes its branch exist.
 """
 
@@ -25,6 +25,8 @@ class CannedGitLab:
         self.tree = list(tree or [])  # file paths of the tracked head
         self.requests: list[dict[str, Any]] = []
         self.merge_requests_refused = False  # True: creating one answers 403, as a token without api scope
+        self.merge_refusal: tuple[int, str] | None = None  # merging answers this (status, message)
+        self.merge_requests: list[dict[str, Any]] = []  # opened (and merged) ones, as GitLab shows them
         self.lock = threading.Lock()
         canned = self
 
@@ -61,6 +63,9 @@ class CannedGitLab:
 
             def do_POST(self) -> None:
                 self._handle("POST")
+
+            def do_PUT(self) -> None:
+                self._handle("PUT")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -99,7 +104,22 @@ class CannedGitLab:
             if self.merge_requests_refused:
                 return 403, {"message": "403 Forbidden"}
             body = r["json"]
-            return 201, mr_doc(1, body)
+            doc = mr_doc(len(self.merge_requests) + 1, body)
+            self.merge_requests.append(doc)
+            return 201, doc
+        if method == "GET" and path == f"{base}/merge_requests":
+            q = r["query"]
+            found = [m for m in self.merge_requests if m["state"] == q.get("state", m["state"])]
+            return 200, [m for m in found if m["source_branch"] == q.get("source_branch", m["source_branch"])]
+        if method == "PUT" and path.startswith(f"{base}/merge_requests/") and path.endswith("/merge"):
+            iid = int(path.removeprefix(f"{base}/merge_requests/").removesuffix("/merge"))
+            mr = next((m for m in self.merge_requests if m["iid"] == iid), None)
+            if mr is None:
+                return 404, {"message": "404 Not found"}
+            if self.merge_refusal is not None:
+                return self.merge_refusal[0], {"message": self.merge_refusal[1]}
+            mr["state"] = "merged"
+            return 200, mr
         return 404, {"message": "404 Not Found"}
 
     def calls(self, method: str, suffix: str) -> list[dict[str, Any]]:
