@@ -162,6 +162,8 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         if not seen.is_new(key):
             return _answer(service, "duplicate", 200, reason="delivery already seen")
         try:
+            if decided.action == "sync" and decided.mr_iid is not None:
+                service.note_merge(decided)  # its plan is compared with the reviewed one
             if decided.action == "sync" and decided.ref and service.trigger_sync(decided.ref):
                 return _answer(service, "queued", 202, ref=decided.ref, reason=decided.reason)
             if decided.action == "review":

@@ -28,6 +28,7 @@ SCHEMA_OF = {
     ("desired", "deploys"): "desired-deploys",
     ("desired", "rollout"): "desired-rollout",
     ("desired", "audit"): "desired-audit",
+    ("desired", "reviews"): "desired-reviews",
     ("actual", "status"): "actual-status",
     ("actual", "heartbeat"): "actual-heartbeat",
     ("actual", "containers"): "actual-item",
@@ -42,7 +43,7 @@ SCHEMA_OF = {
 @dataclass(frozen=True)
 class Topic:
     """A parsed topic. ``kind`` is an item kind, ``manifest``, ``status``, ``heartbeat``,
-    ``service``, ``sync``, ``placement``, ``deploys``, ``rollout``, ``audit``, ``reply`` (an
+    ``service``, ``sync``, ``placement``, ``deploys``, ``rollout``, ``audit``, ``reviews``, ``reply`` (an
     agent's answer to a command: never retained, no item) or a command verb (``restart``, ``logs``)."""
 
     plane: str  # desired | actual | cmd
@@ -104,6 +105,10 @@ class Topics:
     def env_rollout(self, env: str, service: str) -> str:
         """A service's staged rollout (config-sync's ``rollouts``)."""
         return f"{self.environment(env)}/rollouts/{_check(_NAME, service, 'service')}"
+
+    def reviews(self) -> str:
+        """The plan digests config-sync reviewed, per merge request (config_sync.reviews)."""
+        return f"{self.prefix}/desired/reviews"
 
     def audit(self, writer: str) -> str:
         """The audit list of HTTP writes one service took (``phrame.auth.audit``)."""
@@ -217,6 +222,8 @@ def _parse_parts(p: list[str]) -> Topic:
             return Topic(plane, "rollout", environment=env, service=_check(_NAME, p[4], "service"))
         if len(p) == 4 and p[3] in ("sync", "placement", "deploys"):
             return Topic(plane, p[3], environment=env)
+    if plane == "desired" and len(p) == 2 and p[1] == "reviews":
+        return Topic(plane, "reviews")
     if plane == "desired" and len(p) == 3 and p[1] == "audit":
         _check(_NAME, p[2], "writer")
         return Topic(plane, "audit")

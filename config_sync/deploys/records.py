@@ -45,6 +45,7 @@ class DeployRecord:
     waves: tuple[dict[str, Any], ...] = ()  # a staged rollout's waves: service, released_at, replicas, nodes
     suspended_s: float = 0.0  # time spent waiting for a promotion (not in ``duration_s``)
     suspended_since: float | None = None  # waiting for a promotion since (wall clock)
+    plan_changed: Mapping[str, Any] | None = None  # a merge whose plan is not the reviewed one
 
     @property
     def is_pending(self) -> bool:
@@ -68,7 +69,7 @@ class DeployRecord:
             "waves": [dict(w) for w in self.waves],
             "suspended_s": round(self.suspended_s, 3),
             "suspended_since": self.suspended_since,
-        }
+        } | ({"plan_changed": dict(self.plan_changed)} if self.plan_changed else {})
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> DeployRecord:
@@ -91,6 +92,7 @@ class DeployRecord:
             waves=tuple(dict(w) for w in doc.get("waves") or ()),
             suspended_s=float(doc.get("suspended_s") or 0.0),
             suspended_since=doc.get("suspended_since"),
+            plan_changed=doc.get("plan_changed"),
         )
 
 

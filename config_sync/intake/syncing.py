@@ -25,6 +25,9 @@ from config_sync.notify.targets import targets_of
 from config_sync.publication.sender import DesiredPublisher, SyncOutcome
 from config_sync.reporting import CommitReporter
 from config_sync.review_note import item_changes, review_note, rollout_waves
+from config_sync.reviews.digest import plan_digest
+from config_sync.reviews.memory import ReviewedPlans
+from config_sync.reviews.merges import MergeCheck
 from config_sync.rollouts.controller import RolloutController
 from phrame.actual.health import Replica
 from phrame.config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
@@ -78,6 +81,9 @@ class Syncer:
         self._readings: OrderedDict[str, Reading] = OrderedDict()
         # files parsed and schema-checked before (same path, same blob) are not read again
         self.read_cache = ReadCache()
+        # the reviewed plan stays the plan: digests per merge request, checked on merge
+        self.reviewed: ReviewedPlans | None = None
+        self.merges: MergeCheck | None = None
 
     def read(self, sha: str) -> Reading:
         """Load, validate and render ``sha`` once; a poll that finds the same head only diffs."""
@@ -146,6 +152,7 @@ class Syncer:
         reading = self.read(sha)
         errors = reading.errors
         claimed = False
+        previous = self.last[ref].commit if ref in self.last else None
         try:  # publish first: a slow or unreachable git host never delays a deployment
             with self._publishing:
                 claim = self._claim(ref, reading)
@@ -166,6 +173,9 @@ class Syncer:
         unassigned = tuple(i for i in reading.unassigned if i.split(".", 1)[0] in outcome.environments)
         if self.history is not None:
             self.history.record(outcome, unassigned=unassigned)
+        if self.merges is not None and outcome.ok:
+            self.merges.published(ref, sha, previous)
+            self.merges.check(ref, sha)
         if outcome.ok and self.deployer is not None:
             generations = outcome.generations
             self.deployer.note_published(generations)
@@ -282,8 +292,10 @@ class Syncer:
         changes, liveness = [], ""
         placed: list[Placed] = []
         refused: list[dict[str, Any]] = []
+        digest = None
         if new.rendered is not None:
             changes = item_changes(old.rendered or {}, new.rendered, self.topics)
+            digest = plan_digest(old.rendered or {}, new.rendered, self.topics)
             placed, liveness = self._placement_preview(sha)
             refused = self._refused_by_nodes(sha)
         waves = rollout_waves(changes, new.policies)
@@ -296,8 +308,11 @@ class Syncer:
             placed=placed,
             liveness=liveness,
             refused=refused,
+            plan_digest=digest,
         )
         self.reporter.upsert_review_note(mr_iid, body)
+        if digest is not None and self.reviewed is not None:
+            self.reviewed.remember(mr_iid, digest, sha, target_ref)
         log.info("reviewed !%d at %s: %d change(s), %d error(s)", mr_iid, sha[:12], len(changes), len(errors))
         return body
 

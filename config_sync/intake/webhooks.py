@@ -120,8 +120,10 @@ def _merge_request(body: Mapping[str, Any], tracked: Collection[str]) -> Route:
     action = attrs.get("action")
     if target not in tracked:
         return Route("ignore", f"!{iid} targets {target}, which is not tracked")
-    if action == "merge":
-        return Route("sync", f"!{iid} merged into {target}", ref=target)
+    if action == "merge":  # the iid and merge commit: the merge's plan is checked against the review
+        merged = attrs.get("merge_commit_sha")
+        merged = merged if isinstance(merged, str) and merged.isascii() and merged.isalnum() else None
+        return Route("sync", f"!{iid} merged into {target}", ref=target, mr_iid=iid, sha=merged)
     if action not in MR_REVIEW_ACTIONS:
         return Route("ignore", f"!{iid}: action {action!r} needs no review")
     last = attrs.get("last_commit")

@@ -182,6 +182,15 @@ class GitCache:
         first = text.strip().splitlines()[0].strip() if text.strip() else ""
         return author[:COMMIT_TEXT_MAX], first[:COMMIT_TEXT_MAX]
 
+    def first_parent(self, sha: str) -> str | None:
+        """The first parent of fetched commit ``sha`` (None for a root commit)."""
+        with self.reading() as repo:
+            try:
+                parents = repo.commit(sha).parents
+            except (git.GitError, ValueError, BadName, BadObject) as e:
+                raise GitError(f"cannot read commit {sha[:12]}: {self.why(e)}") from e
+        return str(parents[0].hexsha) if parents else None
+
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of two fetched commits; None for unrelated histories."""
         with self.reading() as repo:
