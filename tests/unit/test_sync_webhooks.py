@@ -69,7 +69,10 @@ def test_merge_request_open_and_update_ask_for_a_review(name: str) -> None:
 
 
 def test_merge_request_merge_syncs_the_target_and_close_is_ignored() -> None:
-    assert route(*delivery("merge-request-merge.json"), TRACKED).action == "sync"
+    merged = route(*delivery("merge-request-merge.json"), TRACKED)
+    # the iid and merge commit go along: the merge's plan is compared with the reviewed one
+    assert (merged.action, merged.ref, merged.mr_iid) == ("sync", "main", 7)
+    assert merged.sha == "8ed0eafefa0835cdf28ab4278edbc6563e65e2d8"
     assert route(*delivery("merge-request-close.json"), TRACKED).action == "ignore"
 
 
