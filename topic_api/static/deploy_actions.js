@@ -3,7 +3,7 @@
  * One click listener on the environments list (its articles are rebuilt as data changes)
  * finds the button's data-action and POSTs api/rollouts/<env>/<service>/promote or
  * api/environments/<env>/rollback with the token the person typed (asked for when none is
- * held; a refused one is forgotten). The topic API forwards both to config-sync, which
+ * held; a refused one is forgotten and asked for again, once, saying which token it takes). The topic API forwards both to config-sync, which
  * checks the deploy scope and acts; its answer is said in #env-message.
  */
 import { API, TOKEN_KEY, fmt } from "./dom.js";
@@ -16,38 +16,48 @@ function say(text, level) {
   el.textContent = text;
 }
 
-/** POST ``path`` with ``body``: the parsed answer, or null when it did not succeed (said). */
+const REFUSED_WHY = "config-sync refused that token: promote and roll back take a deploy token of its tokens file "
+  + "(without one, its webhook secret: the dev stack's is in .phrame-dev/webhook-secret).";
+
+/** POST ``path`` with ``body``: the parsed answer, or null when it did not succeed (said).
+ * A token config-sync refuses (401, 403) is forgotten and asked for again, once. */
 async function post(path, body, button, { what, why, asking }, askToken) {
   if (button.getAttribute("aria-disabled") === "true") return null;
   let token = sessionStorage.getItem(TOKEN_KEY);
-  if (!token) {
-    token = await askToken(why);
-    if (!token) { say(`${what} cancelled: no token given.`); return null; }
-    sessionStorage.setItem(TOKEN_KEY, token);
-  }
-  button.setAttribute("aria-disabled", "true"); // not disabled: that would drop the focus
-  say(asking);
-  try {
-    const r = await fetch(`${API}${path}`, {
-      method: "POST",
-      headers: { Authorization: `Bearer ${token}`, Accept: "application/json", "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    let answer = null;
-    try { answer = await r.json(); } catch { answer = null; }
-    const reason = (answer && answer.error) || `${r.status} ${r.statusText}`;
-    if (r.status === 401 || r.status === 403) {
-      sessionStorage.removeItem(TOKEN_KEY);
-      say(`config-sync refused the token (${reason}); the next ${what.toLowerCase()} asks for it again.`, "bad");
-    } else if (!r.ok) {
-      say(`${what} failed: ${reason}`, "bad");
-    } else {
-      return answer || {};
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    if (!token) {
+      token = await askToken(attempt ? REFUSED_WHY : why);
+      if (!token) { say(`${what} cancelled: no token given.`); return null; }
+      sessionStorage.setItem(TOKEN_KEY, token);
     }
-  } catch (e) {
-    say(`${what} failed: ${e.message}`, "bad");
-  } finally {
-    button.removeAttribute("aria-disabled");
+    button.setAttribute("aria-disabled", "true"); // not disabled: that would drop the focus
+    say(asking);
+    try {
+      const r = await fetch(`${API}${path}`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${token}`, Accept: "application/json", "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      let answer = null;
+      try { answer = await r.json(); } catch { answer = null; }
+      const reason = (answer && answer.error) || `${r.status} ${r.statusText}`;
+      if (r.status === 401 || r.status === 403) {
+        sessionStorage.removeItem(TOKEN_KEY);
+        token = null;
+        say(`config-sync refused the token (${reason}).`, "bad");
+        continue;
+      }
+      if (!r.ok) {
+        say(`${what} failed: ${reason}`, "bad");
+        return null;
+      }
+      return answer || {};
+    } catch (e) {
+      say(`${what} failed: ${e.message}`, "bad");
+      return null;
+    } finally {
+      button.removeAttribute("aria-disabled");
+    }
   }
   return null;
 }
