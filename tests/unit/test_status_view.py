@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from phrame.cli.status_text import render_text
+from phrame.cli.status_text import deploy_line, render_text
 from phrame.cli.status_view import summarize
 from schemas import Topics
 
@@ -281,3 +281,10 @@ def test_a_failing_containers_last_lines_are_pointed_at_and_shown_for_its_node()
     assert not any("phrame status --node" in line for line in detail)
     node.logs.clear()
     assert "none of its containers carries log lines" in render_node(node, NOW)
+
+
+def test_a_merge_whose_plan_changed_since_review_says_so() -> None:
+    flagged = {"mr": 7, "reviewed": "sha256:" + "0" * 64, "merged": "sha256:" + "1" * 64}
+    line = deploy_line(_deploy(4, "converged", duration_s=2.5, plan_changed=flagged), NOW)
+    assert line.endswith("converged in 2.5 s: change 4 (Ada <ada@x>) [plan changed since review: !7]")
+    assert "plan changed" not in deploy_line(_deploy(4, "converged", duration_s=2.5), NOW)
