@@ -12,6 +12,8 @@ is rewritten.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +95,13 @@ def test_a_merge_whose_plan_changed_since_review_is_flagged_and_one_without_inte
         doc = json.loads(raw)
         check_payload("desired-reviews", doc)
         assert {r["mr"]: r["digest"] for r in doc["reviews"]} == reviewed
+        # phrame plan prints the same digest for the same change
+        remote.work.git.checkout("-B", "grace", "origin/grace")
+        plan = subprocess.run(
+            [sys.executable, "-m", "phrame", "plan", str(remote.work_path), "--from", "origin/main", "--to", "grace"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert f"Plan digest: `{reviewed[1]}`" in plan.stdout, plan.stdout + plan.stderr
     first.stop()
 
     # a restart between the reviews and the merges: the reviewed digests are read back
