@@ -152,7 +152,6 @@ class Syncer:
         reading = self.read(sha)
         errors = reading.errors
         claimed = False
-        previous = self.last[ref].commit if ref in self.last else None
         try:  # publish first: a slow or unreachable git host never delays a deployment
             with self._publishing:
                 claim = self._claim(ref, reading)
@@ -174,7 +173,7 @@ class Syncer:
         if self.history is not None:
             self.history.record(outcome, unassigned=unassigned)
         if self.merges is not None and outcome.ok:
-            self.merges.published(ref, sha, previous)
+            self.merges.published(ref, sha)
             self.merges.check(ref, sha)
         if outcome.ok and self.deployer is not None:
             generations = outcome.generations

@@ -1,9 +1,9 @@
 """On a merge, is the plan that deploys the plan that was reviewed? (the merge check)
 
 The webhook route hands in a merged merge request (:meth:`MergeCheck.merged`: its iid and
-GitLab's ``merge_commit_sha`` when given); the sync pass of its target tells what it
-published (:meth:`MergeCheck.published`: the commit and the one deployed before it) and
-then runs :meth:`MergeCheck.check`. The plan of the merge result is the move from the commit
+GitLab's ``merge_commit_sha`` when given); every valid sync pass tells what it published
+(:meth:`MergeCheck.published`), so the commit deployed before each is known, and then runs
+:meth:`MergeCheck.check`. The plan of the merge result is the move from the commit
 the target deployed before the merged head (else the merged head's first parent, after a
 restart) to the merged head; when its digest is not the one the note showed, another change
 landed in between: the deployment says ``plan changed since review`` in ``phrame/deploy``, the
@@ -52,6 +52,7 @@ class MergeCheck:
         self.remark, self.annotate, self.note = remark, annotate, note
         self._pending: dict[str, dict[int, str | None]] = {}  # ref -> iid -> merge commit
         self._before: OrderedDict[str, str] = OrderedDict()  # commit -> deployed before it
+        self._deployed: dict[str, str] = {}  # ref -> the commit its last valid pass published
         self._lock = threading.Lock()
 
     def merged(self, ref: str, iid: int, sha: str | None) -> None:
@@ -59,11 +60,14 @@ class MergeCheck:
         with self._lock:
             self._pending.setdefault(ref, {})[iid] = sha
 
-    def published(self, ref: str, commit: str, previous: str | None) -> None:
-        """A valid pass of ``ref`` published ``commit``; ``previous``: what it had before."""
-        if not previous or previous == commit:
-            return
+    def published(self, ref: str, commit: str) -> None:
+        """A valid pass of ``ref`` published ``commit`` (an invalid head never reaches here, so
+        the commit remembered before it is the one that was deployed)."""
         with self._lock:
+            previous = self._deployed.get(ref)
+            self._deployed[ref] = commit
+            if not previous or previous == commit:
+                return
             self._before[commit] = previous
             self._before.move_to_end(commit)
             while len(self._before) > REMEMBERED:
