@@ -111,7 +111,7 @@ def test_promote_releases_a_waiting_rollout_and_roll_back_makes_the_revert_commi
             wait_js(
                 page, "() => document.getElementById('env-message').textContent.includes('queued')", "queued"
             )
-            assert "Promotion of web in lab queued" in (page.text_content("#env-message") or "")
+            assert f"lab/web: promotion of {v2[:12]} queued" in (page.text_content("#env-message") or "")
             # the rest of the rollout is released: every replica gets web:2
             wait_for(
                 lambda: settle() and _digests(desired_on_broker(watch))[1:] != before[1:], "released", 20

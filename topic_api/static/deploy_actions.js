@@ -69,7 +69,7 @@ async function promote(button, askToken) {
     what: "Promote", why: "A promotion is a write (deploy scope).",
     asking: `Promoting ${service} of ${env} at ${fmt.sha(commit)}…`,
   }, askToken);
-  if (answer) say(`Promotion of ${service} in ${env} queued: ${answer.message || fmt.sha(answer.commit || commit)}.`, "ok");
+  if (answer) say(answer.message ? `${answer.message}.` : `Promotion of ${service} in ${env} queued.`, "ok");
 }
 
 async function rollback(button, askToken) {
