@@ -14,12 +14,14 @@ import pytest
 
 from config_sync.deploys.records import CONVERGED, DeployRecord
 from config_sync.intake.clone import SyncRepo
+from config_sync.reporting import GitLabReporter, LocalReporter
 from config_sync.rollbacks.revert import RollbackRefused
 from config_sync.rollbacks.runner import Rollbacks
+from config_sync.service import ConfigSync
 from phrame.gitlab import GitLabProject
 from tests.integration.test_sync_deploy_records import egress_with
 from tests.support.canned_gitlab import PROJECT, CannedGitLab
-from tests.support.sync_support import SAMPLE, ConfigRemote
+from tests.support.sync_support import SAMPLE, SECRET, ConfigRemote, settings_for
 
 ENV = "studio-a"
 EGRESS = "environments/studio-a/services/egress.yaml"
@@ -91,3 +93,12 @@ def test_a_gitlab_rollback_opens_a_merge_request_and_merges_it_when_gitlab_allow
         assert e.value.status == 409
     finally:
         canned.stop()
+
+
+def test_config_sync_with_gitlab_rolls_back_through_its_gitlab_project(tmp_path: Path) -> None:
+    remote = ConfigRemote(tmp_path)
+    remote.commit("sample", copy_from=SAMPLE)
+    settings = settings_for(remote, tmp_path / "state", "mqtt://127.0.0.1:1", webhook_secret=SECRET)
+    reporter = GitLabReporter("http://127.0.0.1:9", "glpat-test", PROJECT)
+    assert ConfigSync(settings, reporter=reporter).rollbacks.gitlab is reporter.gitlab  # never started
+    assert ConfigSync(settings, reporter=LocalReporter()).rollbacks.gitlab is None  # pushes instead
