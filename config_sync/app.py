@@ -4,7 +4,7 @@ Handlers only check, deduplicate, route and queue; they never wait on git or MQT
 GitLab gets its answer in milliseconds (it disables a hook after 4 failures in a row).
 Bad input is a 4xx that says why, never a 5xx; an accepted event is never answered 5xx
 either: the poll catches anything a trigger missed. Served by ``phrame.settings.http_serving``.
-Credentials: the webhook secret authenticates GitLab's webhook; promote (scope ``deploy``),
+Credentials: the webhook secret authenticates GitLab's webhook; promote and rollback (scope ``deploy``),
 ``/sync`` (``admin``) and the full ``/status`` (``read``) take a token of the tokens file
 (``PHRAME_TOKENS_FILE``), or the webhook secret only when there is no tokens file. Every
 write a known holder asks for is audited (``phrame.auth.audit``).
@@ -30,6 +30,7 @@ from starlette.routing import Route as HttpRoute
 from config_sync.errors import SettingsError
 from config_sync.intake.webhooks import MalformedEvent, delivery_key, is_token_valid, parse_body, route
 from config_sync.metrics import CONTENT_TYPE
+from config_sync.rollbacks.answer import rollback_answer
 from config_sync.service import ConfigSync
 from phrame.auth import AuditLog, TokensFileError, TokenStore
 from phrame.auth.access import Access, Legacy, check_access
@@ -161,6 +162,8 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         if not seen.is_new(key):
             return _answer(service, "duplicate", 200, reason="delivery already seen")
         try:
+            if decided.action == "sync" and decided.mr_iid is not None:
+                service.note_merge(decided)  # its plan is compared with the reviewed one
             if decided.mr_iid is not None and decided.action in ("sync", "stop"):
                 service.trigger_preview_stop(decided.mr_iid)  # closed or merged: its preview goes
                 if decided.action == "stop":
@@ -259,6 +262,31 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         }
         return AsciiJSONResponse(body, status_code=202)
 
+    async def rollback(request: Request) -> Response:
+        env = request.path_params["env"]
+        decided = access(request, "deploy")
+        if not decided.is_allowed:
+            return refused(request, decided, "rollback", env)
+        try:
+            raw = await read_body(request, limit=4096, timeout_s=settings.http.body_timeout_s)
+        except BodyTooLarge:
+            return AsciiJSONResponse({"error": "body over 4096 bytes"}, status_code=413)
+        except (BodyTimeout, ClientGone):
+            return AsciiJSONResponse({"error": "body not complete"}, status_code=400)
+        status, doc = await anyio.to_thread.run_sync(
+            lambda: rollback_answer(service.rollbacks, env, raw, who=decided.who)
+        )
+        audit.record(
+            who=decided.who,
+            action="rollback",
+            target=env,
+            result="accepted" if status < 300 else "refused",
+            status=status,
+            commit=doc.get("to") if isinstance(doc.get("to"), str) else None,
+            detail=doc.get("error") if status >= 300 else None,
+        )
+        return AsciiJSONResponse(doc, status_code=status)
+
     async def healthz(_: Request) -> Response:
         failed = service.start_error
         if failed is not None:  # a refused broker login: restarting us is the remedy
@@ -294,6 +322,7 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
             HttpRoute("/sync", manual_sync, methods=["POST"]),
             HttpRoute("/rollouts/{env}/{service}/promote", promote, methods=["POST"]),
             HttpRoute("/environments/{env}/approvals", approve, methods=["POST"]),
+            HttpRoute("/environments/{env}/rollback", rollback, methods=["POST"]),
             HttpRoute("/healthz", healthz),
             HttpRoute("/readyz", readyz),
             HttpRoute("/status", status),

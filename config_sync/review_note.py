@@ -74,6 +74,21 @@ def rollout_waves(changes: list[Change], policies: Mapping[tuple[str, str], Upda
     return lines
 
 
+def plan_lines(digest: str | None, reviewed: tuple[str, str] | None, commit: str) -> list[str]:
+    """The plan digest line, and the warning when the merge's plan is not the one reviewed."""
+    if digest is None:
+        return []
+    lines = [f"Plan digest: `{digest}`", ""]
+    if reviewed is not None:
+        lines = [
+            f"**Plan changed since review**: the merge `{commit[:12]}` deploys the plan `{digest}`, "
+            f"not the reviewed `{reviewed[0]}` (of `{reviewed[1][:12]}`): another change landed on "
+            "the target in between. The tables below are what the merge changed.",
+            "",
+        ]
+    return lines
+
+
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -88,14 +103,19 @@ def review_note(
     placed: Sequence[Placed] = (),
     liveness: str = "",
     refused: Sequence[dict[str, Any]] = (),
+    plan_digest: str | None = None,
+    reviewed: tuple[str, str] | None = None,
 ) -> str:
     """The review note as Markdown: errors first, then one table per node, then the staged
     rollouts' ``waves`` (:func:`rollout_waves`), then the placement preview of label-placed
     replicas (``placed``, decided with ``liveness`` as the caller knows it) — the MR note
     body, and what ``phrame plan`` prints. ``refused``: the items the nodes' own policies
-    refuse (``node-policy`` problems), shown first: their agents will not run them."""
+    refuse (``node-policy`` problems), shown first: their agents will not run them.
+    ``plan_digest``: the plan's digest (:mod:`config_sync.reviews.digest`); ``reviewed``: the
+    digest and commit reviewed before, when the merge's plan differs from it."""
     where = f" into `{ref}`" if ref else ""
     lines = [REVIEW_NOTE_MARKER, f"### Phrame plan for `{commit[:12]}`{where}", ""]
+    lines += plan_lines(plan_digest, reviewed, commit)
     if errors:
         lines += [f"**{len(errors)} problem(s): this commit will not be deployed.**", ""]
         lines += ["| file | rule | message |", "|---|---|---|"]

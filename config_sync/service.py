@@ -38,6 +38,9 @@ from config_sync.previews.manager import PreviewManager
 from config_sync.publication.anti_entropy import AntiEntropy
 from config_sync.publication.sender import DesiredPublisher, SyncOutcome
 from config_sync.reporting import CommitReporter, GitLabReporter, LocalReporter
+from config_sync.reviews.memory import ReviewedPlans
+from config_sync.reviews.merges import MergeCheck
+from config_sync.rollbacks.runner import Rollbacks
 from config_sync.rollouts.controller import RolloutController
 from config_sync.settings import SyncSettings
 from config_sync.status_views import full_view, public_view
@@ -187,6 +190,30 @@ class ConfigSync:
             ports=settings.preview_ports,
         )
         self.syncer.previews = self.previews
+        # the reviewed plan stays the plan: each MR's plan digest, retained; compared on merge
+        self.reviewed = ReviewedPlans(
+            self.topics.reviews(), lambda t, payload: self.mqtt.publish(t, payload, retain=True)
+        )
+        self.syncer.reviewed = self.reviewed
+        self.syncer.merges = MergeCheck(
+            self.reviewed,
+            self.topics,
+            read=self.syncer.read,
+            resolve=self.git.resolve,
+            parent_of=self.git.first_parent,
+            remark=self.deployer.remark,
+            annotate=self.history.annotate,
+            note=self.reporter.upsert_review_note,
+        )
+        # rollback as a revert commit: pushed (local host) or a merge request (GitLab)
+        self.rollbacks = Rollbacks(
+            self.git,
+            self.syncer,
+            self.history,
+            tracks_at=lambda sha: self.syncer.read(sha).tracks,
+            gitlab=self.reporter.gitlab if isinstance(self.reporter, GitLabReporter) else None,
+            trigger=self.trigger_sync,
+        )
         # a fetch or a publication that failed (a TemporaryError) runs again with backoff, not
         # at the next poll; an invalid commit is no failure (it is reported) and waits for a new head
         self.queue = WorkQueue(
@@ -267,6 +294,7 @@ class ConfigSync:
         # the deployments recorded before a restart, before anything is published
         self.history.restore(self.publisher.published or {})
         self.approval_store.restore(self.publisher.published or {})
+        self.reviewed.restore(self.publisher.published or {})
         self._remember_failures()
         self.previews.restore(self.publisher.published or {})
         self.started_at = time.time()
@@ -310,6 +338,12 @@ class ConfigSync:
                 return True  # not started yet: the first sync, once connected, reads every head
             self._ref_worker(ref).trigger(ref, lambda: self._sync(ref))
             return True
+
+    def note_merge(self, route: Route) -> None:
+        """A merge request merged into a tracked ref: its target's next pass compares the
+        plan of the merge with the one reviewed (``config_sync.reviews.merges``)."""
+        if route.ref and route.mr_iid is not None and self.syncer.merges is not None:
+            self.syncer.merges.merged(route.ref, route.mr_iid, route.sha)
 
     def trigger_review(self, route: Route) -> bool:
         """Queue a review of the merge request (its latest event wins); False when

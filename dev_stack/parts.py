@@ -116,6 +116,8 @@ def build_children(
             | {
                 "PHRAME_LISTEN": f"127.0.0.1:{settings.api_port}",
                 "PHRAME_API_TOKEN_FILE": str(settings.api_token_file),
+                # the dashboard's Promote and Roll back go to this stack's config-sync
+                "PHRAME_CONFIG_SYNC_URL": settings.config_sync_url,
             },
             "topic-api",
         ),

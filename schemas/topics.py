@@ -30,6 +30,7 @@ SCHEMA_OF = {
     ("desired", "preview"): "desired-preview",
     ("desired", "audit"): "desired-audit",
     ("desired", "approvals"): "desired-approvals",
+    ("desired", "reviews"): "desired-reviews",
     ("actual", "status"): "actual-status",
     ("actual", "heartbeat"): "actual-heartbeat",
     ("actual", "containers"): "actual-item",
@@ -45,8 +46,8 @@ SCHEMA_OF = {
 class Topic:
     """A parsed topic. ``kind`` is an item kind, ``manifest``, ``status``, ``heartbeat``,
     ``service``, ``sync``, ``placement``, ``deploys``, ``approvals``, ``preview``, ``rollout``,
-    ``audit``, ``reply`` (an agent's answer to a command: never retained, no item) or a command
-    verb (``restart``, ``logs``)."""
+    ``audit``, ``reviews``, ``reply`` (an agent's answer to a command: never retained, no item) or
+    a command verb (``restart``, ``logs``)."""
 
     plane: str  # desired | actual | cmd
     kind: str
@@ -115,6 +116,10 @@ class Topics:
     def env_rollout(self, env: str, service: str) -> str:
         """A service's staged rollout (config-sync's ``rollouts``)."""
         return f"{self.environment(env)}/rollouts/{_check(_NAME, service, 'service')}"
+
+    def reviews(self) -> str:
+        """The plan digests config-sync reviewed, per merge request (config_sync.reviews)."""
+        return f"{self.prefix}/desired/reviews"
 
     def audit(self, writer: str) -> str:
         """The audit list of HTTP writes one service took (``phrame.auth.audit``)."""
@@ -228,6 +233,8 @@ def _parse_parts(p: list[str]) -> Topic:
             return Topic(plane, "rollout", environment=env, service=_check(_NAME, p[4], "service"))
         if len(p) == 4 and p[3] in ("sync", "placement", "deploys", "approvals", "preview"):
             return Topic(plane, p[3], environment=env)
+    if plane == "desired" and len(p) == 2 and p[1] == "reviews":
+        return Topic(plane, "reviews")
     if plane == "desired" and len(p) == 3 and p[1] == "audit":
         _check(_NAME, p[2], "writer")
         return Topic(plane, "audit")

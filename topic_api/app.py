@@ -22,7 +22,7 @@ from starlette.routing import Mount, Route
 
 from phrame.auth import AuditLog, TokensFileError, TokenStore
 from schemas import Topics
-from topic_api import compose_routes, docs, models, reads, write_routes
+from topic_api import compose_routes, docs, forwarding, models, reads, write_routes
 from topic_api.broker import Broker
 from topic_api.context import ApiContext
 from topic_api.errors import SettingsError
@@ -67,6 +67,7 @@ def create_app(
         watcher.should_stop = should_stop
     read, write = reads.routes(ctx), write_routes.routes(ctx)
     compose = compose_routes.routes(ctx, import_target(settings.imports))
+    deploy = forwarding.routes(settings)  # promote and rollback: config-sync's to decide
 
     @operation(
         "a stream ticket: what an EventSource sends to /api/events instead of the token",
@@ -181,6 +182,8 @@ def create_app(
         Route("/api/nodes/{node}/containers/{id}/logs", write["logs"], methods=["POST"]),
         Route("/api/environments", read["environments"]),
         Route("/api/environments/{env}", read["environment"]),
+        Route("/api/environments/{env}/rollback", deploy["rollback"], methods=["POST"]),
+        Route("/api/rollouts/{env}/{service}/promote", deploy["promote"], methods=["POST"]),
         Route("/api/topics", read["topics"]),
         Route("/api/import/compose", compose["import"], methods=["POST"]),
         Route("/api/kv/{topic:path}", read["kv_get"], methods=["GET"]),

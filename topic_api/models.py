@@ -19,6 +19,12 @@ class Error(TypedDict):
     error: str
 
 
+class Forwarded(TypedDict):
+    """config-sync's own answer, passed through (docs/services/config-sync.md)."""
+
+    status: str
+
+
 class PlaneStamps(TypedDict):
     desired: float | None
     actual: float | None

@@ -24,6 +24,7 @@ DEFAULT_LISTEN = "127.0.0.1:8090"
 MAX_BODY_BYTES = 256 * 1024  # one retained value; the desired container specs are a few KiB
 HISTORY_S = 600.0  # heartbeats kept per node for the dashboard's charts
 LOGS_TIMEOUT_S = 10.0  # how long a log tail request waits for the agent's reply
+CONFIG_SYNC_TIMEOUT_S = 60.0  # a forwarded rollback fetches and pushes: git's time, not a read's
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class ApiSettings:
     http: HttpLimits = field(default_factory=HttpLimits)
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     imports: ImportSettings = field(default_factory=ImportSettings)  # POST /api/import/compose
+    config_sync_url: str | None = None  # PHRAME_CONFIG_SYNC_URL: where promote and rollback go
+    config_sync_timeout_s: float = CONFIG_SYNC_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if self.token is not None and not self.token.strip():
@@ -56,6 +59,9 @@ class ApiSettings:
             raise SettingsError(
                 "PHRAME_API_READ_TOKEN_REQUIRED=true needs PHRAME_API_TOKEN (or _FILE) or PHRAME_TOKENS_FILE"
             )
+        url = self.config_sync_url
+        if url is not None and not (url.startswith(("http://", "https://")) and len(url) > 8):
+            raise SettingsError(f"PHRAME_CONFIG_SYNC_URL: {url!r} is not an http:// or https:// URL")
         for p in self.write_prefixes:
             if not p or any(c in p for c in "#+\x00"):
                 raise SettingsError(f"PHRAME_API_WRITE_PREFIXES: {p!r} is not a topic prefix")
@@ -106,4 +112,8 @@ class ApiSettings:
             http=HttpLimits.from_env(e),
             mqtt=MqttSettings.from_env("desired", env),
             imports=ImportSettings.from_env(e),
+            config_sync_url=e.text("PHRAME_CONFIG_SYNC_URL") or None,
+            config_sync_timeout_s=e.number(
+                "PHRAME_CONFIG_SYNC_TIMEOUT_S", CONFIG_SYNC_TIMEOUT_S, minimum=0.1
+            ),
         )

@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from config_sync.deploys import records
@@ -49,6 +50,7 @@ class DeployHistory:
         # env -> its staged rollouts not complete (the gate's word at the last publication)
         self.held: dict[str, list[dict[str, Any]]] = {}
         self.restored = False
+        self.annotations: dict[str, dict[str, Any]] = {}  # commit -> plan_changed (the merge check)
         self._resend = False  # every list to be sent again (after a reconnect)
         # told of each record that stops being pending here (metrics); must not raise
         self.on_finished: Callable[[str, DeployRecord], None] | None = None
@@ -125,6 +127,7 @@ class DeployHistory:
                     outcome.commit, outcome.ref, author, message, now, nodes,
                     replicas=placed.get(env, {}), waves=records.waves_of(waves.get(env, [])),
                     approvals=self.approvals_of(env, outcome.commit) if self.approvals_of else (),
+                    plan_changed=self.annotations.get(outcome.commit),
                 )  # fmt: skip
                 before = self.by_env.get(env, [])
                 after = records.add(before, new)
@@ -134,6 +137,19 @@ class DeployHistory:
                         self._tell(env, made)
                     self.deadlines[(env, outcome.commit)] = now + self.timeout_s
                     self.dirty.add(env)
+            self.flush()
+
+    def annotate(self, commit: str, plan_changed: dict[str, Any]) -> None:
+        """Every record of ``commit``, made or to be made, carries ``plan_changed``."""
+        with self._lock:
+            self.annotations[commit] = plan_changed
+            while len(self.annotations) > 50:
+                del self.annotations[next(iter(self.annotations))]
+            for env, recs in self.by_env.items():
+                for i, r in enumerate(recs):
+                    if r.commit == commit and r.plan_changed != plan_changed:
+                        recs[i] = replace(r, plan_changed=plan_changed)
+                        self.dirty.add(env)
             self.flush()
 
     def _describe(self, commit: str) -> tuple[str, str]:

@@ -46,6 +46,7 @@ class DeployRecord:
     suspended_s: float = 0.0  # time spent waiting for a promotion (not in ``duration_s``)
     suspended_since: float | None = None  # waiting for a promotion since (wall clock)
     approvals: tuple[dict[str, Any], ...] = ()  # who approved it (protected environment): by, at, via
+    plan_changed: Mapping[str, Any] | None = None  # a merge whose plan is not the reviewed one
 
     @property
     def is_pending(self) -> bool:
@@ -70,7 +71,7 @@ class DeployRecord:
             "suspended_s": round(self.suspended_s, 3),
             "suspended_since": self.suspended_since,
             **({"approvals": [dict(a) for a in self.approvals]} if self.approvals else {}),
-        }
+        } | ({"plan_changed": dict(self.plan_changed)} if self.plan_changed else {})
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> DeployRecord:
@@ -94,6 +95,7 @@ class DeployRecord:
             suspended_s=float(doc.get("suspended_s") or 0.0),
             suspended_since=doc.get("suspended_since"),
             approvals=tuple(dict(a) for a in doc.get("approvals") or ()),
+            plan_changed=doc.get("plan_changed"),
         )
 
 

@@ -101,6 +101,7 @@ class DeployWatcher:
         self.published: dict[str, int] = {}  # node -> highest generation watched since start
         self.active: dict[str, Deployment] = {}  # by ref
         self.finished: list[tuple[str, str, str]] = []  # (commit, state, description)
+        self.remarks: dict[str, str] = {}  # commit -> said first in its phrame/deploy (the merge check)
         self.history: DeployHistory | None = None  # judged on every tick too (``deploys`` topics)
         self._lock = threading.RLock()  # check() judges with it held: health_of takes it again
         # the watcher thread: a check every tick_s, and at once when a callback stored news
@@ -349,7 +350,21 @@ class DeployWatcher:
                 statuses, ceilings = dict(self.statuses), dict(self.published)
             self.history.check(statuses, ceilings, self.view.offline, self.record_health)
 
+    def remark(self, commit: str, text: str, ref: str) -> None:
+        """Say ``text`` first in every ``phrame/deploy`` of ``commit`` from now on; one that
+        finished already is reported again with it."""
+        with self._lock:
+            self.remarks[commit] = text
+            while len(self.remarks) > 50:
+                del self.remarks[next(iter(self.remarks))]
+            done = [(state, said) for c, state, said in self.finished if c == commit]
+        if done:
+            self._report(commit, done[-1][0], done[-1][1], ref)
+
     def _report(self, commit: str, state: str, text: str, ref: str) -> None:
+        remark = self.remarks.get(commit)
+        if remark:
+            text = f"{remark}; {text}" if text else remark
         log.info("deploy of %s on %s: %s (%s)", commit[:12], ref, state, text)
         # never raises: check() reports each finished deployment on its own, so one failed
         # report cannot leave the others (already out of ``active``) "running" forever

@@ -12,11 +12,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from phrame.git.cache import GitCache
+from phrame.git.writing import GitWriter
 
 
-class SyncRepo(GitCache):
+class SyncRepo(GitWriter):
     """A bare clone of ``url`` at ``<state_dir>/config-sync/config-repo.git``; thread-safe."""
+
+    author = ("phrame-rollback", "rollback@phrame.invalid")  # the only commits it makes
 
     def __init__(
         self,

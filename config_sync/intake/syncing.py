@@ -27,6 +27,9 @@ from config_sync.previews.manager import PreviewManager
 from config_sync.publication.sender import DesiredPublisher, Gate, SyncOutcome
 from config_sync.reporting import CommitReporter
 from config_sync.review_note import item_changes, review_note, rollout_waves
+from config_sync.reviews.digest import plan_digest
+from config_sync.reviews.memory import ReviewedPlans
+from config_sync.reviews.merges import MergeCheck
 from config_sync.rollouts.controller import RolloutController
 from phrame.actual.health import Replica
 from phrame.config_repo import ConfigError, ConfigRepo, ReadCache, render, validate
@@ -94,6 +97,9 @@ class Syncer:
         # merge-request previews (config_sync.previews): a review deploys or moves them and
         # the plan note gets their section; None: no previews
         self.previews: PreviewManager | None = None
+        # the reviewed plan stays the plan: digests per merge request, checked on merge
+        self.reviewed: ReviewedPlans | None = None
+        self.merges: MergeCheck | None = None
 
     def read(self, sha: str) -> Reading:
         """Load, validate and render ``sha`` once; a poll that finds the same head only diffs."""
@@ -185,6 +191,9 @@ class Syncer:
         unassigned = tuple(i for i in reading.unassigned if i.split(".", 1)[0] in outcome.environments)
         if self.history is not None:
             self.history.record(outcome, unassigned=unassigned)
+        if self.merges is not None and outcome.ok:
+            self.merges.published(ref, sha)
+            self.merges.check(ref, sha)
         if outcome.ok and self.deployer is not None:
             generations = outcome.generations
             self.deployer.note_published(generations)
@@ -313,8 +322,10 @@ class Syncer:
         changes, liveness = [], ""
         placed: list[Placed] = []
         refused: list[dict[str, Any]] = []
+        digest = None
         if new.rendered is not None:
             changes = item_changes(old.rendered or {}, new.rendered, self.topics)
+            digest = plan_digest(old.rendered or {}, new.rendered, self.topics)
             placed, liveness = self._placement_preview(sha)
             refused = self._refused_by_nodes(sha)
         waves = rollout_waves(changes, new.policies)
@@ -327,6 +338,7 @@ class Syncer:
             placed=placed,
             liveness=liveness,
             refused=refused,
+            plan_digest=digest,
         )
         if self.previews is not None:
             body += self.previews.review(
@@ -339,6 +351,8 @@ class Syncer:
                 head_errors=errors,
             )
         self.reporter.upsert_review_note(mr_iid, body)
+        if digest is not None and self.reviewed is not None:
+            self.reviewed.remember(mr_iid, digest, sha, target_ref)
         log.info("reviewed !%d at %s: %d change(s), %d error(s)", mr_iid, sha[:12], len(changes), len(errors))
         return body
 

@@ -128,8 +128,10 @@ def _merge_request(body: Mapping[str, Any], tracked: Collection[str]) -> Route:
     action = attrs.get("action")
     if target not in tracked:
         return Route("ignore", f"!{iid} targets {target}, which is not tracked")
-    if action == "merge":
-        return Route("sync", f"!{iid} merged into {target}", ref=target, mr_iid=iid)
+    if action == "merge":  # the iid and merge commit: the merge's plan is checked against the review
+        merged = attrs.get("merge_commit_sha")
+        merged = merged if isinstance(merged, str) and merged.isascii() and merged.isalnum() else None
+        return Route("sync", f"!{iid} merged into {target}", ref=target, mr_iid=iid, sha=merged)
     if action in MR_STOP_ACTIONS:
         return Route("stop", f"!{iid} {action}d: its preview is stopped", ref=target, mr_iid=iid)
     if action not in MR_REVIEW_ACTIONS and action not in MR_APPROVAL_ACTIONS:

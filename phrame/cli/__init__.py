@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("phrame.cli.cmd_replay", "post a recorded GitLab webhook delivery to a running config-sync"),
     "promote": ("phrame.cli.cmd_promote", "release a staged rollout past its canary wave (config-sync)"),
     "approve": ("phrame.cli.cmd_approve", "approve a commit held for a protected environment (config-sync)"),
+    "rollback": (
+        "phrame.cli.cmd_rollback",
+        "roll an environment back with a revert commit (config-sync; a merge request with GitLab)",
+    ),
     "token": (
         "phrame.cli.cmd_token",
         "make a token for the tokens file (new), or hash one from stdin (hash)",

@@ -4,7 +4,7 @@ Posts ``/environments/<env>/approvals`` with ``{"commit": SHA, "override_freeze"
 running config-sync, which records the token holder's approval (retained, so it survives a
 restart) and deploys the commit once it has the approvals the environment needs;
 ``--override-freeze`` also releases it during a deploy freeze (recorded as such). URL and
-token as for ``phrame promote`` (:mod:`phrame.cli.deploy_access`). Prints config-sync's
+token as for ``phrame promote`` (:mod:`phrame.cli.deploy_call`). Prints config-sync's
 answer; exits 0 when the approval is recorded, 1 when config-sync refused it (nothing held
 at that commit, wrong token or scope), 2 for usage or an unreachable config-sync. Never
 changes git.
@@ -17,10 +17,8 @@ import json
 import re
 import sys
 
-from phrame.cli.deploy_access import add_target_args, target, unauthorized
-from phrame.cli.dev_target import NoDevStack
+from phrame.cli.deploy_call import add_target_arguments, explain_401, target
 from phrame.cli.http_post import post
-from phrame.settings import SettingsError
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
@@ -34,7 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="release the commit during a deploy freeze too (an emergency; recorded)",
     )
-    add_target_args(parser)
+    add_target_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,18 +48,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    try:
-        base, token = target(args)
-    except NoDevStack as e:
-        print(f"phrame approve: {e}", file=sys.stderr)
+    found = target("phrame approve", args)
+    if found is None:
         return 2
-    except OSError as e:
-        where = "--token-file: " if args.token_file else ""
-        print(f"phrame approve: {where}cannot read {e.filename}: {e.strerror}", file=sys.stderr)
-        return 2
-    except SettingsError as e:
-        print(f"phrame approve: {e}", file=sys.stderr)
-        return 2
+    base, token = found
     url = f"{base}/environments/{args.environment}/approvals"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     body = json.dumps({"commit": args.commit.lower(), "override_freeze": args.override_freeze}).encode()
@@ -71,5 +61,5 @@ def run(args: argparse.Namespace) -> int:
     code, text = answer
     print(f"{code} {text}")
     if code == 401:
-        unauthorized("phrame approve", bool(token))
+        explain_401("phrame approve", token)
     return 0 if 200 <= code < 300 else 1

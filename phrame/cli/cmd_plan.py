@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from config_sync.review_note import item_changes, review_note, rollout_waves
+from config_sync.reviews.digest import plan_digest
 from phrame.cli.repo_args import add_prefix_arg, open_source
 from phrame.config_repo import ConfigError, load, render, validate
 from phrame.config_repo.sources import GitSource
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         waves=waves,
         placed=placed,
         liveness="every node assumed online",
+        plan_digest=plan_digest(old, new, topics) if not errors else None,  # the MR note's own
     )
     print(note, end="")
     return 1 if errors else 0

@@ -20,10 +20,8 @@ import re
 import sys
 import urllib.request
 
-from phrame.cli.deploy_access import add_target_args, target, unauthorized
-from phrame.cli.dev_target import NoDevStack
+from phrame.cli.deploy_call import add_target_arguments, explain_401, target
 from phrame.cli.http_post import post
-from phrame.settings import SettingsError
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
@@ -36,7 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="SHA",
         help="the commit whose canary to promote (7+ hex digits); default: the one config-sync says waits",
     )
-    add_target_args(parser)
+    add_target_arguments(parser)
 
 
 def _waiting_commit(base: str, env: str, service: str, headers: dict[str, str]) -> str | None:
@@ -57,18 +55,10 @@ def run(args: argparse.Namespace) -> int:
         if not NAME.match(value):
             print(f"phrame promote: {what} {value!r} is not a name ({NAME.pattern})", file=sys.stderr)
             return 2
-    try:
-        base, token = target(args)
-    except NoDevStack as e:
-        print(f"phrame promote: {e}", file=sys.stderr)
+    found = target("phrame promote", args)
+    if found is None:
         return 2
-    except OSError as e:
-        where = "--token-file: " if args.token_file else ""
-        print(f"phrame promote: {where}cannot read {e.filename}: {e.strerror}", file=sys.stderr)
-        return 2
-    except SettingsError as e:
-        print(f"phrame promote: {e}", file=sys.stderr)
-        return 2
+    base, token = found
     url = f"{base}/rollouts/{args.environment}/{args.service}/promote"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     commit = args.commit
@@ -85,5 +75,5 @@ def run(args: argparse.Namespace) -> int:
     code, text = answer
     print(f"{code} {text}")
     if code == 401:
-        unauthorized("phrame promote", bool(token))
+        explain_401("phrame promote", token)
     return 0 if 200 <= code < 300 else 1

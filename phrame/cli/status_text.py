@@ -31,7 +31,14 @@ def _generation(n: NodeRow) -> str:
 
 def deploy_line(d: dict[str, Any], now: float | None) -> str:
     """``deploy 70b43d061e converged in 2.5 s: first line (Ada <ada@x>)``; the record's
-    health word when it says more than its state (``pending, suspended for 2 min``)."""
+    health word when it says more than its state (``pending, suspended for 2 min``); a merge
+    whose plan is not the reviewed one ends ``[plan changed since review: !7]``."""
+    flagged = d.get("plan_changed")
+    mark = f" [plan changed since review: !{flagged['mr']}]" if isinstance(flagged, dict) else ""
+    return _deploy_text(d, now) + mark
+
+
+def _deploy_text(d: dict[str, Any], now: float | None) -> str:
     head = f"deploy {d['commit'][:10]}"
     said = f"{d['message']} ({d['author']})" if d["author"] else d["message"] or "(no message)"
     if d["state"] in ("failed", "degraded") and d.get("failed"):

@@ -1,7 +1,7 @@
 """The git adapter of every phrame part: a bare clone cache, one ref policy, safe writes.
 
 ``cache.GitCache`` fetches and reads (config-sync, placement, ``phrame plan``);
-``writing.GitWriter`` adds commit and a never-forced push (placement only);
+``writing.GitWriter`` adds commit and a never-forced push (placement, config-sync's rollback);
 ``refs`` is the pure policy of branches and tags. The only package that imports gitpython
 besides ``phrame.config_repo.sources`` (which reads trees).
 """

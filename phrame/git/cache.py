@@ -149,6 +149,24 @@ class GitCache:
                 raise GitError(f"cannot read {path} at {sha[:12]}: {self.why(e)}") from e
         return data
 
+    def files_under(self, sha: str, folder: str) -> dict[str, bytes]:
+        """Every file under ``folder`` (``environments/lab``) in commit ``sha``: path -> content
+        (empty when the folder is absent). Symlinks and submodules are not config: skipped."""
+        prefix = folder.strip("/") + "/"
+        out: dict[str, bytes] = {}
+        with self.reading() as repo:
+            try:
+                try:
+                    tree = repo.commit(sha).tree / prefix.rstrip("/")
+                except KeyError:
+                    return {}
+                for item in tree.traverse():
+                    if isinstance(item, git.Blob) and item.mode & 0o170000 == 0o100000:
+                        out[str(item.path)] = item.data_stream.read()
+            except (git.GitError, ValueError, BadName, BadObject) as e:
+                raise GitError(f"cannot read {prefix} at {sha[:12]}: {self.why(e)}") from e
+        return out
+
     def commit_info(self, sha: str) -> tuple[str, str]:
         """``("Name <email>", first line of the message)`` of fetched commit ``sha``, as
         git holds them (a webhook's copy can be forged or missing); each capped at 200
@@ -163,6 +181,15 @@ class GitCache:
         text = message.decode("utf-8", "replace") if isinstance(message, bytes) else message
         first = text.strip().splitlines()[0].strip() if text.strip() else ""
         return author[:COMMIT_TEXT_MAX], first[:COMMIT_TEXT_MAX]
+
+    def first_parent(self, sha: str) -> str | None:
+        """The first parent of fetched commit ``sha`` (None for a root commit)."""
+        with self.reading() as repo:
+            try:
+                parents = repo.commit(sha).parents
+            except (git.GitError, ValueError, BadName, BadObject) as e:
+                raise GitError(f"cannot read commit {sha[:12]}: {self.why(e)}") from e
+        return str(parents[0].hexsha) if parents else None
 
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of two fetched commits; None for unrelated histories."""

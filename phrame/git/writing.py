@@ -38,10 +38,11 @@ class GitWriter(GitCache):
         ``path`` set to ``content``. Touches no branch; returns the new sha."""
         return self.commit_files(parent, {path: content}, message)
 
-    def commit_files(self, parent: str, files: Mapping[str, bytes], message: str) -> str:
+    def commit_files(self, parent: str, files: Mapping[str, bytes | None], message: str) -> str:
         """One new commit on ``parent`` whose tree is ``parent``'s with each path of
-        ``files`` set to its content (the topic API's compose import writes several at
-        once). Touches no branch; returns the new sha. ValueError for no files."""
+        ``files`` set to its content, or removed where the content is None (the topic API's
+        compose import writes several at once; a rollback also deletes). Touches no branch;
+        returns the new sha. ValueError for no files."""
         if not files:
             raise ValueError("no files to commit")
         name, email = self.author
@@ -58,7 +59,15 @@ class GitWriter(GitCache):
             g = repo.git
             try:
                 g.read_tree(parent, env=env)
+                gone = [path for path, content in files.items() if content is None]
+                if gone:  # mode 0 removes an entry; --force-remove would want a work tree
+                    listing = Path(tmp, "removed")
+                    listing.write_text("".join(f"0 {'0' * 40}\t{path}\n" for path in gone))
+                    with listing.open("rb") as removed:
+                        g.update_index("--index-info", istream=removed, env=env)
                 for path, content in files.items():
+                    if content is None:
+                        continue
                     blob = repo.odb.store(IStream("blob", len(content), BytesIO(content)))
                     g.update_index("--add", "--cacheinfo", f"100644,{blob.hexsha.decode()},{path}", env=env)
                 tree = g.write_tree(env=env)

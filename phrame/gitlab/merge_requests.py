@@ -2,7 +2,8 @@
 
 Placement calls :meth:`MergeRequests.ensure` for a placement branch and then
 :meth:`MergeRequests.close_superseded`; the topic API's imports call :meth:`MergeRequests.open`;
-config-sync edits its plan note with :meth:`MergeRequests.upsert_note`. It never opens a
+config-sync edits its plan note with :meth:`MergeRequests.upsert_note` and opens (and, when
+asked, merges with :meth:`MergeRequests.merge`) a rollback's merge request. It never opens a
 second merge request for a branch, never targets a tag and never writes two plan notes.
 """
 
@@ -74,6 +75,14 @@ class MergeRequests:
             if again is None:
                 raise
             return again
+
+    def merge(self, iid: int) -> None:
+        """Accept merge request ``iid`` now (GitLab's "Merge a merge request"); GitLab's refusal
+        (not mergeable, approvals missing, a pipeline required) is a ``GitLabRefused``, once:
+        never retried here."""
+        with converting(f"merge !{iid}", self._where):
+            self._project.mergerequests.get(iid, lazy=True).merge()
+        log.info("merged merge request !%s", iid)
 
     def close_superseded(self, source_branch: str) -> list[int]:
         """Close every open merge request from another branch in the folder of

@@ -380,6 +380,33 @@ def test_4_reverting_the_page_commit_rolls_the_host_back(client, stack: DevStack
     assert stack.page().startswith(f"Hello from Phrame (commit {sha[:12]}")
 
 
+def test_4b_phrame_rollback_makes_a_revert_commit_and_the_page_returns(client, stack: DevStackProcess):
+    before = stack.head()
+    web = stack.env_file("services/web.yaml")
+    web.write_text(web.read_text().replace("PAGE_TEXT: Hello from Phrame", "PAGE_TEXT: Hello to roll back"))
+    sha, at = stack.commit_and_push("e2e: a page to roll back")
+    deployed(stack, sha, "4b page change", at, [stack.nodes[0]])
+    assert stack.page().startswith("Hello to roll back")
+    secret = (stack.state / "webhook-secret").read_text().strip()  # no tokens file: its secret
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PHRAME_")} | {"PHRAME_TOKEN": secret}
+    url = f"http://127.0.0.1:{stack.sync_port}"
+    at = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "phrame", "rollback", stack.environment, "--to", before, "--url", url],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    answer = json.loads(done.stdout.split(" ", 1)[1])
+    revert = answer["commit"]
+    assert answer["status"] == "pushed" and stack.remote_head() == revert  # config-sync pushed it
+    assert (
+        stack.git("--git-dir", str(stack.state / "config.git"), "log", "-1", "--format=%P", revert).strip()
+        == sha
+    )
+    deployed(stack, revert, "4b phrame rollback", at, [stack.nodes[0]])
+    assert stack.page().startswith(f"Hello from Phrame (commit {revert[:12]}")
+
+
 def test_5_a_killed_agent_loses_its_replicas_to_the_other_node(client, stack: DevStackProcess):
     mover = stack.env_file("services/mover.yaml")
     mover.write_text(

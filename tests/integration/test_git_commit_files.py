@@ -48,3 +48,21 @@ def test_commit_files_with_no_files_is_refused(tmp_path: Path) -> None:
     writer.fetch()
     with pytest.raises(ValueError, match="no files"):
         writer.commit_files(writer.head("main"), {}, "nothing")
+
+
+def test_commit_files_deletes_a_path_given_none_and_reads_folders_back(tmp_path: Path) -> None:
+    remote = ConfigRemote.with_sample(tmp_path / "remote")
+    remote.work.close()
+    writer = GitWriter(str(remote.bare_path), tmp_path / "state" / "cache.git")
+    writer.fetch()
+    main = writer.head("main")
+    folder = "environments/studio-a/services"
+    before = writer.files_under(main, folder)
+    gone = f"{folder}/egress.yaml"
+    assert gone in before and writer.files_under(main, "environments/nowhere") == {}
+    sha = writer.commit_files(main, {gone: None, f"{folder}/new.yaml": b"name: new\n"}, "swap")
+    after = writer.files_under(sha, folder)
+    assert gone not in after and after[f"{folder}/new.yaml"] == b"name: new\n"
+    assert {p: c for p, c in after.items() if p != f"{folder}/new.yaml"} == {
+        p: c for p, c in before.items() if p != gone
+    }

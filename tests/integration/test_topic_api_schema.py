@@ -16,9 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from config_sync.reporting import LocalReporter
+from config_sync.service import ConfigSync
 from phrame.mqtt import Message, MqttClient, MqttSettings
 from schemas import Topics
+from tests.integration.test_sync_app import serving
 from tests.support.mosquitto import Mosquitto
+from tests.support.sync_support import SECRET, ConfigRemote, settings_for
 from tests.support.topic_api import ApiStack, fleet
 
 pytestmark = pytest.mark.mqtt
@@ -56,7 +60,19 @@ def test_schemathesis_finds_no_5xx_and_no_schema_violation(
     messages[topic] = json.dumps(restarted).encode()
     writer.publish_batch(messages.items())
     writer.subscribe("phrame/cmd/nodes/+/containers/+/logs", lambda m: answer_logs(writer, m))
-    stack = ApiStack(mosquitto.url, tmp_path).start()
+    # promote and rollback are forwarded to a real config-sync: its answers (a 401 for the
+    # API's token, which is not config-sync's) come back as documented
+    remote = ConfigRemote.with_sample(tmp_path / "git")
+    settings = settings_for(
+        remote, tmp_path / "sync-state", mosquitto.url, webhook_secret=SECRET, poll_s=3600,
+        topic_prefix="schema-sync",  # its own plane: the API's fleet stays the two nodes above
+    )  # fmt: skip
+    service = ConfigSync(settings, reporter=LocalReporter())
+    with serving(service) as sync_url:
+        run_schemathesis(ApiStack(mosquitto.url, tmp_path, PHRAME_CONFIG_SYNC_URL=sync_url).start(), tmp_path)
+
+
+def run_schemathesis(stack: ApiStack, tmp_path: Path) -> None:
     try:
         stack.wait_json("/api/nodes", lambda d: len(d["nodes"]) == 2, "the fleet in the API")
         assert stack.json("/api/nodes/dev-1")["recent_exits"] == 1  # the shape is exercised

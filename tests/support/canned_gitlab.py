@@ -3,8 +3,9 @@ a process under test (the topic API runs in its own process: ``responses`` canno
 
 Shapes follow GitLab's documentation: Branches › Get single repository branch, Repository ›
 List repository tree, Commits › Create a commit with multiple files and actions, Merge
-requests › Create MR, Commits › List merge requests associated with a commit, Merge request
-approvals › Get the approval state, Commits › Set the pipeline status of a commit. Every request is recorded (method, path, query, JSON body, token) so a
+requests › Create MR, List MRs, Merge a merge request, Commits › List merge requests associated
+with a commit, Merge request approvals › Get the approval state, Commits › Set the pipeline
+status of a commit. Every request is recorded (method, path, query, JSON body, token) so a
 test asserts on what the client sent; a created commit makes its branch exist.
 """
 
@@ -31,6 +32,8 @@ class CannedGitLab:
         ] = {}  # commit -> (iid, target branch) of the MR that merged it
         self.approved_by: dict[int, list[str]] = {}  # MR iid -> usernames that approved it
         self.approvals_down = False  # True: the approvals and commit MR calls answer 503 (an outage)
+        self.merge_refusal: tuple[int, str] | None = None  # merging answers this (status, message)
+        self.merge_requests: list[dict[str, Any]] = []  # opened (and merged) ones, as GitLab shows them
         self.lock = threading.Lock()
         canned = self
 
@@ -67,6 +70,9 @@ class CannedGitLab:
 
             def do_POST(self) -> None:
                 self._handle("POST")
+
+            def do_PUT(self) -> None:
+                self._handle("PUT")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -105,7 +111,22 @@ class CannedGitLab:
             if self.merge_requests_refused:
                 return 403, {"message": "403 Forbidden"}
             body = r["json"]
-            return 201, mr_doc(1, body)
+            doc = mr_doc(len(self.merge_requests) + 1, body)
+            self.merge_requests.append(doc)
+            return 201, doc
+        if method == "GET" and path == f"{base}/merge_requests":
+            q = r["query"]
+            found = [m for m in self.merge_requests if m["state"] == q.get("state", m["state"])]
+            return 200, [m for m in found if m["source_branch"] == q.get("source_branch", m["source_branch"])]
+        if method == "PUT" and path.startswith(f"{base}/merge_requests/") and path.endswith("/merge"):
+            iid = int(path.removeprefix(f"{base}/merge_requests/").removesuffix("/merge"))
+            mr = next((m for m in self.merge_requests if m["iid"] == iid), None)
+            if mr is None:
+                return 404, {"message": "404 Not found"}
+            if self.merge_refusal is not None:
+                return self.merge_refusal[0], {"message": self.merge_refusal[1]}
+            mr["state"] = "merged"
+            return 200, mr
         if method == "POST" and path.startswith(f"{base}/statuses/"):
             body = r["json"]
             return 201, {"id": len(self.requests), "sha": path.rsplit("/", 1)[-1], **body}

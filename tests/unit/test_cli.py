@@ -34,3 +34,13 @@ def test_the_node_agent_starts_on_a_host_without_git() -> None:
         [sys.executable, "-m", "phrame", "placement", "--help"], env=env, capture_output=True, text=True
     )
     assert placement.returncode != 0 and "git" in placement.stderr.lower()
+
+
+def test_rollback_refuses_a_bad_environment_or_commit_before_calling_anyone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = "http://127.0.0.1:9"  # nothing is called: a call would fail with "cannot reach"
+    assert main(["rollback", "Lab", "--url", url]) == 2
+    assert "environment 'Lab' is not a name" in capsys.readouterr().err
+    assert main(["rollback", "lab", "--to", "HEAD~1", "--url", url]) == 2
+    assert "--to 'HEAD~1' is not a commit sha" in capsys.readouterr().err

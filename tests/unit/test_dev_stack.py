@@ -162,6 +162,7 @@ def test_children_get_the_stack_settings_whatever_the_callers_environment(tmp_pa
     api = by_name["topic-api"].env
     assert api["PHRAME_LISTEN"] == "127.0.0.1:9090" and "PHRAME_API_TOKEN" not in api
     assert api["PHRAME_API_TOKEN_FILE"] == str(tmp_path / "api-token")
+    assert api["PHRAME_CONFIG_SYNC_URL"] == "http://127.0.0.1:9080"  # the dashboard's promote and rollback
 
 
 def test_console_lines_for_statuses_and_placements():

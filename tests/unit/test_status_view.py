@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from phrame.cli.status_text import render_text
+from phrame.cli.status_text import deploy_line, render_text
 from phrame.cli.status_view import summarize
 from schemas import Topics
 
@@ -328,3 +328,10 @@ def test_a_held_head_says_why_and_what_releases_it() -> None:
     assert "suspended (frozen) until 2026-12-27T00:00:00Z: deploys then" in render_text(
         summarize(topics, NOW, T)
     )
+
+
+def test_a_merge_whose_plan_changed_since_review_says_so() -> None:
+    flagged = {"mr": 7, "reviewed": "sha256:" + "0" * 64, "merged": "sha256:" + "1" * 64}
+    line = deploy_line(_deploy(4, "converged", duration_s=2.5, plan_changed=flagged), NOW)
+    assert line.endswith("converged in 2.5 s: change 4 (Ada <ada@x>) [plan changed since review: !7]")
+    assert "plan changed" not in deploy_line(_deploy(4, "converged", duration_s=2.5), NOW)

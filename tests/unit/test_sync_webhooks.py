@@ -71,6 +71,7 @@ def test_merge_request_open_and_update_ask_for_a_review(name: str) -> None:
 def test_merge_request_merge_syncs_the_target_and_stops_its_preview_and_close_stops_it() -> None:
     merged = route(*delivery("merge-request-merge.json"), TRACKED)
     assert (merged.action, merged.ref, merged.mr_iid) == ("sync", "main", 7)
+    assert merged.sha == "8ed0eafefa0835cdf28ab4278edbc6563e65e2d8"  # the merge's plan is checked
     closed = route(*delivery("merge-request-close.json"), TRACKED)
     assert (closed.action, closed.ref, closed.mr_iid) == ("stop", "main", 7)
 

@@ -40,6 +40,7 @@ COMPONENTS: tuple[type, ...] = (
     models.KvDeleted,
     models.Restarted,
     models.LogTail,
+    models.Forwarded,
     models.StreamTicket,
     import_models.Problem,
     import_models.ComposeImport,
@@ -48,7 +49,7 @@ COMPONENTS: tuple[type, ...] = (
     models.Ready,
     models.NotReady,
 )
-OPEN = (models.EnvError,)
+OPEN = (models.EnvError, models.Forwarded)  # Forwarded: config-sync's answer, as it is
 WRITE_SECURITY: list[dict[str, list[str]]] = [{"bearer": []}]
 # a read token is asked for only when PHRAME_API_READ_TOKEN_REQUIRED: anonymous reads too;
 # never in the query (/api/events takes a stream ticket there, see its parameter)

@@ -22,7 +22,7 @@ ERRORS = {
     403: "the token's scope does not allow it, or the topic is outside the writable prefixes",
     404: "not found",
     408: "body not complete in time",
-    409: "the import's branch exists already, or the tracked ref is no branch",
+    409: "the import's branch exists, the tracked ref is no branch, or config-sync refused",
     413: "body too large",
     422: "payload invalid under the topic's schema",
     429: "too many event streams or stream tickets from this client",
@@ -33,6 +33,7 @@ PATH_PARAMS = {
     "node": ("node name", "dev-1"),
     "id": ("item id <env>.<service>.<replica>", "demo.web.0"),
     "env": ("environment name", "demo"),
+    "service": ("service name", "web"),
     "topic": ("a topic (slashes included), no wildcards", "phrame/kv/example"),
 }
 

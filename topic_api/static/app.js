@@ -1,12 +1,13 @@
 /* Phrame dashboard: wiring. Fetches the views, follows api/events (server-sent events) and
  * refetches only what a change touched, opens a node's detail from the URL (#node/<name>),
  * and sends a container restart, or asks for a container's log tail, with the token the
- * person typed (kept in sessionStorage).
+ * person typed (kept in sessionStorage); Promote and Roll back are deploy_actions.js's.
  *
  * Loaded by index.html as a module. Holds no broker connection and never polls the broker:
  * the topic API's mirrors do that once for every browser.
  */
 import { API, ApiError, Refresher, TOKEN_KEY, fmt, getJSON, h } from "./dom.js";
+import { wireDeployActions } from "./deploy_actions.js";
 import { renderDetail, renderGone } from "./detail.js";
 import { renderEnvironments } from "./environments.js";
 import { renderNodes } from "./nodes.js";
@@ -310,6 +311,7 @@ async function logs(node, id, button) {
 $("node-dialog").addEventListener("close", onDialogClose);
 $("node-dialog").querySelector("[data-close]").addEventListener("click", () => $("node-dialog").close());
 $("token-dialog").querySelector("[data-cancel]").addEventListener("click", () => $("token-dialog").close("cancel"));
+wireDeployActions($("env-list"), askToken);
 window.addEventListener("hashchange", route);
 setInterval(tick, 1000);
 refreshAll();

@@ -2,11 +2,13 @@
  * the errors with file:line), placement's state, its staged rollouts and the recent deployments.
  *
  * Called by app.js with each api/environments document. An article is rebuilt only when its
- * data changed; it holds no control, so no focus is lost.
+ * data changed. Its two controls (Promote on a rollout waiting for promotion, Roll back on an
+ * earlier converged deployment) carry data-action and are handled by deploy_actions.js through
+ * one listener on the list, so a rebuilt article needs no wiring.
  */
 import { badge, cells, fill, fmt, h } from "./dom.js";
 
-const DEPLOY_LABELS = ["Commit", "Message", "Author", "State", "Published", "Took", "Nodes"];
+const DEPLOY_LABELS = ["Commit", "Message", "Author", "State", "Published", "Took", "Nodes", "Action"];
 const DEPLOY_LEVEL = { converged: "ok", failed: "bad", degraded: "bad", pending: "warn", superseded: "none" };
 
 function errorList(errors) {
@@ -68,6 +70,11 @@ function rolloutList(env) {
       badge(ROLLOUT_LEVEL[r.state] || "none", r.state || "unknown"), " ",
       h("code", { text: r.service }), ` wave ${r.wave}/${r.waves}, ${r.done}/${r.total} healthy, commit `,
       h("code", { class: "sha", title: r.commit, text: fmt.sha(r.commit) }),
+      r.state === "waiting-promotion" ? [" ", h("button", {
+        type: "button", class: "action", "data-action": "promote", "data-env": env.environment,
+        "data-service": r.service, "data-commit": r.commit,
+        "aria-label": `Promote ${r.service} of ${env.environment} at ${fmt.sha(r.commit)}`, text: "Promote",
+      })] : null,
       (r.reasons || []).length ? h("ul", { class: "errors" }, r.reasons.map((x) =>
         h("li", {}, h("code", { text: `${x.node} ${x.replica}` }), `: ${x.reason}`))) : null)))];
 }
@@ -78,14 +85,29 @@ function reasonText(r) {
 }
 
 // The record's own word and reasons (config-sync judged them): the page never judges again.
-function deployRow(d) {
+// Roll back to an earlier deployment that converged (never to what runs now).
+function rollbackButton(env, d, i) {
+  if (i === 0 || d.state !== "converged") return "–";
+  return h("button", {
+    type: "button", class: "action", "data-action": "rollback", "data-env": env, "data-commit": d.commit,
+    "aria-label": `Roll ${env} back to ${fmt.sha(d.commit)}`, text: "Roll back to this",
+  });
+}
+
+function planChanged(d) {
+  const p = d.plan_changed;
+  if (!p) return null;
+  return [" ", badge("warn", `plan changed since review (!${p.mr})`)];
+}
+
+function deployRow(env, d, i) {
   const level = DEPLOY_LEVEL[d.state] || "none";
   const tr = cells(h("tr", { class: `level-${level}`, "data-commit": d.commit }), DEPLOY_LABELS, true);
   fill(tr.cells[0], h("code", { class: "sha", title: d.commit, text: fmt.sha(d.commit) }));
   fill(tr.cells[1], d.message || "–");
   fill(tr.cells[2], d.author || "–");
   const said = d.state === "pending" && d.health && d.health !== "progressing" ? ` (${d.health})` : "";
-  fill(tr.cells[3], badge(level, d.state || "unknown"), said);
+  fill(tr.cells[3], badge(level, d.state || "unknown"), said, planChanged(d));
   fill(tr.cells[4], fmt.when(d.published_at) || "–");
   const waited = d.suspended_s ? ` (and ${fmt.duration(d.suspended_s)} waiting for promotion)` : "";
   fill(tr.cells[5], (d.state === "pending" ? "running…" : fmt.duration(d.duration_s)) + waited);
@@ -102,6 +124,7 @@ function deployRow(d) {
   } else {
     fill(tr.cells[6], placed || "–");
   }
+  fill(tr.cells[7], rollbackButton(env, d, i));
   return tr;
 }
 
@@ -111,7 +134,7 @@ function deployTable(env) {
   return h("div", { class: "table-box" }, h("table", { class: "stack deploys" },
     h("caption", { class: "visually-hidden", text: `Recent deployments of ${env.environment}, newest first` }),
     h("thead", {}, h("tr", {}, DEPLOY_LABELS.map((l) => h("th", { scope: "col", text: l })))),
-    h("tbody", {}, deploys.map(deployRow))));
+    h("tbody", {}, deploys.map((d, i) => deployRow(env.environment, d, i)))));
 }
 
 function envLevel(env) {

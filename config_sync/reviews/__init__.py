@@ -1,0 +1,1 @@
+"""The reviewed plan stays the plan: plan digests, remembered per merge request, checked on merge."""

@@ -1,0 +1,1 @@
+"""Rollback as a revert commit (``POST /environments/{env}/rollback``, ``phrame rollback``)."""
