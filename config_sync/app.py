@@ -198,18 +198,25 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         audit.record(who=decided.who, action="sync", target=",".join(queued), result="accepted", status=202)
         return JSONResponse({"status": "queued", "refs": queued}, status_code=202)
 
-    async def promote(request: Request) -> Response:
-        env, svc = request.path_params["env"], request.path_params["service"]
-        target = f"{env}/{svc}"
-        decided = access(request, "deploy")
+    async def deploy_body(request: Request, decided: Access, action: str, target: str) -> bytes | Response:
+        """A deploy-scoped write's small JSON body, or the answer that refuses it (401/403 with
+        its audit line, 413 over 4 KiB, 400 when the body did not arrive whole)."""
         if not decided.is_allowed:
-            return refused(request, decided, "promote", target)
+            return refused(request, decided, action, target)
         try:
-            raw = await read_body(request, limit=4096, timeout_s=settings.http.body_timeout_s)
+            return await read_body(request, limit=4096, timeout_s=settings.http.body_timeout_s)
         except BodyTooLarge:
             return AsciiJSONResponse({"error": "body over 4096 bytes"}, status_code=413)
         except (BodyTimeout, ClientGone):
             return AsciiJSONResponse({"error": "body not complete"}, status_code=400)
+
+    async def promote(request: Request) -> Response:
+        env, svc = request.path_params["env"], request.path_params["service"]
+        target = f"{env}/{svc}"
+        decided = access(request, "deploy")
+        raw = await deploy_body(request, decided, "promote", target)
+        if isinstance(raw, Response):
+            return raw
         commit = _commit_of(raw)
         promotion = service.rollouts.promote(env, svc, commit)
         named = commit if isinstance(commit, str) else None
@@ -230,14 +237,9 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
     async def approve(request: Request) -> Response:
         env = request.path_params["env"]
         decided = access(request, "deploy")
-        if not decided.is_allowed:
-            return refused(request, decided, "approve", env)
-        try:
-            raw = await read_body(request, limit=4096, timeout_s=settings.http.body_timeout_s)
-        except BodyTooLarge:
-            return AsciiJSONResponse({"error": "body over 4096 bytes"}, status_code=413)
-        except (BodyTimeout, ClientGone):
-            return AsciiJSONResponse({"error": "body not complete"}, status_code=400)
+        raw = await deploy_body(request, decided, "approve", env)
+        if isinstance(raw, Response):
+            return raw
         commit, override = _approval_of(raw)
         answer = service.approvals.approve(env, commit, decided.who, override_freeze=override)
         named = commit if isinstance(commit, str) else None
@@ -265,14 +267,9 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
     async def rollback(request: Request) -> Response:
         env = request.path_params["env"]
         decided = access(request, "deploy")
-        if not decided.is_allowed:
-            return refused(request, decided, "rollback", env)
-        try:
-            raw = await read_body(request, limit=4096, timeout_s=settings.http.body_timeout_s)
-        except BodyTooLarge:
-            return AsciiJSONResponse({"error": "body over 4096 bytes"}, status_code=413)
-        except (BodyTimeout, ClientGone):
-            return AsciiJSONResponse({"error": "body not complete"}, status_code=400)
+        raw = await deploy_body(request, decided, "rollback", env)
+        if isinstance(raw, Response):
+            return raw
         status, doc = await anyio.to_thread.run_sync(
             lambda: rollback_answer(service.rollbacks, env, raw, who=decided.who)
         )
