@@ -72,6 +72,7 @@ class WatchSettings:
                 else:
                     user, password = entry["username"], entry["password"]
                 key = host.removeprefix("https://").removeprefix("http://").split("/")[0]
+                key = "docker.io" if key == "index.docker.io" else key  # docker login's Hub key
                 out[key] = Credentials(user, password)
             return out
         except (OSError, ValueError, KeyError, AttributeError, TypeError) as e:

@@ -177,5 +177,47 @@ def test_with_gitlab_the_branch_comes_with_one_merge_request(tmp_path: Path, reg
         assert opened[0]["json"]["source_branch"] == "image-update/lab/web/1.10.0"
         assert opened[0]["json"]["target_branch"] == "main"
         assert _update_branches(remote) == {}  # GitLab's API wrote it, not a push
+
+        canned.merge_requests.clear()  # the watcher stopped between the branch and its merge request
+        build_watcher(settings).run_once()
+        assert len(canned.calls("POST", "/merge_requests")) == 2  # the missing one, once
+        assert len(canned.calls("POST", "/repository/commits")) == 1
+        build_watcher(settings).run_once()
+        assert len(canned.calls("POST", "/merge_requests")) == 2
     finally:
         canned.stop()
+
+
+@pytest.mark.slow
+def test_the_command_prints_each_outcome_and_exits_by_them(
+    tmp_path: Path, registry: Registry, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from phrame.cli import main
+
+    repo = "lab/web-cli"
+    push_image(registry, repo, "1.2.0", created=OLD)
+    remote = _repo(tmp_path, f"{registry.url}/{repo}:1.2.0", '    semver: "^1"\n')
+    settings = _settings(tmp_path, remote, registry)
+    push_image(registry, repo, "1.5.0", created=OLD)
+    monkeypatch.setenv("PHRAME_REPO_URL", str(remote.bare_path))
+    monkeypatch.setenv("PHRAME_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("PHRAME_REGISTRY_PLAIN_HTTP", registry.url)
+    monkeypatch.setenv("PHRAME_REGISTRY_AUTH_FILE", str(settings.auth_file))
+
+    assert main(["image-watch", "--once"]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(out[out.index("[") :])
+    assert doc == [
+        {"environment": "lab", "service": "web", "state": "proposed", "detail": "image-update/lab/web/1.5.0"}
+    ]
+
+    monkeypatch.setenv("PHRAME_REGISTRY_AUTH_FILE", str(tmp_path / "none.json"))  # anonymous: refused
+    monkeypatch.setenv("PHRAME_STATE_DIR", str(tmp_path / "state2"))
+    (tmp_path / "none.json").write_text('{"auths": {}}')
+    assert main(["image-watch", "--once"]) == 1
+    failed = json.loads(capsys.readouterr().out)
+    assert failed[0]["state"] == "failed" and "answered 401" in failed[0]["detail"]
+
+    (tmp_path / "none.json").write_text("not json")
+    assert main(["image-watch", "--once"]) == 2
+    assert "PHRAME_REGISTRY_AUTH_FILE" in capsys.readouterr().err
