@@ -52,11 +52,12 @@ class GitLabTarget:
         self.project, self.track = project, track
 
     def is_proposed(self, update: Update) -> bool:
-        # the branch is written before the merge request: a branch without one (a crash between
-        # the two) gets its merge request now, and then counts as proposed
+        # the branch is written before the merge request: a branch that never had one (a crash
+        # between the two) gets it now; one closed by a person stays closed (declined)
         if self.project.branch_head(update.branch) is None:
             return False
-        self.project.merge_requests.ensure(update.branch, self.track, update.title, update.description())
+        if self.project.merge_requests.find_any(update.branch) is None:
+            self.project.merge_requests.ensure(update.branch, self.track, update.title, update.description())
         return True
 
     def propose(self, update: Update, *, base: str, content: bytes) -> str:

@@ -182,6 +182,7 @@ def test_with_gitlab_the_branch_comes_with_one_merge_request(tmp_path: Path, reg
         build_watcher(settings).run_once()
         assert len(canned.calls("POST", "/merge_requests")) == 2  # the missing one, once
         assert len(canned.calls("POST", "/repository/commits")) == 1
+        canned.merge_requests[0]["state"] = "closed"  # a person declined it: it stays closed
         build_watcher(settings).run_once()
         assert len(canned.calls("POST", "/merge_requests")) == 2
     finally:
