@@ -4,10 +4,13 @@ one-line rewrite of a service file's ``image:``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from image_watch.names import registry_and_path, update_branch
 from image_watch.proposal import RewriteError, rewrite
+from phrame.cli import main
 from phrame.config_repo.image_policy import ImagePolicy, PolicyError, age_seconds, split_image
 from phrame.config_repo.semver_range import RangeError, parse_range, parse_version
 
@@ -102,3 +105,29 @@ def test_rewrite_changes_only_the_image_value() -> None:
     assert rewrite("image: a:1\r\n", 1, "a:2") == "image: a:2\r\n"
     with pytest.raises(RewriteError):
         rewrite("{name: web, image: a:1}\n", 1, "a:2")
+
+
+def test_validate_points_at_each_bad_policy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = {
+        "nodes/n1.yaml": "name: n1\n",
+        "environments/lab/environment.yaml": (
+            "name: lab\nimages:\n  web: {semver: '^1.2'}\n  mon:\n    pattern: '(a)(b)'\n"
+            "  ghost: {semver: '^1'}\n  host: {semver: '^1'}\n"
+        ),
+        "environments/lab/services/web.yaml": "name: web\nimage: r/web:1.2.0\nplacement: {node: n1}\n",
+        "environments/lab/services/mon.yaml": "name: mon\nimage: r/mon:a\nplacement: {node: n1}\n",
+        "environments/lab/services/host.yaml": "name: host\nkind: process\ncommand: [/bin/true]\nplacement: {node: n1}\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert main(["validate", str(tmp_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    where = "environments/lab/environment.yaml"
+    assert f"{where}:5:14: image-policy: mon: pattern '(a)(b)' has 2 groups: at most one (the order)" in out
+    assert (
+        f"{where}:6:10: unknown-service: images policy for 'ghost': no such service in environments/lab/services/"
+        in out
+    )
+    assert f"{where}:7:9: image-policy: host: the service has no image to update" in out
+    assert not [line for line in out if ":3:" in line]  # web's policy is fine
