@@ -110,8 +110,13 @@ class ImagePolicy:
 def policies(data: dict[str, Any]) -> dict[str, ImagePolicy]:
     """The readable policies of an environment's data (unreadable ones are left out: the
     rules report them)."""
-    out = {}
-    for service, spec in (data.get("images") or {}).items():
+    out: dict[str, ImagePolicy] = {}
+    images = data.get("images")
+    if not isinstance(images, dict):
+        return out
+    for service, spec in images.items():
+        if not isinstance(service, str) or not isinstance(spec, dict):
+            continue
         try:
             out[service] = ImagePolicy.read(service, spec)
         except PolicyError:

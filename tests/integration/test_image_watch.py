@@ -34,6 +34,8 @@ def _repo(tmp_path: Path, image: str, policy: str) -> ConfigRemote:
         files={
             "nodes/n1.yaml": NODE,
             "environments/lab/environment.yaml": f"name: lab\nimages:\n  web:\n{policy}",
+            # a policy that fails its schema: skipped (validation reports it), the pass goes on
+            "environments/broken/environment.yaml": "name: broken\nimages:\n  web: 5\n",
             "environments/lab/services/web.yaml": (
                 "# the web front\nname: web\nimage: " + image + "  # bumped by image-watch\n"
                 "placement:\n  node: n1\n"
