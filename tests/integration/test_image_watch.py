@@ -1,13 +1,17 @@
 """The image watcher against a real registry (Debian's docker-registry, images pushed in the
 test through the v2 API with a chosen ``created``) and a real bare git repository: a new tag
 inside the policy gives exactly one branch pinning its digest, however often the watcher
-runs; tags outside the range are ignored; ``min_age`` holds a young image back; with GitLab
+runs; tags outside the range are ignored; ``min_age`` holds a young image back; the service
+proposes on its own and stops on SIGTERM; with GitLab
 (canned, over HTTP) the same branch comes with one merge request."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,10 +21,13 @@ import pytest
 from image_watch.build import build_watcher
 from image_watch.settings import WatchSettings
 from image_watch.watcher import ImageWatcher
+from phrame.cli import main
 from tests.support.canned_gitlab import PROJECT, CannedGitLab
+from tests.support.processes import end
 from tests.support.registry import Registry
 from tests.support.registry_images import push_image
 from tests.support.sync_support import ConfigRemote
+from tests.support.waiting import wait_for
 
 NOW = datetime.now(UTC)
 OLD = NOW - timedelta(days=2)
@@ -195,7 +202,6 @@ def test_with_gitlab_the_branch_comes_with_one_merge_request(tmp_path: Path, reg
 def test_the_command_prints_each_outcome_and_exits_by_them(
     tmp_path: Path, registry: Registry, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from phrame.cli import main
 
     repo = "lab/web-cli"
     push_image(registry, repo, "1.2.0", created=OLD)
@@ -224,3 +230,32 @@ def test_the_command_prints_each_outcome_and_exits_by_them(
     (tmp_path / "none.json").write_text("not json")
     assert main(["image-watch", "--once"]) == 2
     assert "PHRAME_REGISTRY_AUTH_FILE" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_service_proposes_on_its_own_and_stops_on_sigterm(tmp_path: Path, registry: Registry) -> None:
+
+    repo = "lab/web-loop"
+    push_image(registry, repo, "1.2.0", created=OLD)
+    remote = _repo(tmp_path, f"{registry.url}/{repo}:1.2.0", '    semver: "^1"\n')
+    settings = _settings(tmp_path, remote, registry)
+    push_image(registry, repo, "1.6.0", created=OLD)
+    env = dict(
+        os.environ,
+        PHRAME_REPO_URL=str(remote.bare_path),
+        PHRAME_STATE_DIR=str(tmp_path / "state"),
+        PHRAME_REGISTRY_PLAIN_HTTP=registry.url,
+        PHRAME_REGISTRY_AUTH_FILE=str(settings.auth_file),
+        PHRAME_IMAGE_WATCH_INTERVAL_S="10",
+    )
+    log = (tmp_path / "watch.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "phrame", "image-watch"], env=env, stdout=log, stderr=log)
+    try:
+        wait_for(lambda: _update_branches(remote), "the watcher's first pass to push its branch", timeout=30,
+                 interval=0.2, observe=lambda: (tmp_path / "watch.log").read_text())  # fmt: skip
+        assert list(_update_branches(remote)) == ["image-update/lab/web/1.6.0"]
+    finally:
+        code = end(proc)
+        log.close()
+    assert code == 0, (tmp_path / "watch.log").read_text()
+    assert "review and merge branch image-update/lab/web/1.6.0" in (tmp_path / "watch.log").read_text()
