@@ -110,10 +110,10 @@ class RolloutState:
         """One line for GitLab's ``phrame/deploy`` and logs, e.g. ``mixer: wave 2/4 (1/4 healthy)``."""
         text = f"{self.service}: wave {self.wave}/{self.waves} ({self.done}/{self.total} healthy)"
         if self.pulling and self.state == "progressing":
-            first = self.pulling[0]
+            head = self.pulling[0]
             text += (
                 f", wave {self.wave + 1} waits for {len(self.pulling)} image pull(s)"
-                f" ({first.node} {first.replica}: {first.reason})"
+                f" ({head.node} {head.replica}: {head.reason})"
             )
         if self.state == "waiting-promotion":
             text += f", waiting for promotion (phrame promote {self.environment} {self.service})"

@@ -18,7 +18,9 @@ POLICY = UpdatePolicy(max_parallel=1, min_healthy_s=0, healthy_deadline_s=60)
 T = Topics()
 
 
-def _views(pulls: list[str | None], *, image: str = "web:2", errors: list[str | None] | None = None) -> list[ReplicaView]:
+def _views(
+    pulls: list[str | None], *, image: str = "web:2", errors: list[str | None] | None = None
+) -> list[ReplicaView]:
     errors = errors or [None] * len(pulls)
     return [
         ReplicaView(
@@ -47,7 +49,9 @@ def test_the_first_wave_waits_until_its_node_has_pulled_the_image() -> None:
     plan = _plan(_views(["pulling", "asked"]), None)
     assert plan.released == frozenset() and plan.state is not None
     assert plan.state.state == "progressing" and plan.state.wave == 0
-    assert [(r.node, r.replica, r.reason) for r in plan.state.pulling] == [("n0", "lab.web.0", "web:2 pulling")]
+    assert [(r.node, r.replica, r.reason) for r in plan.state.pulling] == [
+        ("n0", "lab.web.0", "web:2 pulling")
+    ]
     assert "wave 1 waits for 1 image pull(s) (n0 lab.web.0: web:2 pulling)" in plan.state.description()
     doc = plan.state.to_doc()
     check_payload("desired-rollout", doc)
@@ -61,7 +65,9 @@ def test_a_later_wave_waits_for_its_own_node_only() -> None:
     first = _plan(_views(["pulled", "pulling"]), None)
     assert first.released == {"lab.web.0"} and first.state is not None
     views = _views(["pulled", "pulling"])
-    views[0] = ReplicaView(**{**views[0].__dict__, "old": NEW, "actual": Observed(NEW, "running", None, 0, 100.0)})
+    views[0] = ReplicaView(
+        **{**views[0].__dict__, "old": NEW, "actual": Observed(NEW, "running", None, 0, 100.0)}
+    )
     held = _plan(views, first.state, 102.0)
     assert held.released == {"lab.web.0"} and held.state is not None
     assert held.state.done == 1 and [r.node for r in held.state.pulling] == ["n1"]
