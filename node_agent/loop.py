@@ -153,7 +153,7 @@ class Agent:
             read_secret=functools.partial(read_secret, settings.secrets_dir),
             policy=settings.policy,
             sops=SopsSecrets(settings.age_keys),
-            prefetch=self.prefetcher.report,
+            prefetch=self.prefetcher.report if settings.pull_ahead else None,
         )
 
     def _will(self) -> Will:
@@ -390,7 +390,7 @@ class Agent:
                 log.debug("node %s: cannot wait for stopped containers: %s", self.node, e)
         offline = self.offline_desired
         desired = offline if offline is not None else self.store.snapshot()
-        if offline is None:  # pulls ahead of a wave run beside the pass; a finished one wakes it
+        if offline is None and self.settings.pull_ahead:  # beside the pass; a finished one wakes it
             self.prefetcher.want(self.store.prefetch())
         result = self.reconciler.run_pass(desired)
         # a pending change, or a network just created (a rival one may appear after it), is

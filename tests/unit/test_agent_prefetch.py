@@ -76,7 +76,11 @@ def test_the_store_keeps_prefetch_topics_apart_from_the_desired_state() -> None:
     assert store.prefetch() == ["web:2"]  # the last valid one stays
 
 
-def test_pull_parallelism_setting() -> None:
+def test_pull_settings() -> None:
+    assert AgentSettings.from_env({"PHRAME_NODE_NAME": "n1"}).pull_ahead is True
+    assert (
+        AgentSettings.from_env({"PHRAME_NODE_NAME": "n1", "PHRAME_PULL_AHEAD": "false"}).pull_ahead is False
+    )
     assert AgentSettings.from_env({"PHRAME_NODE_NAME": "n1"}).pull_parallelism == 2
     assert (
         AgentSettings.from_env({"PHRAME_NODE_NAME": "n1", "PHRAME_PULL_PARALLELISM": "5"}).pull_parallelism
