@@ -22,6 +22,7 @@ SCHEMA_OF = {
     ("desired", "networks"): "desired-network",
     ("desired", "processes"): "desired-process",
     ("desired", "manifest"): "desired-manifest",
+    ("desired", "prefetch"): "desired-prefetch",
     ("desired", "service"): "desired-service",
     ("desired", "sync"): "desired-sync",
     ("desired", "placement"): "desired-placement",
@@ -44,7 +45,7 @@ SCHEMA_OF = {
 
 @dataclass(frozen=True)
 class Topic:
-    """A parsed topic. ``kind`` is an item kind, ``manifest``, ``status``, ``heartbeat``,
+    """A parsed topic. ``kind`` is an item kind, ``manifest``, ``prefetch``, ``status``, ``heartbeat``,
     ``service``, ``sync``, ``placement``, ``deploys``, ``approvals``, ``preview``, ``rollout``,
     ``audit``, ``reviews``, ``reply`` (an agent's answer to a command: never retained, no item) or
     a command verb (``restart``, ``logs``)."""
@@ -88,6 +89,10 @@ class Topics:
 
     def manifest(self, node: str) -> str:
         return f"{self.desired_node(node)}/manifest"
+
+    def prefetch(self, node: str, env: str) -> str:
+        """The images ``node`` pulls ahead of ``env``'s rollout waves (config-sync's ``rollouts``)."""
+        return f"{self.desired_node(node)}/prefetch/{_check(_NAME, env, 'environment')}"
 
     def environment(self, env: str) -> str:
         return f"{self.prefix}/desired/environments/{_check(_NAME, env, 'environment')}"
@@ -222,6 +227,8 @@ def _parse_parts(p: list[str]) -> Topic:
             env, service = item.split(".")[:2]
             svc = service if p[3] != "networks" else None
             return Topic(plane, p[3], node=node, environment=env, item_id=item, service=svc)
+        if plane == "desired" and len(p) == 5 and p[3] == "prefetch":
+            return Topic(plane, "prefetch", node=node, environment=_check(_NAME, p[4], "environment"))
         if plane == "actual" and len(p) == 5 and p[3] == "replies":
             _check(_COMMAND_ID, p[4], "command id")
             return Topic(plane, "reply", node=node)
