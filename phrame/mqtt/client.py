@@ -166,9 +166,13 @@ class MqttClient:
                 "broker %s does not speak MQTT 5; speaking 3.1.1 (no will delay, no session expiry)",
                 self._where,
             )
-            self._paho.disconnect()
-            paho_setup.stop_loop(self._paho)
-            paho_setup.release_wakeup_sockets(self._paho)
+            self._cycling = True  # the old client's disconnect is no loss to report
+            try:
+                self._paho.disconnect()
+                paho_setup.stop_loop(self._paho)
+                paho_setup.release_wakeup_sockets(self._paho)
+            finally:
+                self._cycling = False
             self._speaks = replace(self.settings, protocol="3.1.1")
             self._paho = self._build_paho()
             with self._state:
@@ -404,7 +408,7 @@ class MqttClient:
             self._last_error = why
             self._state.notify_all()
         if self._cycling:
-            log.info("disconnected from %s to switch tokens", self._where)
+            log.info("disconnected from %s to reconnect (a fresh token, or MQTT 3.1.1)", self._where)
         elif self._running:
             log.warning("disconnected from %s: %s; reconnecting", self._where, why)
             at = self._connected_at
