@@ -9,6 +9,7 @@ is set to the cluster size (NATS's default keeps fewer copies than nodes).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -148,7 +149,12 @@ class NatsCluster:
         return path.read_text(errors="replace")[-4000:] if path.exists() else ""
 
     def stop(self) -> None:
+        """Stop every node; the directory (configurations, logs, stores) is removed unless
+        ``PHRAME_KEEP_NATS_DIR=1`` keeps it for a post-mortem (its path is printed)."""
         for node in self.nodes:
             stop_process(node.proc)
             node.proc = None
+        if os.environ.get("PHRAME_KEEP_NATS_DIR") == "1":
+            print(f"nats cluster kept in {self.dir}", file=sys.stderr)
+            return
         shutil.rmtree(self.dir, ignore_errors=True)
