@@ -33,7 +33,7 @@ from tests.support.nats import NatsCluster, NatsNode
 from tests.support.sync_support import ConfigRemote, settings_for
 from tests.support.waiting import wait_for
 
-pytestmark = [pytest.mark.docker, pytest.mark.mqtt, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.mqtt, pytest.mark.slow, pytest.mark.timeout(1100)]
 T = Topics()
 ROUNDS = 5
 BOUND_S = 120.0
@@ -78,6 +78,16 @@ def deploy(client: MqttClient, env: str) -> dict[str, Any]:
     return records[0] if records else {}
 
 
+def whole(cluster: NatsCluster) -> bool:
+    """The retained stream has a leader and every other node is a current replica."""
+    leader = cluster.leader(RETAINED)
+    if leader is None:
+        return False
+    group = (cluster.streams(leader).get(RETAINED) or {}).get("cluster") or {}
+    replicas = group.get("replicas") or []
+    return len(replicas) == len(cluster.nodes) - 1 and all(r.get("current") for r in replicas)
+
+
 def stale_on(node: NatsNode, published: dict[str, bytes | None]) -> list[str]:
     """The topics ``node`` serves otherwise than config-sync published them."""
     client = MqttClient(mqtt(node.url), f"stale-check-{node.name}-{time.monotonic_ns()}")
@@ -107,8 +117,10 @@ def test_stream_leader_killed_mid_change_five_times(
         if not armed.is_set():
             return
         armed.clear()
-        leader = cluster.leader(RETAINED)
-        assert leader is not None, "no leader of the retained stream"
+        leader = wait_for(
+            lambda: cluster.leader(RETAINED), "a leader of the retained stream", 30, interval=0.1
+        )
+        assert leader is not None
         kills.append(time.monotonic())
         cluster.kill(leader)
         killed.append(leader)
@@ -138,7 +150,7 @@ def test_stream_leader_killed_mid_change_five_times(
                 )
             )
         svc.start()
-        watcher.start(timeout=30)
+        watcher.start(timeout=120)  # the cluster creates its MQTT streams first (slow on a loaded machine)
 
         def agent_logs() -> str:
             return "\n".join(a.log()[-3000:] for a in agents)
@@ -150,13 +162,30 @@ def test_stream_leader_killed_mid_change_five_times(
             observe=agent_logs,
         )
         for version in range(1, ROUNDS + 1):
+            # all three nodes back in the stream's group, caught up: then the round's kill
+            wait_for(
+                lambda: whole(cluster), f"round {version}: {RETAINED} led, with every replica current", 60
+            )
             armed.set()
             sha = remote.commit(f"v{version}", files=repo(env, nodes, version))
             svc.trigger_sync("main")
             wait_for(lambda n=version: len(kills) == n, f"round {version}: the leader killed mid-change", 60)
+            # a supervisor brings the killed node back (systemd Restart=always, a pod restart):
+            # here once the survivors elected a new leader. NATS needs it back: every server
+            # reads retained updates through one R1 consumer, hosted on the node that led the
+            # stream when that server started; until its host returns the server serves a
+            # frozen retained set (see docs/operations/broker.md, NATS)
+            back = killed[-1]
+            wait_for(
+                lambda b=back: cluster.leader(RETAINED) not in (None, b),
+                f"round {version}: a new leader of {RETAINED}",
+                60,
+                interval=0.2,
+            )
+            cluster.start_node(back)
             green_too_early: list[dict[str, str]] = []
 
-            def settled(sha: str = sha, version: int = version, early: list = green_too_early) -> bool:
+            def settled(sha: str = sha, version: int = version, early: list[dict[str, str]] = green_too_early) -> bool:
                 record = deploy(watcher, env.env)
                 running = versions(docker_client, nodes)
                 if record.get("commit") == sha and record.get("state") == "converged":
@@ -168,10 +197,9 @@ def test_stream_leader_killed_mid_change_five_times(
 
             wait_for(settled, f"round {version}: converged and no stale topic", BOUND_S, interval=1.0)
             recoveries.append(time.monotonic() - kills[-1])
+            print(f"round {version}: settled {recoveries[-1]:.1f} s after the kill", flush=True)
             assert not green_too_early, f"green before the containers ran v{version}: {green_too_early}"
-            # the killed node comes back (a three-node quorum for the next round) and catches up
-            back = killed[-1]
-            cluster.start_node(back)
+            # the restarted node serves what was published too (checked by settled() as well)
             wait_for(
                 lambda b=back: not stale_on(b, dict(svc.publisher._sent)),
                 f"round {version}: the restarted {back.name} serves what was published",
