@@ -101,6 +101,8 @@ class NatsCluster:
         return self
 
     def start_node(self, node: NatsNode, *, wait: bool = True) -> None:
+        if node.is_running:  # a second process would lose the port and leave the first unowned
+            raise RuntimeError(f"nats-server {node.name} is already running")
         conf = self.dir / f"{node.name}.conf"
         conf.write_text(self.config(node))
         log = open(self.dir / f"{node.name}.log", "ab")  # noqa: SIM115 -- closed with the process
