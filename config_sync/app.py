@@ -295,7 +295,7 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
 
     async def readyz(_: Request) -> Response:
         ready = service.is_ready()
-        return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
+        return JSONResponse({"ready": ready, "role": service.role}, status_code=200 if ready else 503)
 
     async def status(request: Request) -> Response:
         # the full view names git command lines, errors and merge requests: token holders only
