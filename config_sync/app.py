@@ -198,12 +198,22 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         audit.record(who=decided.who, action="sync", target=",".join(queued), result="accepted", status=202)
         return JSONResponse({"status": "queued", "refs": queued}, status_code=202)
 
+    def standing_by() -> Response | None:
+        """Active + standby: a deploy-scope write goes to the active (503 names the holder)."""
+        if service.role != "standby":
+            return None
+        holder = service.lease.view()["holder"] if service.lease is not None else None
+        why = f"this config-sync stands by; send it to the active one ({holder or 'none yet'})"
+        return AsciiJSONResponse({"error": why, "role": "standby"}, status_code=503)
+
     async def promote(request: Request) -> Response:
         env, svc = request.path_params["env"], request.path_params["service"]
         target = f"{env}/{svc}"
         decided = access(request, "deploy")
         if not decided.is_allowed:
             return refused(request, decided, "promote", target)
+        if (busy := standing_by()) is not None:
+            return busy
         try:
             raw = await read_body(request, limit=4096, timeout_s=settings.http.body_timeout_s)
         except BodyTooLarge:
@@ -232,6 +242,8 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         decided = access(request, "deploy")
         if not decided.is_allowed:
             return refused(request, decided, "approve", env)
+        if (busy := standing_by()) is not None:
+            return busy
         try:
             raw = await read_body(request, limit=4096, timeout_s=settings.http.body_timeout_s)
         except BodyTooLarge:
@@ -267,6 +279,8 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         decided = access(request, "deploy")
         if not decided.is_allowed:
             return refused(request, decided, "rollback", env)
+        if (busy := standing_by()) is not None:
+            return busy
         try:
             raw = await read_body(request, limit=4096, timeout_s=settings.http.body_timeout_s)
         except BodyTooLarge:

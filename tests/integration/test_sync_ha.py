@@ -124,6 +124,13 @@ def test_only_the_holder_publishes_and_the_standby_takes_over_within_the_lease(
         status_b = httpx.get(f"{url_b}/status", headers={"X-Gitlab-Token": SECRET}, timeout=5).json()
         assert status_b["role"] == "standby" and status_b["lease"]["holder"] == "cs-a"
         assert b"phrame_config_sync_active 0.0" in httpx.get(f"{url_b}/metrics", timeout=5).content
+        # deploy-scope writes go to the active: the standby names it
+        refused = httpx.post(
+            f"{url_b}/environments/studio-a/rollback",
+            headers={"Authorization": f"Bearer {SECRET}"},
+            timeout=5,
+        )
+        assert refused.status_code == 503 and "cs-a" in refused.json()["error"]
 
         # a commit, its webhook sent to both (as the dev stack's hook does): only cs-a publishes
         mark = recorder.mark()
@@ -148,6 +155,7 @@ def test_only_the_holder_publishes_and_the_standby_takes_over_within_the_lease(
         assert answer.status_code == 202 and answer.json()["status"] == "queued"
         wait_for(lambda: b.role == "active", "cs-b to take over", 3 * LEASE_S)
         took = time.monotonic() - stopped
+        print(f"\nhandover after the active stopped: {took:.2f} s (lease {LEASE_S:g} s)")
         assert took <= LEASE_S + 2.0, f"took over after {took:.1f} s (lease {LEASE_S} s)"
         wait_for(lambda: applied(mosquitto.url) == c2, "c2 applied by cs-b", 30)
         assert b.queue.wait_idle(30)
