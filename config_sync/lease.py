@@ -6,7 +6,8 @@ every third of the lease; a standby that has seen no renewal for a whole lease (
 monotonic clock, counted from when the last one arrived) claims the next term. The holder
 counts its lease from when it *sent* its last acknowledged renewal, minus a margin, so it
 stops publishing before any standby may take over (the fence: ``may_publish``). Two claims
-of one term are decided by the broker's order: both claimants see both, the later wins.
+of one term are decided by the broker's order: both claimants see both, the later wins; a
+claim is decided ``settle_s`` after it came back from the broker, however slowly it did.
 No I/O and no clock here (``config_sync.lease_client`` runs it); ``now`` is monotonic.
 """
 
@@ -69,6 +70,7 @@ class Lease:
         self.listening_since: float | None = None  # subscribed (again) at: the retained one may come
         self.term = 0  # the term this instance claimed or holds
         self.claimed_at: float | None = None
+        self.echo_at: float | None = None  # our claim came back from the broker at
         self.acked_at: float | None = None  # when the last acknowledged claim or renewal was sent
         self.lost_why = ""
 
@@ -85,6 +87,8 @@ class Lease:
             return
         self.seen, self.seen_at = record, now
         mine = (record.term, record.holder) == (self.term, self.me)
+        if self.role is Role.CLAIMING and mine and self.echo_at is None:
+            self.echo_at = now
         if self.role is Role.ACTIVE and not mine and record.term >= self.term:
             self._lose(f"{record.holder} holds term {record.term}")
 
@@ -98,8 +102,7 @@ class Lease:
     def next_action(self, now: float) -> tuple[Action, LeaseRecord | None]:
         """What to send now (a claim or a renewal, and its record), after settling a claim
         and noticing an expired lease of our own."""
-        claimed_at = self.claimed_at
-        if self.role is Role.CLAIMING and claimed_at is not None and now - claimed_at >= self.settle_s:
+        if self.role is Role.CLAIMING and self._is_settled(now):
             self._settle(now)
         if self.role is Role.ACTIVE and not self.may_publish(now):
             self._lose("the lease was not renewed in time (no broker?)")
@@ -110,7 +113,7 @@ class Lease:
             return Action.WAIT, None
         if self.role is Role.STANDBY and self._is_free(now):
             self.term = (self.seen.term if self.seen else 0) + 1
-            self.role, self.claimed_at, self.acked_at = Role.CLAIMING, now, None
+            self.role, self.claimed_at, self.acked_at, self.echo_at = Role.CLAIMING, now, None, None
             return Action.CLAIM, LeaseRecord(self.me, self.term, self.lease_s, 0.0)
         return Action.WAIT, None
 
@@ -122,8 +125,8 @@ class Lease:
 
     def wait_s(self, now: float) -> float:
         """How long until the next decision could differ."""
-        if self.role is Role.CLAIMING and self.claimed_at is not None:
-            return max(0.0, self.claimed_at + self.settle_s - now)
+        if self.role is Role.CLAIMING and self.echo_at is not None:
+            return max(0.0, self.echo_at + self.settle_s - now)
         if self.role is Role.ACTIVE and self.acked_at is not None:
             return max(0.0, self.acked_at + self.lease_s / 3 - now)
         return min(self.lease_s / 10, 0.5)
@@ -136,16 +139,23 @@ class Lease:
             return now - self.listening_since >= self.settle_s
         return now - self.seen_at >= self.seen.lease_s
 
+    def _is_settled(self, now: float) -> bool:
+        """A claim is decided ``settle_s`` after it came back (a rival's claim delivered after
+        ours reaches us within that), or given up when it never came back within a lease."""
+        if self.echo_at is not None:
+            return now - self.echo_at >= self.settle_s
+        return self.claimed_at is not None and now - self.claimed_at >= self.lease_s
+
     def _settle(self, now: float) -> None:
         seen = self.seen
         ours = seen is not None and (seen.holder, seen.term) == (self.me, self.term)
-        if ours and self.acked_at is not None:
+        # a claim that took most of a lease to settle is not held long enough to publish
+        if ours and self.acked_at is not None and now < self.acked_at + self.lease_s * (1 - MARGIN):
             self.role = Role.ACTIVE
             return
         # another claim came after ours (or ours was never acknowledged): stand by behind it
-        self.role, self.claimed_at, self.acked_at = Role.STANDBY, None, None
-        if seen is not None and seen.holder != self.me:
-            self.seen_at = now
+        self.role, self.claimed_at, self.acked_at, self.echo_at = Role.STANDBY, None, None, None
+        self.seen_at = now  # a whole lease of silence again before the next claim
 
     def _lose(self, why: str) -> None:
         self.role, self.lost_why = Role.LOST, why
