@@ -323,6 +323,8 @@ def test_with_ha_a_second_config_sync_stands_by_with_its_own_port_clone_and_acco
         "config-sync-standby",
     )
     assert settings.config_sync_urls == ["http://127.0.0.1:9080", "http://127.0.0.1:9082"]
+    said = "\n".join(banner(settings, 1.0, has_docker=True))
+    assert "http://127.0.0.1:9080/status and http://127.0.0.1:9082/status" in said
     # without --ha: one config-sync and no lease
     _which, single = build_children(DevSettings(tmp_path), {"PATH": "/bin"})
     assert [c.name for c in single].count("config-sync-standby") == 0
