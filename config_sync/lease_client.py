@@ -70,6 +70,7 @@ class BrokerLease:
         self._lock = threading.Lock()  # around the lease: the loop, the MQTT thread, the fence
         self._loop = BackgroundLoop("config-sync-lease", self._tick, error_wait_s=0.2)
         self._told: Role = Role.STANDBY
+        self._telling = threading.Lock()
         self.took_over_at: float | None = None  # wall clock, for /status
 
     # -- lifecycle
@@ -133,6 +134,9 @@ class BrokerLease:
                 return
         with self._lock:
             self.lease.observe(record, self.clock())
+            role, why = self.lease.role, self.lease.lost_why
+        if role is Role.LOST:  # told at once: the loop of a paused process may not run for a while
+            self._tell(role, why)
         self._loop.wake()
 
     # -- the loop
@@ -163,9 +167,10 @@ class BrokerLease:
             log.info("claimed the config-sync lease, term %d", record.term)
 
     def _tell(self, role: Role, why: str) -> None:
-        if role is self._told:
-            return
-        before, self._told = self._told, role
+        with self._telling:  # the loop and the MQTT thread (a loss it noticed)
+            if role is self._told or self._told is Role.LOST:
+                return
+            before, self._told = self._told, role
         if role is Role.ACTIVE:
             self.took_over_at = time.time()
             log.info("active: holding the config-sync lease")

@@ -296,8 +296,13 @@ class ConfigSync:
     def _take_over(self) -> None:
         """The lease is ours: read back what is published and sync every tracked ref, as a
         fresh start does (a webhook the standby answered is acted on by that first sync)."""
-        if not self._stopping:
+        if self._stopping:
+            return
+        try:
             self._start(connected=True)
+        except Exception:
+            if not self._stopping:  # stopped while taking over: its queue refuses work, as it should
+                raise
 
     def _lost(self, why: str) -> None:
         """The lease is lost (another instance took it): the fence already refuses every

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from config_sync.lease_client import NotActive
 from config_sync.service import ConfigSync
 from phrame.mqtt import MqttClient, MqttSettings
 from phrame.mqtt.messages import Message
@@ -166,3 +167,27 @@ def test_only_the_holder_publishes_and_the_standby_takes_over_within_the_lease(
         assert status_b["role"] == "active" and status_b["lease"]["term"] == 2
     finally:
         recorder.client.stop()
+
+
+def test_an_active_whose_renewals_stop_is_fenced_and_told_it_lost(
+    pair: tuple[ConfigRemote, list[ConfigSync], list[str]], mosquitto: Mosquitto
+) -> None:
+    """A paused active (its lease loop stopped, its connection alive): the standby takes over,
+    and the old active publishes nothing from then on, is told it lost the lease, and the
+    lease topic alone still passes its fence."""
+    _remote, (a, b), _urls = pair
+    wait_for(lambda: a.started_at is not None and a.queue.wait_idle(0), "cs-a's first sync", 30)
+    lost: list[str] = []
+    a.on_lost = lost.append
+    with pytest.raises(NotActive):
+        b.mqtt.publish(TOPICS.env_sync("studio-a"), b"{}")  # the standby's fence
+    assert a.lease is not None
+    a.lease._loop.stop()  # no more renewals, as if the process were stopped
+    wait_for(lambda: b.role == "active", "cs-b to take over", 3 * LEASE_S)
+    wait_for(lambda: lost, "cs-a to be told it lost the lease", 10)
+    assert "cs-b holds term 2" in lost[0] or "not renewed" in lost[0]
+    assert a.role == "standby" and not a.lease.may_publish()
+    with pytest.raises(NotActive):
+        a.mqtt.publish(TOPICS.env_sync("studio-a"), b"{}")
+    a.mqtt.publish(a.lease.topic, None)  # exempt: the lease's own topic (cleared here)
+    wait_for(lambda: b.started_at is not None and b.queue.wait_idle(0), "cs-b's first sync", 30)
