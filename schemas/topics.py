@@ -30,6 +30,7 @@ SCHEMA_OF = {
     ("desired", "rollout"): "desired-rollout",
     ("desired", "preview"): "desired-preview",
     ("desired", "audit"): "desired-audit",
+    ("desired", "lease"): "desired-lease",
     ("desired", "approvals"): "desired-approvals",
     ("desired", "reviews"): "desired-reviews",
     ("actual", "status"): "actual-status",
@@ -47,7 +48,7 @@ SCHEMA_OF = {
 class Topic:
     """A parsed topic. ``kind`` is an item kind, ``manifest``, ``prefetch``, ``status``, ``heartbeat``,
     ``service``, ``sync``, ``placement``, ``deploys``, ``approvals``, ``preview``, ``rollout``,
-    ``audit``, ``reviews``, ``reply`` (an agent's answer to a command: never retained, no item) or
+    ``audit``, ``lease``, ``reviews``, ``reply`` (an agent's answer to a command: never retained, no item) or
     a command verb (``restart``, ``logs``)."""
 
     plane: str  # desired | actual | cmd
@@ -125,6 +126,10 @@ class Topics:
     def reviews(self) -> str:
         """The plan digests config-sync reviewed, per merge request (config_sync.reviews)."""
         return f"{self.prefix}/desired/reviews"
+
+    def lease(self, service: str) -> str:
+        """The lease that lets one instance of ``service`` act (``config_sync.lease``)."""
+        return f"{self.prefix}/desired/leases/{_check(_NAME, service, 'service')}"
 
     def audit(self, writer: str) -> str:
         """The audit list of HTTP writes one service took (``phrame.auth.audit``)."""
@@ -242,6 +247,8 @@ def _parse_parts(p: list[str]) -> Topic:
             return Topic(plane, p[3], environment=env)
     if plane == "desired" and len(p) == 2 and p[1] == "reviews":
         return Topic(plane, "reviews")
+    if plane == "desired" and len(p) == 3 and p[1] == "leases":
+        return Topic(plane, "lease", service=_check(_NAME, p[2], "service"))
     if plane == "desired" and len(p) == 3 and p[1] == "audit":
         _check(_NAME, p[2], "writer")
         return Topic(plane, "audit")
