@@ -233,7 +233,7 @@ def test_stream_leader_killed_mid_change_five_times(
         cluster.stop()
     worst = max(recoveries)
     record = FaultRecord(
-        f"12 NATS cluster: retained-stream leader SIGKILLed mid-change x{ROUNDS}",
+        f"11 NATS cluster: retained-stream leader SIGKILLed mid-change x{ROUNDS}",
         BOUND_S,
         round(worst, 2),
         0,
