@@ -130,6 +130,24 @@ class DeployHistory:
                     self.dirty.add(env)
             self.flush()
 
+    def deployment_of(self, ref: str, commit: str, envs: Collection[str]) -> DeployRecord | None:
+        """``commit``'s deployment by ``ref`` to ``envs`` as recorded (nodes and replicas of all
+        its records, the earliest publication), to follow it again after a restart; None when
+        none is recorded, or one of them failed or degraded (that verdict was reported)."""
+        key = (commit, ref)
+        with self._lock:
+            found = [r for env in envs for r in self.by_env.get(env, ()) if (r.commit, r.ref) == key]
+        if not found or any(r.state not in (records.PENDING, records.CONVERGED) for r in found):
+            return None
+        nodes: dict[str, int] = {}
+        replicas: dict[str, str | None] = {}
+        for r in found:
+            for node, generation in r.nodes.items():
+                nodes[node] = max(nodes.get(node, 0), generation)
+            replicas |= r.replicas
+        first = min(found, key=lambda r: r.published_at)
+        return replace(first, nodes=nodes, replicas=replicas)
+
     def annotate(self, commit: str, plan_changed: dict[str, Any]) -> None:
         """Every record of ``commit``, made or to be made, carries ``plan_changed``."""
         with self._lock:

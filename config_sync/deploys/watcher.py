@@ -1,7 +1,8 @@
 """Closing the loop after a publish: commit status ``phrame/deploy`` follows the agents.
 
 The sync pass calls :meth:`DeployWatcher.watch` with the nodes whose manifest changed
-(:meth:`DeployWatcher.unchanged` for a new commit that changed none);
+(:meth:`DeployWatcher.unchanged` for a new commit that changed none; :meth:`DeployWatcher.resume`
+for the head an earlier run published, after a restart or a takeover);
 the watcher follows each node's ``actual/.../status`` through config-sync's one view of the
 actual plane (:class:`phrame.actual.ActualView`, told of each status change)
 and the replicas' reports, and placement's ``placement`` topics (:meth:`on_placement`), and
@@ -304,6 +305,32 @@ class DeployWatcher:
         text = "nothing to change: no node's desired state changed"
         self.finished.append((commit, "success", text))
         self._report(commit, "success", text, ref)
+
+    def resume(
+        self,
+        ref: str,
+        commit: str,
+        nodes: Mapping[str, int],
+        replicas: tuple[Replica, ...] = (),
+        *,
+        published_at: float,
+    ) -> None:
+        """Follow again ``commit``'s deployment that an earlier run published (wall clock
+        ``published_at``) and reported: after a restart or a takeover, the head found
+        published already. Judged as :meth:`watch` judges, begun at its publication; no
+        ``running`` again (the earlier run said it): its verdict is reported once it has one."""
+        since = self.view.clock() - max(0.0, self.wall() - published_at)
+        with self._lock:
+            if ref in self.active:  # this run watches a deployment of the ref already
+                return
+            for node, generation in nodes.items():
+                self.published[node] = max(self.published.get(node, 0), generation)
+            self.active[ref] = Deployment(
+                ref, commit, dict(sorted(nodes.items())), self.clock() + self.timeout_s,
+                replicas=tuple(dict.fromkeys(replicas)), since=since, announced=True,
+            )  # fmt: skip
+            self._loop.wake()
+        self.check()
 
     def check(self) -> None:
         """Finish every deployment that converged or timed out (the thread calls this)."""

@@ -87,6 +87,7 @@ class Syncer:
         self.fleet: frozenset[str] | None = None  # the inventory's nodes: each gets a manifest
         self.envs_by_ref: dict[str, set[str]] = {}
         self.last: dict[str, SyncOutcome] = {}  # by ref
+        self._resumed: set[str] = set()  # refs past their first valid sync in this run
         self._lock = threading.Lock()
         # held from deciding what a ref owns to the end of its publication, so a ref never
         # publishes under an ownership the default ref has just taken back
@@ -195,7 +196,8 @@ class Syncer:
             self.merges.published(ref, sha)
             self.merges.check(ref, sha)
         if outcome.ok and self.deployer is not None:
-            generations = outcome.generations
+            first, generations = ref not in self._resumed, outcome.generations
+            self._resumed.add(ref)
             self.deployer.note_published(generations)
             if not generations and self.approvals is not None and self.approvals.report_hold(ref, outcome):
                 return outcome  # held whole (approvals, a freeze): phrame/deploy says why
@@ -208,7 +210,22 @@ class Syncer:
                 self.deployer.watch(ref, sha, generations, (*deployed(outcome, self.topics), *wanted))
             elif self._is_new_commit(outcome):
                 self.deployer.unchanged(ref, sha, wanted)  # a README edit deserves its green tick too
+            elif first:
+                self._resume(ref, sha, outcome)
         return outcome
+
+    def _resume(self, ref: str, sha: str, outcome: SyncOutcome) -> None:
+        """The first valid sync of ``ref`` in this run (a restart, a takeover) found ``sha``
+        published by an earlier run, which reported it ``running`` and may be gone before its
+        nodes converged: follow that deployment again from its records, so ``phrame/deploy``
+        gets its verdict here."""
+        if self.history is None or self.deployer is None:
+            return
+        record = self.history.deployment_of(ref, sha, outcome.environments)
+        if record is None:
+            return
+        replicas = tuple(Replica(item, node) for item, node in sorted(record.replicas.items()))
+        self.deployer.resume(ref, sha, record.nodes, replicas, published_at=record.published_at)
 
     def _gate(self, ref: str, reading: Reading, environments: frozenset[str]) -> Gate | None:
         """The gate of a publication: the approvals' hold around the staged rollouts' gate."""
