@@ -144,3 +144,33 @@ def test_the_newest_finished_record_is_followed_and_each_new_word_told_once() ->
         json.loads(p)["deploys"][0]["health"] for t, p in broker.sent if p and t == T.env_deploys("prod")
     ]
     assert published == ["progressing", "healthy", "degraded", "healthy"]
+
+
+def test_the_deployment_of_a_commit_is_found_again_unless_its_verdict_was_a_failure() -> None:
+    """After a restart, the head's deployment is followed again from its records (every
+    environment of the ref: their nodes and replicas, the earliest publication); a commit
+    recorded failed or degraded keeps that verdict, another ref's or commit's is not it."""
+
+    def rec(env: str, node: str, generation: int, state: str, at: float, ref: str = "main") -> dict:
+        return {"commit": SHA, "ref": ref, "author": "", "message": "m", "published_at": at, "state": state,
+                "finished_at": None, "duration_s": None, "nodes": {node: generation}, "failed": None,
+                "replicas": {f"{env}.web.0": node}}  # fmt: skip
+
+    broker, clock = Broker(), Clock()
+    h = history(broker, clock)
+    h.restore(
+        {
+            T.env_deploys("prod"): canonical_json({"environment": "prod", "deploys": [rec("prod", "n1", 3, "pending", 20.0)]}),
+            T.env_deploys("lab"): canonical_json({"environment": "lab", "deploys": [rec("lab", "n2", 5, "converged", 10.0)]}),
+            T.env_deploys("qa"): canonical_json({"environment": "qa", "deploys": [rec("qa", "n3", 1, "failed", 5.0)]}),
+            T.env_deploys("dev"): canonical_json({"environment": "dev", "deploys": [rec("dev", "n4", 1, "pending", 1.0, "dev")]}),
+        }
+    )  # fmt: skip
+    found = h.deployment_of("main", SHA, ["prod", "lab", "dev"])
+    assert found is not None
+    assert dict(found.nodes) == {"n1": 3, "n2": 5}  # dev is another ref's
+    assert dict(found.replicas) == {"prod.web.0": "n1", "lab.web.0": "n2"}
+    assert found.published_at == 10.0
+    assert h.deployment_of("main", SHA, ["prod", "qa"]) is None  # qa's failure was reported
+    assert h.deployment_of("main", "b" * 40, ["prod"]) is None
+    assert h.deployment_of("main", SHA, []) is None
