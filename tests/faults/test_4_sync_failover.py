@@ -151,7 +151,7 @@ def _clear_lease(faults: FaultStack) -> None:
     client = MqttClient(faults.stack.login("config-sync"), f"faults-lease-clear-{faults.run[-8:]}")
     client.start(timeout=10)
     try:
-        client.publish(LEASE, None)
+        client.publish_batch([(LEASE, None)], timeout=10)  # acknowledged: not lost in the stop
     finally:
         client.stop()
 
