@@ -113,10 +113,12 @@ def test_active_config_sync_killed_standby_deploys_the_commit_once(faults: Fault
         # no duplicate publication: the changed node's manifest once, one generation up
         assert seen == [(first, generations[first] + 1)], seen
     finally:
-        active.stop(signal.SIGKILL)
-        standby.stop()
-        _clear_lease(faults)
-        faults.release("config-sync")
+        try:
+            active.stop(signal.SIGKILL)
+            standby.stop()
+            _clear_lease(faults)
+        finally:  # whatever failed above, the stack gets its own config-sync back
+            faults.release("config-sync")
     _restored(faults, manifests, lock)
     listening = False
     shutil.rmtree(standby_state, ignore_errors=True)
