@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from tests.integration.test_sync_deploy import converged_on, deploy_states
@@ -19,6 +21,7 @@ from tests.support.services import eventually
 from tests.support.sync_support import SAMPLE, ConfigRemote, reader, settings_for
 
 
+@pytest.mark.slow  # two starts and a deploy: about 3 s on a loaded machine
 def test_a_deployment_left_running_by_the_last_run_gets_its_verdict_from_the_next(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:
