@@ -465,8 +465,13 @@ class Agent:
         """Read the node's desired topics retained on the broker into the store (beside the
         subscription, which a broker node can leave quiet; see desired_reread.py). Only what
         is there is applied: a topic missing from a read is no clear (a partial replay)."""
+        # not the subscription's own filter: reading that re-subscribes it at QoS 1 (a SUBSCRIBE
+        # replaces the QoS of its filter), on NATS a JetStream consumer whose creation an
+        # election times out; ``<node>/+/#`` matches the same topics (``#`` matches the level
+        # above it too) and is read at QoS 0
+        subtree = self.topics.desired_node_filter(self.node).removesuffix("#") + "+/#"
         try:
-            held = self.desired_client.collect_retained(self.topics.desired_node_filter(self.node), timeout=5)
+            held = self.desired_client.collect_retained(subtree, timeout=5)
         except MqttError as e:
             log.info("node %s: cannot read its desired topics back: %s", self.node, e)
         else:
