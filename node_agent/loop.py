@@ -471,7 +471,9 @@ class Agent:
         # above it too) and is read at QoS 0
         subtree = self.topics.desired_node_filter(self.node).removesuffix("#") + "+/#"
         try:
-            held = self.desired_client.collect_retained(subtree, timeout=5)
+            # 10 s: a NATS node answers a subscription only once its retained replay loaded,
+            # which waits 5 s for JetStream while the stream elects a leader
+            held = self.desired_client.collect_retained(subtree, timeout=10)
         except MqttError as e:
             log.info("node %s: cannot read its desired topics back: %s", self.node, e)
         else:
