@@ -81,7 +81,10 @@ def test_a_commit_the_subscription_did_not_deliver_is_read_back(
     watcher.wait_for(lambda: converged_on(watcher, 1), what="generation 1 applied")
     # the broker stops delivering the agent's subscription; the agent is not told
     wait_for(lambda: agent.desired_client.is_connected, "the agent connected", 10)
+    unsubscribed = threading.Event()  # the broker's UNSUBACK: from then on it routes nothing here
+    agent.desired_client._paho.on_unsubscribe = lambda *_: unsubscribed.set()
     agent.desired_client._paho.unsubscribe(T.desired_node_filter(env.node))
+    assert unsubscribed.wait(10), "no UNSUBACK"
     v2 = env.container("web", env={"V": "2"})
     doc = spec.topics_doc(env.node, [v2])
     doc[T.manifest(env.node)]["generation"] = 2
