@@ -166,13 +166,7 @@ class MqttClient:
                 "broker %s does not speak MQTT 5; speaking 3.1.1 (no will delay, no session expiry)",
                 self._where,
             )
-            self._cycling = True  # the old client's disconnect is no loss to report
-            try:
-                self._paho.disconnect()
-                paho_setup.stop_loop(self._paho)
-                paho_setup.release_wakeup_sockets(self._paho)
-            finally:
-                self._cycling = False
+            self._drop_quietly()  # the old client's disconnect is no loss to report
             self._speaks = replace(self.settings, protocol="3.1.1")
             self._paho = self._build_paho()
             with self._state:
@@ -467,6 +461,17 @@ class MqttClient:
         others = " (then the next broker of the list)" if len(self._brokers) > 1 else ""
         log.warning("cannot connect to %s; retrying with backoff%s", self._where, others)
 
+    def _drop_quietly(self) -> None:
+        """Disconnect the current paho client and stop its loop, reporting no loss (the caller
+        connects again at once: a protocol fallback, a fail-over)."""
+        self._cycling = True
+        try:
+            self._paho.disconnect()
+            paho_setup.stop_loop(self._paho)
+            paho_setup.release_wakeup_sockets(self._paho)
+        finally:
+            self._cycling = False
+
     def fail_over(self, why: str) -> bool:
         """Leave the broker node now served for the next of the list (one that answers but
         serves an older retained set, which no reconnect to it would mend); ``why`` is
@@ -476,13 +481,7 @@ class MqttClient:
             if not self._running or len(self._brokers) < 2:
                 return False
             left = self._where
-            self._cycling = True  # this disconnect is no loss to report
-            try:
-                self._paho.disconnect()
-                paho_setup.stop_loop(self._paho)
-                paho_setup.release_wakeup_sockets(self._paho)
-            finally:
-                self._cycling = False
+            self._drop_quietly()
             self._at = (self._at + 1) % len(self._brokers)
             log.warning("leaving broker %s for %s: %s", left, self._brokers[self._at].redacted(), why)
             paho_setup.connect_async(self._paho, self._speaks, self._brokers[self._at])
