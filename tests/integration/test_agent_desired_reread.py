@@ -60,9 +60,11 @@ def agent(mosquitto, env: AgentEnv, tmp_path: Path, docker_client) -> Iterator[A
 
 
 def version(env: AgentEnv, name: str) -> str:
-    if not env.exists(name):
+    """The running container's V, or "" (none yet: the agent may be between remove and create)."""
+    try:
+        c = env.get(name)
+    except docker.errors.NotFound:
         return ""
-    c = env.get(name)
     if c.status != "running":
         return ""
     return dict(e.split("=", 1) for e in c.attrs["Config"]["Env"] if "=" in e).get("V", "")
