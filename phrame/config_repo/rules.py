@@ -8,6 +8,7 @@ again as a dangling reference everywhere. Each problem points at the value that 
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
@@ -217,6 +218,7 @@ def cycles(env: Environment) -> Iterator[Problem]:
                 pending.append(iter(graph.get(dep, [])))
 
 
+@functools.lru_cache(maxsize=65536, typed=True)
 def _port_count(spec: str | int) -> int:
     """How many mappings ``spec`` expands to, without expanding it (0: parse_ports says why)."""
     container = str(spec).partition("/")[0].rpartition(":")[2]

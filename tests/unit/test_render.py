@@ -11,7 +11,7 @@ import git
 
 from phrame.config_repo import load_directory, load_git, render, validate
 from phrame.config_repo.render import carry_forward
-from schemas import Topics, check_payload, digest
+from schemas import Topics, canonical_json, check_payload, digest
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
 T = Topics()
@@ -173,9 +173,9 @@ def test_render_after_validate_reuses_what_the_payload_check_rendered(monkeypatc
     calls: list[str] = []
     real = render_module.render_checked
 
-    def counted(repo: Any, sha: str) -> Any:
+    def counted(repo: Any, sha: str, cache: Any = None) -> Any:
         calls.append(sha)
-        return real(repo, sha)
+        return real(repo, sha, cache)
 
     monkeypatch.setattr(render_module, "render_checked", counted)
     monkeypatch.setattr("phrame.config_repo.payload_size.render_checked", counted)
@@ -185,3 +185,60 @@ def test_render_after_validate_reuses_what_the_payload_check_rendered(monkeypatc
     topics = render(repo).topics(Topics())
     assert calls == ["a" * 40] and topics  # one rendering, for both
     assert render(repo, commit="b" * 40).commit == "b" * 40 and len(calls) == 2  # another commit: rendered
+
+
+def test_incremental_validate_and_render_equal_a_fresh_reading_over_a_series_of_commits(tmp_path: Path) -> None:
+    """One cache across commits (config-sync's): every commit's problems, payloads and
+    payload sizes equal those of a reading without a cache, whatever changed: a service,
+    the environment's defaults, a dependency's node, the placement, an invalid commit, a
+    return to the first commit's content."""
+    from phrame.config_repo import ReadCache, load
+    from phrame.config_repo.render import render_checked
+    from phrame.config_repo.sources import GitSource
+
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    repo = git.Repo.init(root)
+    env = root / "environments/studio-a"
+    originals = {p: p.read_text() for p in env.rglob("*") if p.is_file()}
+
+    def edit(path: Path, old: str, new: str) -> None:
+        text = path.read_text()
+        assert old in text, (path, old)
+        path.write_text(text.replace(old, new, 1))
+
+    def restore() -> None:
+        for p, text in originals.items():
+            p.write_text(text)
+
+    changes = [
+        lambda: None,
+        lambda: edit(env / "services/mixer.yaml", "mixer:3.1.0", "mixer:3.2.0"),
+        lambda: edit(env / "environment.yaml", "LOG_LEVEL: info", "LOG_LEVEL: debug"),
+        lambda: edit(env / "services/input-proc.yaml", "node: edge-01", "node: edge-02"),  # mixer's depends_on
+        lambda: edit(env / "node.json", '"edge-02",\n      "edge-03"', '"edge-01",\n      "edge-03"'),
+        lambda: edit(env / "services/mixer.yaml", "memory: 6Gi", "memory: 6Gx"),  # invalid
+        restore,  # the first commit's content: every item from the cache
+        lambda: edit(env / "services/mixer.yaml", "memory: 6Gi", "memory: 7Gi"),
+    ]
+    cache = ReadCache()
+    rendered = 0
+    for i, change in enumerate(changes):
+        change()
+        repo.git.add(A=True)
+        sha = repo.index.commit(f"commit {i}").hexsha
+        cached, read_cached = load(GitSource(root, sha), cache=cache)
+        fresh, read_fresh = load(GitSource(root, sha))
+        problems = validate(cached, read_cached, cache=cache)
+        assert problems == validate(fresh, read_fresh), i
+        assert bool(problems) == (i == 5), (i, problems)
+        if problems:
+            continue
+        a, b = render(cached, commit=sha), render(fresh, commit=sha)
+        assert a.topics() == b.topics(), i
+        assert a.sizes == render_checked(fresh, sha).sizes, i
+        for (node, key), size in a.sizes.items():  # what the payload check measures
+            assert size == len(canonical_json(a.nodes[node].items[key])), (i, node, key)
+        rendered += 1
+    assert rendered == len(changes) - 1
+    assert cache.hits > 0
