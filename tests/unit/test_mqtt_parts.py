@@ -145,3 +145,15 @@ def test_topic_names_within_the_brokers_limits() -> None:
     ]:
         with pytest.raises(ValueError, match=said):
             check_topic(bad)
+
+
+def test_the_refused_characters_are_one_class_that_matches_the_rule() -> None:
+    """check_topic searches a topic once with a character class; the class refuses exactly
+    the code points the rule names (C0, DEL and C1 controls, noncharacters)."""
+    from phrame.mqtt.messages import _REFUSED, _is_refused_char
+
+    beyond = [p << 16 | low for p in range(1, 17) for low in (0, 0x20, 0x85, 0xFDD0, 0xFFFD, 0xFFFE, 0xFFFF)]
+    for code in [*range(0x10000), *beyond]:
+        if 0xD800 <= code <= 0xDFFF:
+            continue  # lone surrogates: refused by the UTF-8 check
+        assert bool(_REFUSED.match(chr(code))) == _is_refused_char(code), hex(code)
