@@ -187,7 +187,9 @@ def test_render_after_validate_reuses_what_the_payload_check_rendered(monkeypatc
     assert render(repo, commit="b" * 40).commit == "b" * 40 and len(calls) == 2  # another commit: rendered
 
 
-def test_incremental_validate_and_render_equal_a_fresh_reading_over_a_series_of_commits(tmp_path: Path) -> None:
+def test_incremental_validate_and_render_equal_a_fresh_reading_over_a_series_of_commits(
+    tmp_path: Path,
+) -> None:
     """One cache across commits (config-sync's): every commit's problems, payloads and
     payload sizes equal those of a reading without a cache, whatever changed: a service,
     the environment's defaults, a dependency's node, the placement, an invalid commit, a
@@ -215,7 +217,8 @@ def test_incremental_validate_and_render_equal_a_fresh_reading_over_a_series_of_
         lambda: None,
         lambda: edit(env / "services/mixer.yaml", "mixer:3.1.0", "mixer:3.2.0"),
         lambda: edit(env / "environment.yaml", "LOG_LEVEL: info", "LOG_LEVEL: debug"),
-        lambda: edit(env / "services/input-proc.yaml", "node: edge-01", "node: edge-02"),  # mixer's depends_on
+        # mixer's depends_on moves
+        lambda: edit(env / "services/input-proc.yaml", "node: edge-01", "node: edge-02"),
         lambda: edit(env / "node.json", '"edge-02",\n      "edge-03"', '"edge-01",\n      "edge-03"'),
         lambda: edit(env / "services/mixer.yaml", "memory: 6Gi", "memory: 6Gx"),  # invalid
         restore,  # the first commit's content: every item from the cache
