@@ -299,14 +299,17 @@ def carry_forward(
 ) -> dict[str, dict[str, Any]]:
     """Topic payloads of ``new`` adjusted against the ``previous`` publication: an item
     whose digest is unchanged keeps its old payload (and commit); a manifest keeps its
-    generation and commit when its items are unchanged, else takes generation + 1."""
+    generation and commit when its items are unchanged, else takes generation + 1. A
+    payload without a digest (a declared service) keeps its old one when each of its fields
+    is the very value the old one holds (config-sync's read cache shares a parsed file
+    between readings): equal bytes without encoding either."""
     out: dict[str, dict[str, Any]] = {}
     for topic, payload in new.items():
         old = previous.get(topic)
         parsed = topics.parse(topic)
         if parsed.kind == "manifest":
             continue
-        if old is not None and "digest" in payload and old.get("digest") == payload["digest"]:
+        if old is not None and _unchanged(old, payload):
             out[topic] = old
         else:
             out[topic] = payload
@@ -320,3 +323,21 @@ def carry_forward(
             generation = int(old.get("generation", 0)) + 1 if old else payload["generation"]
             out[topic] = {**payload, "generation": generation}
     return out
+
+
+def _unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    if "digest" in new:
+        return bool(old.get("digest") == new["digest"])
+    return _same_fields(old, new)
+
+
+def _same_fields(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Each field of ``new`` is the very object in ``old`` (or an equal string): strict, as
+    ``==`` is not (``1 == 1.0 == True``, whose JSON differ)."""
+    if old.keys() != new.keys():
+        return False
+    for key, value in new.items():
+        was = old[key]
+        if was is not value and not (type(was) is str and type(value) is str and was == value):
+            return False
+    return True
