@@ -63,6 +63,20 @@ class DesiredStore:
             items[key] = doc
             return bool(before != doc)
 
+    def complete_generation(self) -> int | None:
+        """The manifest's generation when it and every item it lists (with its digest) are
+        here, else None: what the agent needs to act on a change without waiting for more."""
+        with self._lock:
+            manifest = self._manifest
+            if manifest is None:
+                return None
+            for key, want in manifest.items.items():
+                kind, _, item_id = key.partition("/")
+                spec = self._items.get(kind, {}).get(item_id)
+                if spec is None or spec.get("digest") != want:
+                    return None
+            return manifest.generation
+
     def apply_all(self, messages: Mapping[str, bytes]) -> None:
         for topic, payload in sorted(messages.items()):
             self.apply(topic, payload)
