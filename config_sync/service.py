@@ -38,7 +38,7 @@ from config_sync.notify.notifier import Notifier
 from config_sync.notify.outbox import Outbox
 from config_sync.previews.gitlab_review import GitLabReviewApps
 from config_sync.previews.manager import PreviewManager
-from config_sync.publication.anti_entropy import AntiEntropy
+from config_sync.publication.anti_entropy import STALE_PASSES, AntiEntropy
 from config_sync.publication.sender import DesiredPublisher, SyncOutcome
 from config_sync.reporting import CommitReporter, GitLabReporter, LocalReporter
 from config_sync.reviews.memory import ReviewedPlans
@@ -152,6 +152,7 @@ class ConfigSync:
             self.topics,
             interval_s=settings.anti_entropy_s,
             on_verified=self.metrics.anti_entropy_verified,
+            on_stale=self._stale_broker_node,
         )
         self.history = DeployHistory(self.mqtt, self.topics, self.git.commit_info, timeout_s=deploy_s)
         self.deployer.history = self.history
@@ -505,6 +506,16 @@ class ConfigSync:
         self.approval_store.republish()
         for ref in sorted(self.syncer.tracked):
             self.trigger_sync(ref)
+
+    def _stale_broker_node(self, topics: list[str]) -> None:
+        """Anti-entropy's ``on_stale``: the node read from stored none of what was sent again
+        (NATS: a server whose retained index stopped with a dead node); read from the next."""
+        why = (
+            f"it still serves {len(topics)} desired topic(s) otherwise after {STALE_PASSES} re-sends "
+            f"(first: {topics[0]}): its retained index may have stopped (NATS: restart that server)"
+        )
+        if not self.mqtt.fail_over(why):
+            log.error("the desired broker %s: %s", self.mqtt.broker_url, why)
 
     def _record(self, outcome: SyncOutcome) -> None:
         self.metrics.record_sync(outcome.ref, "applied" if outcome.ok else "invalid")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from image_watch.registry import Credentials
 from phrame.settings import EnvReader, SettingsError
-from phrame.settings.git_host import git_host_fields, git_host_problem
+from phrame.settings.git_host import git_host_fields, proposal_branch
 from phrame.settings.mirror_dir import DEFAULT_STATE_DIR
 
 
@@ -38,21 +38,10 @@ class WatchSettings:
     git_ca_file: Path | None = None
 
     def __post_init__(self) -> None:
-        problem = git_host_problem(
-            self.git_host,
-            {
-                "PHRAME_GITLAB_URL": self.gitlab_url,
-                "PHRAME_GITLAB_TOKEN": self.gitlab_token,
-                "PHRAME_GITLAB_PROJECT": self.gitlab_project,
-            },
-        )
+        problem, branch = proposal_branch(self, "image updates")
         if problem:
             raise WatchSettingsError(problem)
-        object.__setattr__(self, "track_ref", self.track_ref.removeprefix("refs/heads/") or "main")
-        if self.track_ref.startswith("refs/"):
-            raise WatchSettingsError(
-                f"PHRAME_TRACK_REF={self.track_ref!r}: image updates need a branch to propose to"
-            )
+        object.__setattr__(self, "track_ref", branch)
 
     @property
     def clone_cache(self) -> Path:

@@ -22,6 +22,7 @@ from typing import Any
 from node_agent.commands import RestartCommands
 from node_agent.container_logs import LogTails
 from node_agent.desired import DesiredStore
+from node_agent.desired_reread import DesiredReread
 from node_agent.errors import AgentError, DockerError
 from node_agent.handover import wanted
 from node_agent.log_commands import LogCommands
@@ -67,6 +68,7 @@ class Agent:
         self.topics = Topics(settings.topic_prefix)
         self.docker = docker
         self.store = DesiredStore(self.topics, self.node, max_payload_bytes=settings.max_payload_bytes)
+        self.reread = DesiredReread(settings.desired_reread_s, clock=timer)
         slots = PullSlots(settings.pull_parallelism)
         self.prefetcher = Prefetcher(lambda image: docker.ensure_image(image), slots, on_change=self.wake)
         self.reconciler = NodeReconciler(
@@ -176,7 +178,7 @@ class Agent:
         self.wake()
 
     def _on_desired(self, msg: Message) -> None:
-        changed = self.store.apply(msg.topic, msg.payload)
+        changed = self.store.apply(msg.topic, msg.payload, retained=msg.retain)
         self._last_message = self.timer()
         if changed:
             generation = self.store.complete_generation()
@@ -354,6 +356,9 @@ class Agent:
             at = min(at, max(retry, now + 0.1))
         if any(p.state == "running" and not p.is_stable for p in self._processes.values()):
             at = min(at, now + 1.0)  # a handover counts consecutive checks: check soon
+        reread = self.reread.next_at()
+        if reread is not None:
+            at = min(at, max(reread, now + 0.1))
         if self._check_soon:  # e.g. another node's duplicate network: no event says it is gone
             at = min(at, now + 1.0)
         if self._failed_passes:
@@ -402,6 +407,8 @@ class Agent:
             except DockerError as e:  # the pass below meets the same outage and reports it
                 log.debug("node %s: cannot wait for stopped containers: %s", self.node, e)
         offline = self.offline_desired
+        if offline is None and self.reread.due(waiting=self.store.is_waiting()):
+            self._read_desired_back()
         desired = offline if offline is not None else self.store.snapshot()
         if offline is None and self.settings.pull_ahead:  # beside the pass; a finished one wakes it
             self.prefetcher.want(self.store.prefetch())
@@ -428,6 +435,7 @@ class Agent:
         self._last = (result, converged)
         if converged and desired.manifest is not None:
             self.applied = (desired.manifest.generation, desired.manifest.commit)
+            self.store.applied(desired.manifest.generation)
             if offline is None:  # the broker's view, complete and applied: what a start without it uses
                 self._save(desired)
         item_errors = dict(result.plan.refused) | {
@@ -465,6 +473,32 @@ class Agent:
                 len(result.outcomes),
                 sum(not o.ok for o in result.outcomes),
             )
+
+    def _read_desired_back(self) -> None:
+        """Read the node's desired topics retained on the broker into the store (beside the
+        subscription, which a broker node can leave quiet; see desired_reread.py). Only what
+        is there is applied: a topic missing from a read is no clear (a partial replay)."""
+        # not the subscription's own filter: reading that re-subscribes it at QoS 1 (a SUBSCRIBE
+        # replaces the QoS of its filter), on NATS a JetStream consumer whose creation an
+        # election times out; ``<node>/+/#`` matches the same topics (``#`` matches the level
+        # above it too) and is read at QoS 0
+        subtree = self.topics.desired_node_filter(self.node).removesuffix("#") + "+/#"
+        try:
+            # 10 s: a NATS node answers a subscription only once its retained replay loaded,
+            # which waits 5 s for JetStream while the stream elects a leader
+            held = self.desired_client.collect_retained(subtree, timeout=10)
+        except MqttError as e:
+            log.info("node %s: cannot read its desired topics back: %s", self.node, e)
+        else:
+            before = self.store.snapshot()
+            self.store.apply_all(held, retained=True)
+            if self.store.snapshot() != before:
+                log.warning(
+                    "node %s: reading its desired topics back found what the subscription had not "
+                    "delivered (a broker node that stopped delivering or serves an older set)",
+                    self.node,
+                )
+        self.reread.read(waiting=self.store.is_waiting())
 
     def _save(self, desired: DesiredState) -> None:
         try:

@@ -28,6 +28,9 @@ class AgentSettings:
     node: str
     heartbeat_s: float = 5.0
     resync_s: float = 30.0
+    # read the node's desired topics back this often, beside the subscription (0: never);
+    # sooner while a publication is incomplete (node_agent/desired_reread.py)
+    desired_reread_s: float = 60.0
     parallelism: int = 4
     # image pulls at a time on this node (ahead of a wave and in a pass; node_agent/prefetch.py)
     pull_parallelism: int = 2
@@ -76,6 +79,7 @@ class AgentSettings:
             node=r.text("PHRAME_NODE_NAME") or socket.gethostname().split(".")[0].lower(),
             heartbeat_s=r.number("PHRAME_HEARTBEAT_S", 5.0, minimum=0.1),
             resync_s=r.number("PHRAME_RESYNC_S", 30.0, minimum=0.1),
+            desired_reread_s=r.number("PHRAME_DESIRED_REREAD_S", 60.0, minimum=0.0),
             parallelism=r.integer("PHRAME_PARALLELISM", 4, minimum=1),
             pull_parallelism=r.integer("PHRAME_PULL_PARALLELISM", 2, minimum=1),
             pull_ahead=r.flag("PHRAME_PULL_AHEAD", True),

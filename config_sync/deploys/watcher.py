@@ -262,14 +262,22 @@ class DeployWatcher:
         replicas = tuple(dict.fromkeys(replicas))  # one each (an older deployment's and the commit's own)
         if not nodes and not replicas:
             return
-        since = self.view.clock()
+        since, deadline = self.view.clock(), self.clock() + self.timeout_s
         with self._lock:
             for node, generation in nodes.items():
                 self.published[node] = max(self.published.get(node, 0), generation)
             older = self.active.pop(ref, None)
+            if older is not None and older.commit == commit:
+                # the same commit published again (a read-back re-sent what a broker node lost,
+                # one generation up): still the same deployment, its other nodes still waited on
+                merged = dict(older.nodes)
+                for node, generation in nodes.items():
+                    merged[node] = max(merged.get(node, 0), generation)
+                nodes = merged
+                replicas = tuple(dict.fromkeys((*older.replicas, *replicas)))
+                since, deadline = older.since, older.deadline
             self.active[ref] = Deployment(
-                ref, commit, dict(sorted(nodes.items())), self.clock() + self.timeout_s,
-                replicas=replicas, since=since,
+                ref, commit, dict(sorted(nodes.items())), deadline, replicas=replicas, since=since,
             )  # fmt: skip
             self._loop.wake()
         if older is not None and older.commit != commit:

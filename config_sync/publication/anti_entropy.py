@@ -7,7 +7,10 @@ serves an older retained set for a while. So after each publication (the subtree
 changed) and every ``PHRAME_ANTI_ENTROPY_S`` (the whole desired plane), and soon after a
 reconnect, :class:`AntiEntropy` has :meth:`DesiredPublisher.verify` read the plane back and
 send again what differs. A read-back that a publication overlapped is retried shortly;
-a broker that cannot be read is retried with backoff. Runs on one
+a broker that cannot be read is retried with backoff. A broker node that keeps serving
+the same topics otherwise after each re-send (``STALE_PASSES`` passes in a row) stores
+nothing for its readers: ``on_stale`` hears of it once (the service leaves that node for
+the next URL of its list). Runs on one
 :class:`~phrame.runtime.BackgroundLoop`; never blocks a publication longer than one
 re-send of what differs.
 """
@@ -28,6 +31,7 @@ log = logging.getLogger(__name__)
 MAX_FILTERS = 8  # more changed subtrees than this: read the whole plane once instead
 OVERLAP_RETRY_S = 0.5
 AFTER_RECONNECT_S = 2.0  # a broker node that just came back may serve a partial set at first
+STALE_PASSES = 3  # the same topics sent again this many passes in a row: the node serves a stale set
 
 
 class AntiEntropy:
@@ -39,11 +43,14 @@ class AntiEntropy:
         interval_s: float,
         settle_s: float = 0.3,
         on_verified: Callable[[Verified], None] | None = None,
+        on_stale: Callable[[list[str]], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.publisher, self.topics = publisher, topics
         self.interval_s, self.settle_s = interval_s, settle_s
         self.on_verified = on_verified
+        self.on_stale = on_stale
+        self._resent: dict[str, int] = {}  # topic -> passes in a row that sent it again
         self.clock = clock
         self._lock = threading.Lock()
         self._pending: set[str] = set()  # topic filters to verify soon
@@ -99,7 +106,17 @@ class AntiEntropy:
                 self._full_at = self.clock() + self.interval_s
         if self.on_verified is not None:
             self.on_verified(result)
+        self._note_resent(result.repaired)
         return self._wait()
+
+    def _note_resent(self, repaired: list[str]) -> None:
+        """Count the passes in a row that sent each topic again; the node read from stores
+        none of them once a topic reaches STALE_PASSES: ``on_stale``, and the count restarts."""
+        self._resent = {t: self._resent.get(t, 0) + 1 for t in repaired}
+        stuck = sorted(t for t, n in self._resent.items() if n >= STALE_PASSES)
+        if stuck and self.on_stale is not None:
+            self._resent = {}
+            self.on_stale(stuck)
 
     def _retry(self, pending: set[str], delay: float, *, full: bool = False) -> float:
         with self._lock:

@@ -13,14 +13,11 @@ changes git.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 
-from phrame.cli.deploy_call import add_target_arguments, explain_401, target
-from phrame.cli.http_post import post
+from phrame.cli.deploy_call import add_target_arguments, call, names_ok, target
 
-NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
 
 
@@ -36,11 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not NAME.match(args.environment):
-        print(
-            f"phrame approve: environment {args.environment!r} is not a name ({NAME.pattern})",
-            file=sys.stderr,
-        )
+    if not names_ok("phrame approve", environment=args.environment):
         return 2
     if not COMMIT.match(args.commit):
         print(
@@ -52,14 +45,5 @@ def run(args: argparse.Namespace) -> int:
     if found is None:
         return 2
     base, token = found
-    url = f"{base}/environments/{args.environment}/approvals"
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    body = json.dumps({"commit": args.commit.lower(), "override_freeze": args.override_freeze}).encode()
-    answer = post("phrame approve", url, body, {**headers, "Content-Type": "application/json"})
-    if answer is None:
-        return 2
-    code, text = answer
-    print(f"{code} {text}")
-    if code == 401:
-        explain_401("phrame approve", token)
-    return 0 if 200 <= code < 300 else 1
+    payload = {"commit": args.commit.lower(), "override_freeze": args.override_freeze}
+    return call("phrame approve", base, token, f"/environments/{args.environment}/approvals", payload)

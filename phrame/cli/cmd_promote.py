@@ -16,14 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import urllib.request
 
-from phrame.cli.deploy_call import add_target_arguments, explain_401, target
-from phrame.cli.http_post import post
-
-NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+from phrame.cli.deploy_call import add_target_arguments, call, names_ok, target
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -51,29 +47,18 @@ def _waiting_commit(base: str, env: str, service: str, headers: dict[str, str]) 
 
 
 def run(args: argparse.Namespace) -> int:
-    for what, value in (("environment", args.environment), ("service", args.service)):
-        if not NAME.match(value):
-            print(f"phrame promote: {what} {value!r} is not a name ({NAME.pattern})", file=sys.stderr)
-            return 2
+    if not names_ok("phrame promote", environment=args.environment, service=args.service):
+        return 2
     found = target("phrame promote", args)
     if found is None:
         return 2
     base, token = found
-    url = f"{base}/rollouts/{args.environment}/{args.service}/promote"
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
     commit = args.commit
     if commit is None and token:
-        commit = _waiting_commit(base, args.environment, args.service, headers)
+        commit = _waiting_commit(base, args.environment, args.service, {"Authorization": f"Bearer {token}"})
         if commit is not None:
             print(
                 f"phrame promote: {args.environment}/{args.service} rolls out {commit[:12]}", file=sys.stderr
             )
-    body = json.dumps({"commit": commit}).encode() if commit else b""
-    answer = post("phrame promote", url, body, {**headers, "Content-Type": "application/json"})
-    if answer is None:
-        return 2
-    code, text = answer
-    print(f"{code} {text}")
-    if code == 401:
-        explain_401("phrame promote", token)
-    return 0 if 200 <= code < 300 else 1
+    path = f"/rollouts/{args.environment}/{args.service}/promote"
+    return call("phrame promote", base, token, path, {"commit": commit} if commit else None)

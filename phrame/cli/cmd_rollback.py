@@ -13,14 +13,11 @@ a tag, wrong token or scope), 2 for usage or an unreachable config-sync.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 
-from phrame.cli.deploy_call import add_target_arguments, explain_401, target
-from phrame.cli.http_post import post
+from phrame.cli.deploy_call import add_target_arguments, call, names_ok, target
 
-NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 SHA = re.compile(r"^[0-9a-f]{7,40}$")
 
 
@@ -39,11 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not NAME.match(args.environment):
-        print(
-            f"phrame rollback: environment {args.environment!r} is not a name ({NAME.pattern})",
-            file=sys.stderr,
-        )
+    if not names_ok("phrame rollback", environment=args.environment):
         return 2
     if args.to is not None and not SHA.match(args.to):
         print(f"phrame rollback: --to {args.to!r} is not a commit sha (7 to 40 hex digits)", file=sys.stderr)
@@ -52,15 +45,8 @@ def run(args: argparse.Namespace) -> int:
     if found is None:
         return 2
     base, token = found
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    body = json.dumps({"to": args.to, "merge": bool(args.merge)}).encode()
-    url = f"{base}/environments/{args.environment}/rollback"
+    payload = {"to": args.to, "merge": bool(args.merge)}
     # a rollback fetches and pushes: give it git's time, not a status call's
-    answer = post("phrame rollback", url, body, {**headers, "Content-Type": "application/json"}, timeout=150)
-    if answer is None:
-        return 2
-    code, text = answer
-    print(f"{code} {text}")
-    if code == 401:
-        explain_401("phrame rollback", token)
-    return 0 if 200 <= code < 300 else 1
+    return call(
+        "phrame rollback", base, token, f"/environments/{args.environment}/rollback", payload, timeout=150
+    )

@@ -1,4 +1,4 @@
-"""What ``phrame promote`` and ``phrame rollback`` share: where config-sync is, the token, the 401 hint.
+"""What ``phrame promote``, ``approve`` and ``rollback`` share: where config-sync is, the token, the call.
 
 The base URL: ``--url``, else ``http://$PHRAME_LISTEN``, else a dev stack's config-sync (its
 ``stack.json``). The token: ``--token-file FILE``, ``--token -`` for stdin, else
@@ -10,11 +10,26 @@ else a dev stack's own secret when the URL is its config-sync. Never changes git
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from phrame.cli.dev_target import NoDevStack, config_sync
+from phrame.cli.http_post import post
 from phrame.settings import EnvReader, SettingsError
+
+NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+
+
+def names_ok(command: str, **values: str) -> bool:
+    """True when every value is a name (environment, service); else ``command: why`` on stderr."""
+    for what, value in values.items():
+        if not NAME.match(value):
+            print(f"{command}: {what} {value!r} is not a name ({NAME.pattern})", file=sys.stderr)
+            return False
+    return True
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,3 +80,30 @@ def explain_401(command: str, token: str | None) -> None:
         " .phrame-dev/webhook-secret, or PHRAME_WEBHOOK_SECRET)",
         file=sys.stderr,
     )
+
+
+def call(
+    command: str,
+    base: str,
+    token: str | None,
+    path: str,
+    payload: dict[str, Any] | None,
+    *,
+    timeout: float = 10,
+) -> int:
+    """POST ``payload`` as JSON to ``base + path`` with the token; print the answer; the exit code.
+
+    0 for a 2xx answer, 1 for a refusal (with the 401 hint), 2 when config-sync cannot be reached.
+    """
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    body = json.dumps(payload).encode() if payload is not None else b""
+    answer = post(command, f"{base}{path}", body, headers, timeout=timeout)
+    if answer is None:
+        return 2
+    code, text = answer
+    print(f"{code} {text}")
+    if code == 401:
+        explain_401(command, token)
+    return 0 if 200 <= code < 300 else 1

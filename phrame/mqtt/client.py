@@ -467,6 +467,28 @@ class MqttClient:
         others = " (then the next broker of the list)" if len(self._brokers) > 1 else ""
         log.warning("cannot connect to %s; retrying with backoff%s", self._where, others)
 
+    def fail_over(self, why: str) -> bool:
+        """Leave the broker node now served for the next of the list (one that answers but
+        serves an older retained set, which no reconnect to it would mend); ``why`` is
+        logged. Subscriptions are renewed and unacknowledged messages sent again there, as on
+        any reconnect. False (nothing done) with a single URL or when stopped."""
+        with self._lifecycle:
+            if not self._running or len(self._brokers) < 2:
+                return False
+            left = self._where
+            self._cycling = True  # this disconnect is no loss to report
+            try:
+                self._paho.disconnect()
+                paho_setup.stop_loop(self._paho)
+                paho_setup.release_wakeup_sockets(self._paho)
+            finally:
+                self._cycling = False
+            self._at = (self._at + 1) % len(self._brokers)
+            log.warning("leaving broker %s for %s: %s", left, self._brokers[self._at].redacted(), why)
+            paho_setup.connect_async(self._paho, self._speaks, self._brokers[self._at])
+            self._paho.loop_start()
+            return True
+
     def _on_new_token(self, _token: str) -> None:
         """A fresh token: reconnect with it now, before the old one expires."""
         with self._lifecycle:

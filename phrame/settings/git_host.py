@@ -36,3 +36,23 @@ def git_host_problem(git_host: str, needed: Mapping[str, str | None]) -> str | N
     if git_host == "gitlab" and missing:
         return f"PHRAME_GIT_HOST=gitlab needs {', '.join(missing)}"
     return None
+
+
+def proposal_branch(settings: Any, proposals: str) -> tuple[str | None, str]:
+    """For a service that proposes changes on a branch (imports, image updates): what is
+    wrong with its git host or ``PHRAME_TRACK_REF`` (``None`` when nothing is), and the
+    tracked branch's name (``refs/heads/`` dropped, ``main`` when empty). ``settings`` has
+    the four :func:`git_host_fields` fields and ``track_ref``; ``proposals`` names what it
+    proposes, for the message."""
+    problem = git_host_problem(
+        settings.git_host,
+        {
+            "PHRAME_GITLAB_URL": settings.gitlab_url,
+            "PHRAME_GITLAB_TOKEN": settings.gitlab_token,
+            "PHRAME_GITLAB_PROJECT": settings.gitlab_project,
+        },
+    )
+    branch = settings.track_ref.removeprefix("refs/heads/") or "main"
+    if problem is None and branch.startswith("refs/"):
+        problem = f"PHRAME_TRACK_REF={branch!r}: {proposals} need a branch to propose to"
+    return problem, branch

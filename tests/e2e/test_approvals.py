@@ -29,7 +29,7 @@ def stack(client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory)
     s = DevStackProcess(tmp_path_factory.mktemp("approvals"))
     try:
         s.wait_ready()
-        s.wait(lambda: all(s.is_converged(n) for n in s.nodes), "both nodes converged on the sample", 120)
+        s.wait_settled(120)
         yield s
     finally:
         down = s.close()  # stops the stack and removes what it made (--down --purge)

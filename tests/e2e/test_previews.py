@@ -36,7 +36,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, preview_port: int) -> Iterat
     s = DevStackProcess(tmp_path_factory.mktemp("e2e-previews"), env=env)
     try:
         s.wait_ready()
-        s.wait(lambda: all(s.is_converged(n) for n in s.nodes), "both nodes converged on the sample", 120)
+        s.wait_settled(120)
         yield s
     finally:
         s.close()

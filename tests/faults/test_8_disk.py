@@ -49,12 +49,16 @@ def process_service(node: str, workdir: Path) -> str:
     )
 
 
-def shells() -> list[int]:
-    """The new process's shell (its command line names disk8.txt), not its ``sleep`` child."""
+def shells(workdir: Path) -> list[int]:
+    """The new process's shell (its command line names disk8.txt), not its ``sleep`` child: in
+    this stack's ``workdir`` (another run of the suite on the machine has a shell of its own)."""
     return [
         p.info["pid"]
-        for p in psutil.process_iter(["pid", "cmdline"])
-        if LOOP in (p.info["cmdline"] or ()) and p.info["cmdline"][0] == "/bin/sh"
+        for p in psutil.process_iter(["pid", "cmdline", "cwd"])
+        if LOOP in (p.info["cmdline"] or ())
+        and p.info["cmdline"][0] == "/bin/sh"
+        and p.info["cwd"] is not None
+        and Path(p.info["cwd"]).resolve() == workdir.resolve()
     ]
 
 
@@ -73,7 +77,7 @@ def test_full_disks_are_reported_lose_nothing_and_recover_when_space_returns(fau
     node = s.nodes[0]  # fa1's node
     workdir = s.state / "work" / node  # the sample's host process works there too
     record = disks.agents / node / "processes" / f"{s.environment}.{PROCESS}.0" / "meta.json"
-    assert shells() == []
+    assert shells(workdir) == []
     planes = ("desired", "actual")
     logs = {p: s.state / "logs" / f"mirror-{p}.log" for p in planes}
     log_from = {p: len(logs[p].read_text()) for p in planes}
@@ -100,7 +104,7 @@ def test_full_disks_are_reported_lose_nothing_and_recover_when_space_returns(fau
         s.wait(unsaved_reported, f"the agent to report {PROCESS}'s unsaved record", 30)
         reported_after = time.monotonic() - full_at
         assert not s.node_status(node).get("converged"), s.node_status(node)
-        assert shells() == [] and not record.exists()  # nothing runs that no record names
+        assert shells(workdir) == [] and not record.exists()  # nothing runs that no record names
         assert s.commit_status(sha) != "success"
         # the topic API serves the last good snapshots; their age grows past three heartbeats
         s.wait(
@@ -121,7 +125,7 @@ def test_full_disks_are_reported_lose_nothing_and_recover_when_space_returns(fau
 
     def recovered() -> bool:
         """The process runs once, its record names it; the actual snapshot is fresh again."""
-        pids = shells()
+        pids = shells(workdir)
         if not record.exists() or len(pids) != 1:
             return False
         fresh = time.time() - s.api("api/nodes")["generated_at"]["actual"] < STALE_S

@@ -55,6 +55,10 @@ def test_a_node_reads_only_its_own_desired_topics(nats: NatsCluster, clients: li
     )
     assert own.wait_for("phrame/desired/nodes/edge-01/manifest", timeout=10, payload=b"m1")
     assert not other.messages
+    # the agent's read-back filter (node_agent/loop.py: <node>/+/#, read at QoS 0) is granted
+    assert edge1.collect_retained("phrame/desired/nodes/edge-01/+/#") == {
+        "phrame/desired/nodes/edge-01/manifest": b"m1"
+    }
 
 
 def test_a_node_writes_only_its_own_actual_topics(nats: NatsCluster, clients: list[MqttClient]) -> None:

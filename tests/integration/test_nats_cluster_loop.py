@@ -14,7 +14,6 @@ written as a fault case (``out/faults.json``, the table in docs/faults.md).
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from dataclasses import replace
@@ -39,14 +38,6 @@ pytestmark = [
     pytest.mark.mqtt,
     pytest.mark.slow,
     pytest.mark.timeout(1100),
-    pytest.mark.skipif(
-        os.environ.get("PHRAME_NATS_LOOP") != "1",
-        reason="opt-in (PHRAME_NATS_LOOP=1) until shown reliable: nats-server 2.15.1 feeds each "
-        "server's retained index through one R1 consumer hosted on the node that led $MQTT_rmsgs "
-        "when that server started, so a server serves a frozen retained set until its consumer's "
-        "host is back, and JetStream requests time out (5 s) through every election; the rounds "
-        "passed in separate runs but not yet in three consecutive full runs on this shared machine",
-    ),
 ]
 T = Topics()
 ROUNDS = 5
@@ -158,6 +149,9 @@ def test_stream_leader_killed_mid_change_five_times(
                         PHRAME_DESIRED_MQTT_URL=cluster.urls,
                         PHRAME_MQTT_PROTOCOL="auto",
                         PHRAME_MQTT_RECONNECT_MAX_S="1",
+                        # on NATS a subscription can go quiet (its consumer lost with a node):
+                        # the agent reads its desired topics back (docs/operations/broker.md)
+                        PHRAME_DESIRED_REREAD_S="10",
                         PHRAME_SHARED_DAEMON="1",
                     ),
                     str(tmp_path / f"agent-{node}.log"),

@@ -98,12 +98,22 @@ class PageWatch:
         ]
 
 
-def wait_js(page: Any, expression: str, what: str, *, arg: Any = None, timeout: float = 15.0) -> Any:
+def wait_js(
+    page: Any,
+    expression: str,
+    what: str,
+    *,
+    arg: Any = None,
+    timeout: float = 15.0,
+    observe: str | None = None,
+) -> Any:
     """Poll ``page.evaluate(expression, arg)`` until it is truthy. Instead of Playwright's
     ``wait_for_function``, which evaluates its predicate with ``new Function`` inside the
     page: the topic API's Content-Security-Policy refuses that (``evaluate`` goes through
-    the DevTools protocol, which the policy does not govern)."""
-    return wait_for(lambda: page.evaluate(expression, arg), what, timeout, interval=0.05)
+    the DevTools protocol, which the policy does not govern). ``observe``: an expression
+    whose value a timeout names (what the page showed instead)."""
+    seen = (lambda: page.evaluate(observe)) if observe else None
+    return wait_for(lambda: page.evaluate(expression, arg), what, timeout, interval=0.05, observe=seen)
 
 
 def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:

@@ -213,6 +213,24 @@ class DevStackProcess:
         s = self.node_status(node)
         return s.get("state") == "online" and bool(s.get("converged")) and commit in (None, s.get("commit"))
 
+    def settled(self) -> bool:
+        """The head of main deployed, every node converged, and placement done with it: its last
+        pass read the head and moved nothing (a sample just up is "converged" on its first
+        commit while placement is still to commit the label-placed replicas' nodes)."""
+        head = self.remote_head()
+        with self._lock:
+            placement = dict(self.placement)
+        return (
+            placement.get("base") == head
+            and not placement.get("moves")
+            and not placement.get("pending")
+            and self.commit_status(head) == "success"
+            and all(self.is_converged(n) for n in self.nodes)
+        )
+
+    def wait_settled(self, timeout: float = 120.0) -> float:
+        return self.wait(self.settled, "the head of main deployed, converged and placed", timeout)
+
     def sync_status(self) -> dict[str, Any]:
         token = (self.state / "webhook-secret").read_text().strip()  # the full view needs it
         request = urllib.request.Request(

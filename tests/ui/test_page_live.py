@@ -214,13 +214,24 @@ def test_restart_asks_for_the_token_once_and_sends_the_command(
         page.wait_for_selector("#token-dialog[open]")
         page.fill("#token-input", "not-the-token")
         page.keyboard.press("Enter")
-        wait_js(page, "document.getElementById('detail-message').textContent.includes('refused')", "refused")
+        shown = "[document.getElementById('detail-message').textContent, document.getElementById('token-dialog').open]"
+        wait_js(
+            page,
+            "document.getElementById('detail-message').textContent.includes('refused')",
+            "refused",
+            observe=shown,
+        )
         assert not heard, "a refused restart reached the broker"
         button.click()  # the refused token was forgotten: asked again
         page.wait_for_selector("#token-dialog[open]")
         page.fill("#token-input", api.token or "")
         page.keyboard.press("Enter")
-        wait_js(page, "document.getElementById('detail-message').textContent.includes('sent')", "sent")
+        wait_js(
+            page,
+            "document.getElementById('detail-message').textContent.includes('sent')",
+            "sent",
+            observe=shown,
+        )
         wait_for(lambda: len(heard) == 1, "the restart command on the broker", 5)
         assert json.loads(heard[0])["requested_by"] == "topic-api"
         button.click()  # kept in sessionStorage: no second question

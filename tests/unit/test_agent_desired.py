@@ -88,3 +88,72 @@ def test_with_a_manifest_only_the_items_it_lists_are_desired():
     s.apply(T.manifest(NODE), json.dumps(spec.manifest([web], generation=2)).encode())
     d = s.snapshot()
     assert d.containers == {"e.web.0": web} and d.networks == {} and d.is_complete
+
+
+def _publish(s: DesiredStore, specs: list[dict], generation: int) -> None:
+    for spec_doc in specs:
+        s.apply(T.desired_item(NODE, "containers", spec_doc["name"]), json.dumps(spec_doc).encode())
+    s.apply(T.manifest(NODE), json.dumps(spec.manifest(specs, generation=generation)).encode())
+
+
+def test_a_stale_replay_never_takes_the_node_back_below_what_it_applied():
+    """A broker node serving an older retained set (a clustered broker's lagging index)
+    replays generation 2 after the agent applied 3: the state stays at 3, complete."""
+    s = store()
+    v2, v3 = spec.container("e", "web", env={"V": "2"}), spec.container("e", "web", env={"V": "3"})
+    _publish(s, [v2], 2)
+    _publish(s, [v3], 3)
+    s.applied(3)
+    _publish(s, [v2], 2)  # the replay of the stale node: items, then its manifest
+    d = s.snapshot()
+    assert d.manifest is not None and d.manifest.generation == 3
+    assert d.is_complete and d.containers == {"e.web.0": v3}
+    assert s.stale_manifests == 1
+    # a newer generation still goes in, its items in any order
+    v4 = spec.container("e", "web", env={"V": "4"})
+    _publish(s, [v4], 4)
+    assert s.snapshot().containers == {"e.web.0": v4}
+
+
+def test_the_manifest_picks_the_item_payload_it_lists_among_those_received():
+    """Items arrive before their manifest; a replay may bring an older payload after the
+    newer one: the store keeps the last few payloads of an item, the manifest picks."""
+    s = store()
+    v1, v2 = spec.container("e", "web", env={"V": "1"}), spec.container("e", "web", env={"V": "2"})
+    topic = T.desired_item(NODE, "containers", "e.web.0")
+    s.apply(topic, json.dumps(v2).encode())
+    s.apply(topic, json.dumps(v1).encode())  # older, replayed after
+    s.apply(T.manifest(NODE), json.dumps(spec.manifest([v2], generation=2)).encode())
+    assert s.snapshot().is_complete and s.snapshot().containers == {"e.web.0": v2}
+    assert s.apply(topic, b"")  # a clear forgets every payload of the item
+    assert not s.snapshot().is_complete
+
+
+def test_a_read_back_never_takes_back_a_manifest_received_but_not_yet_applied():
+    """Live: generation 3 arrives (not applied yet). A read-back from a lagging broker node
+    brings generation 2 (retained): ignored. A live generation 2 (config-sync numbering
+    again after losing its state and the broker's) is taken: only the applied one bounds it."""
+    s = store()
+    v2, v3 = spec.container("e", "web", env={"V": "2"}), spec.container("e", "web", env={"V": "3"})
+    man2 = json.dumps(spec.manifest([v2], generation=2)).encode()
+    _publish(s, [v3], 3)
+    s.apply(T.desired_item(NODE, "containers", "e.web.0"), json.dumps(v2).encode(), retained=True)
+    assert not s.apply(T.manifest(NODE), man2, retained=True)
+    assert s.snapshot().containers == {"e.web.0": v3} and not s.is_waiting()
+    assert s.apply(T.manifest(NODE), man2)
+    assert s.snapshot().containers == {"e.web.0": v2}
+
+
+def test_waiting_for_the_rest_of_a_publication():
+    s = store()
+    assert s.is_waiting()  # no manifest
+    v1, v2 = spec.container("e", "web", env={"V": "1"}), spec.container("e", "web", env={"V": "2"})
+    _publish(s, [v1], 1)
+    assert not s.is_waiting()
+    s.apply(T.desired_item(NODE, "containers", "e.web.0"), json.dumps(v2).encode())
+    assert s.is_waiting()  # an item newer than its manifest: the manifest is on its way (or lost)
+    assert s.snapshot().is_complete  # meanwhile generation 1 still holds, whole
+    _publish(s, [v2], 2)
+    assert not s.is_waiting()
+    s.apply(T.manifest(NODE), json.dumps(spec.manifest([v2, spec.container("e", "db")], 3)).encode())
+    assert s.is_waiting()  # an item listed, not received

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from config_sync.models import Claim
-from config_sync.publication.anti_entropy import AntiEntropy
+from config_sync.publication.anti_entropy import STALE_PASSES, AntiEntropy
 from config_sync.publication.sender import DesiredPublisher, SyncOutcome
 from phrame.mqtt import topic_matches
 from schemas import Topics
@@ -148,3 +148,28 @@ def test_a_clear_that_did_not_take_is_sent_again() -> None:
     broker.drop = set()
     assert topic in publisher.verify().repaired
     assert topic not in broker.retained
+
+
+def test_a_node_that_keeps_serving_an_older_set_after_each_resend_is_left() -> None:
+    """A broker node whose retained index stopped (NATS: its consumer lost with a dead
+    node) stores nothing that is sent again: after STALE_PASSES re-sends of the same
+    topics, anti-entropy says so once (the service moves to the next broker URL)."""
+    broker = DroppingBroker()
+    publisher = DesiredPublisher(broker, TOPICS)
+    now = [0.0]
+    stale: list[list[str]] = []
+    entropy = AntiEntropy(publisher, TOPICS, interval_s=5, clock=lambda: now[0], on_stale=stale.append)
+    topic = TOPICS.desired_item("n1", "containers", "env.web.0")
+    publish(publisher, "a" * 40, item("web:1"))
+    broker.drop = {topic}
+    publish(publisher, "b" * 40, item("web:2"))  # acknowledged, never stored from now on
+    for n in range(1, STALE_PASSES + 2):
+        now[0] = 5.0 * n
+        entropy.tick()
+        assert stale == ([] if n < STALE_PASSES else [[topic]]), n
+    broker.drop = set()  # another node, or the index back: repaired, the count starts over
+    now[0] += 5
+    entropy.tick()
+    now[0] += 5
+    entropy.tick()
+    assert stale == [[topic]] and broker.retained[topic]

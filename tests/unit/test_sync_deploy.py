@@ -378,3 +378,20 @@ def test_a_replica_error_left_by_a_pass_the_daemon_cut_short_waits_while_the_nod
     clock.now += 2
     watcher.check()
     assert deploys(reporter)[-1][1] == "failed", deploys(reporter)[-1]
+
+
+def test_a_commit_published_again_for_one_node_still_waits_for_the_other() -> None:
+    """A commit's manifests go out for edge-01 and core-01; a read-back after a broker
+    failover finds core-01's missing and publishes it again, one generation up. The second
+    watch of the same commit names core-01 only: the deployment still waits for edge-01."""
+    reporter, clock = LocalReporter(), Clock()
+    watcher = DeployWatcher(reporter, T, timeout_s=60, clock=clock)
+    watcher.watch("main", SHA, {"edge-01": 4, "core-01": 4})
+    watcher.watch("main", SHA, {"core-01": 5})
+    watcher.view.on_message(status("core-01", commit=SHA, generation=5, converged=True))
+    watcher.check()
+    assert deploys(reporter)[-1][:2] == ("a", "running")
+    assert watcher.active["main"].nodes == {"core-01": 5, "edge-01": 4}
+    watcher.view.on_message(status("edge-01", commit=SHA, generation=4, converged=True))
+    watcher.check()
+    assert deploys(reporter)[-1] == ("a", "success", "2 node(s) converged on aaaaaaaaaaaa")

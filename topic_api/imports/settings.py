@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from phrame.settings import EnvReader
-from phrame.settings.git_host import git_host_fields, git_host_problem
+from phrame.settings.git_host import git_host_fields, proposal_branch
 from phrame.settings.mirror_dir import DEFAULT_STATE_DIR
 from topic_api.errors import SettingsError
 
@@ -30,19 +30,10 @@ class ImportSettings:
     git_ca_file: Path | None = None
 
     def __post_init__(self) -> None:
-        problem = git_host_problem(
-            self.git_host,
-            {
-                "PHRAME_GITLAB_URL": self.gitlab_url,
-                "PHRAME_GITLAB_TOKEN": self.gitlab_token,
-                "PHRAME_GITLAB_PROJECT": self.gitlab_project,
-            },
-        )
+        problem, branch = proposal_branch(self, "imports")
         if problem:
             raise SettingsError(problem)
-        object.__setattr__(self, "track_ref", self.track_ref.removeprefix("refs/heads/") or "main")
-        if self.track_ref.startswith("refs/"):
-            raise SettingsError(f"PHRAME_TRACK_REF={self.track_ref!r}: imports need a branch to propose to")
+        object.__setattr__(self, "track_ref", branch)
 
     @property
     def target(self) -> str | None:
