@@ -94,6 +94,15 @@ class DesiredStore:
             items[key] = doc
             return bool(before != doc)
 
+    def complete_generation(self) -> int | None:
+        """The manifest's generation when it and every item it lists (with its digest) are
+        here, nothing waited for (:meth:`is_waiting`), else None: what the agent needs to act
+        on a change without waiting for more."""
+        if self.is_waiting():
+            return None
+        with self._lock:
+            return self._manifest.generation if self._manifest is not None else None
+
     def is_waiting(self) -> bool:
         """Whether the state waits for more of a publication: no manifest, an item received
         newer than the manifest (its manifest not yet), or an item it lists not received."""

@@ -3,7 +3,8 @@
 ``phrame node-agent`` builds an :class:`Agent` and calls :meth:`Agent.run`. MQTT messages
 and Docker events only add the node's one key to a :class:`phrame.runtime.Runner` whose
 work runs on the calling thread, so passes never overlap; a pass waits until desired
-messages pause for ``debounce_s`` (unless a resync is due), and each pass says when the
+messages pause for ``debounce_s`` (unless a resync is due, or the message just completed a
+new generation: its manifest and every item it lists are in), and each pass says when the
 next is due (``resync_s``, sooner while something settles). It never dies from one
 failure: it logs, reports on the node status and tries again on the next trigger or resync.
 """
@@ -87,6 +88,10 @@ class Agent:
         )
         self._last_message = 0.0
         self._next_resync = 0.0  # when a pass runs although desired messages keep coming
+        # a generation whose manifest and items are all in, not yet handed to a pass: the
+        # next pass runs at once, without the debounce (nothing more is needed for it)
+        self._complete: int | None = None
+        self._acted: int | None = None  # the last complete generation a pass was started for
         self._reconnected = False
         self._connected = False
         self._online = threading.Event()  # connected and subscribed: the broker's plane rules
@@ -173,8 +178,12 @@ class Agent:
         self.wake()
 
     def _on_desired(self, msg: Message) -> None:
-        self.store.apply(msg.topic, msg.payload, retained=msg.retain)
+        changed = self.store.apply(msg.topic, msg.payload, retained=msg.retain)
         self._last_message = self.timer()
+        if changed:
+            generation = self.store.complete_generation()
+            if generation is not None and generation != self._acted:
+                self._complete = generation
         self.wake()
 
     def _on_cmd(self, msg: Message) -> None:
@@ -309,9 +318,13 @@ class Agent:
         the key again for when the next pass is due."""
         now = self.timer()
         quiet_at = self._last_message + self.settings.debounce_s
-        if now < quiet_at and now < self._next_resync:  # more may be on the way: one pass for all
+        complete, self._complete = self._complete, None
+        if complete is None and now < quiet_at and now < self._next_resync:
+            # more may be on the way: one pass for all
             self.runner.queue.add(key, min(quiet_at, self._next_resync) - now)
             return
+        if complete is not None:
+            self._acted = complete
         self.run_pass()
         self._next_resync = self._next_resync_at()
         self.runner.queue.add(key, max(0.0, self._next_resync - self.timer()))

@@ -3,7 +3,11 @@
 The app only calls :meth:`Worker.trigger` and returns. A worker runs one job at a time;
 any number of triggers for a key while a job runs leaves exactly one more run of that
 key, which re-reads the current head (level-triggered, docs/architecture/contracts.md);
-``debounce_s`` holds a new trigger that long so a burst coalesces even before the first run;
+``debounce_s`` is a leading-edge debounce: a trigger of a key that had no trigger and no run
+for ``debounce_s`` runs at once (a push is one hook: its sync does not wait); any other
+trigger is held until the key's triggers pause for ``debounce_s`` (each one starts the wait
+again), at most ``HOLD_WINDOWS`` × ``debounce_s`` after the first trigger held, so a burst
+makes its leading run and one more, and a stream that never pauses one run per longest hold;
 ``max_pending`` bounds the distinct keys waiting (a new key beyond it is refused, a pending
 one still takes its latest job). A job raising a :class:`~phrame.runtime.TemporaryError`
 (git, the broker) runs again after the key's backoff, reset by a success; any other failure
@@ -24,6 +28,9 @@ log = logging.getLogger(__name__)
 
 Job = Callable[[], object]  # the result is ignored
 DEFAULT_BACKOFF = Backoff()  # 1 s doubling up to 60 s
+#: a held trigger runs at the latest this many debounce windows after the first one held
+HOLD_WINDOWS = 4
+_REMEMBERED = 1024  # keys whose last activity is kept (review keys come and go)
 
 
 class Worker:
@@ -46,6 +53,10 @@ class Worker:
         self.backoff = backoff
         self._poll, self._poll_key = poll, poll_key
         self._debounce_s = debounce_s
+        self._clock = clock
+        # key -> when it is quiet again: its last trigger's or run's end + debounce_s
+        self._quiet_at: dict[str, float] = {}
+        self._held_since: dict[str, float] = {}  # key -> the first trigger held since its last run
         self._jobs: dict[str, Job] = {}  # key -> its latest job; a key without one runs the poll
         self._lock = threading.Lock()
         resync = (lambda: (poll_key,)) if poll is not None and poll_s else None
@@ -64,14 +75,32 @@ class Worker:
         A trigger runs at its own time even when a retry of ``key`` waits (it may bring a fix)."""
         limit = max_pending if max_pending is not None else self.max_pending
         with self._lock:  # NOTE: before the queue's lock, never inside it (the resync takes only that)
-            if not self.queue.add(key, self._debounce_s, limit=limit):
+            delay = self._delay(key)
+            if not self.queue.add(key, delay, limit=limit, postpone=delay > 0):
                 return False
             self._jobs[key] = job  # the worker waits for this lock before it reads the job
         return True
 
+    def _delay(self, key: str) -> float:
+        """How long a trigger of ``key`` waits (with ``_lock`` held): 0 when the key is quiet
+        (no trigger, no run for ``debounce_s``), else until its triggers pause that long,
+        within the longest hold."""
+        if self._debounce_s <= 0:
+            return 0.0
+        now = self._clock()
+        quiet = now >= self._quiet_at.get(key, now)
+        self._quiet_at[key] = now + self._debounce_s
+        if len(self._quiet_at) > _REMEMBERED:
+            self._quiet_at = {k: t for k, t in self._quiet_at.items() if t > now}
+        if quiet:
+            return 0.0
+        since = self._held_since.setdefault(key, now)
+        return max(0.0, min(now + self._debounce_s, since + HOLD_WINDOWS * self._debounce_s) - now)
+
     def _run(self, key: str) -> None:
         with self._lock:
             job = self._jobs.pop(key, None)
+            self._held_since.pop(key, None)  # what is held from now on waits for the next run
         job = job or (self._poll if key == self._poll_key else None)
         if job is None:
             return
@@ -81,6 +110,11 @@ class Worker:
             with self._lock:  # a retry runs this job again, unless a newer one came meanwhile
                 self._jobs.setdefault(key, job)
             raise
+        finally:
+            if self._debounce_s > 0:
+                with self._lock:  # a trigger right after a run is the burst's tail: held
+                    end = self._clock() + self._debounce_s
+                    self._quiet_at[key] = max(self._quiet_at.get(key, end), end)
 
     # -- reading
     @property

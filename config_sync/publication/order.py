@@ -116,6 +116,8 @@ def environments_of(ref: str | None, published: Mapping[str, bytes], topics: Top
     """Environments whose published ``sync`` topic names ``ref`` (``None``: any ref)."""
     found = set()
     for topic, raw in published.items():
+        if not topic.endswith("/sync"):
+            continue  # what the broker holds is mostly items: not parsed on every pass
         try:
             parsed = topics.parse(topic)
         except ValueError:

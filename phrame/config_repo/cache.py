@@ -3,7 +3,8 @@
 A git blob never changes, so what was read from ``(path, blob sha)`` stays true: a
 long-running reader (config-sync) that re-reads a 2,000-file commit in which one file
 changed parses and schema-checks that one file. Entries are shared between readings:
-nobody may mutate a cached document's data (the renderer and rules only read it).
+nobody may mutate a cached document's data (the renderer and rules only read it). The
+renderer keeps its items here too, keyed by everything an item is made of (``render.py``).
 """
 
 from __future__ import annotations

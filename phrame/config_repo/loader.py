@@ -49,8 +49,8 @@ def secret_file_name(path: str) -> str | None:
 
 def _stem(path: str) -> str | None:
     for suffix in YAML_SUFFIXES:
-        if path.endswith(suffix):
-            return Path(path).name[: -len(suffix)]
+        if path.endswith(suffix):  # a git path: "/" separates, no "." or ".." part
+            return path.rpartition("/")[2][: -len(suffix)]
     return None
 
 

@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from phrame.config_repo.cache import ReadCache
 from phrame.config_repo.model import ConfigRepo, Document
 from phrame.config_repo.problems import Problem
 from phrame.config_repo.render import render_checked
@@ -35,14 +36,18 @@ def _at(doc: Document, path: list[Any], message: str) -> Problem:
     return Problem(doc.file, line, col, "payload-too-large", message, pointer(path))
 
 
-def payload_problems(repo: ConfigRepo, limit: int = MAX_PAYLOAD_BYTES) -> Iterator[Problem]:
+def payload_problems(
+    repo: ConfigRepo, limit: int = MAX_PAYLOAD_BYTES, cache: ReadCache | None = None
+) -> Iterator[Problem]:
     sha = repo.commit or _COMMIT
-    rendered = render_checked(repo, sha)
+    rendered = render_checked(repo, sha, cache)
     repo.rendered = (sha, rendered)
     reported: set[tuple[str, str]] = set()
     for name, node in sorted(rendered.nodes.items()):
         for key, payload in node.items.items():
-            size = len(canonical_json(payload))
+            size = rendered.sizes.get((name, key))
+            if size is None:  # a network: measured here
+                size = len(canonical_json(payload))
             env, service = payload["environment"], payload.get("service")
             if size <= limit or service is None or (env, service) in reported:
                 continue  # a network is small: its fields are few and short

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -10,6 +11,12 @@ _UNITS = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
 _MEMORY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|K|M|G|T)?$")
 
 
+# Pure functions of one value, called for every service on every sync: memoized, so a
+# long-running reader (config-sync) parses a value once (a failure is not cached: it raises).
+_MEMO = 65536
+
+
+@functools.lru_cache(maxsize=_MEMO, typed=True)
 def memory_bytes(text: str) -> int:
     """``512Mi`` → 536870912. Raises ValueError on anything else."""
     m = _MEMORY.match(str(text))
@@ -53,6 +60,11 @@ def parse_ports(spec: str | int) -> list[PortMapping]:
     """Compose short syntax: ``80``, ``8080:80``, ``127.0.0.1:8080:80/udp``, ``9000-9001:9000-9001``.
 
     Raises ValueError naming the spec when a port or range is invalid."""
+    return list(_parse_ports(spec))
+
+
+@functools.lru_cache(maxsize=_MEMO, typed=True)
+def _parse_ports(spec: str | int) -> tuple[PortMapping, ...]:
     text = str(spec)
     text, _, proto = text.partition("/")
     proto = proto or "tcp"
@@ -69,8 +81,8 @@ def parse_ports(spec: str | int) -> list[PortMapping]:
         container = text
     containers = _range(container)
     if not host:
-        return [PortMapping(c, proto, None, ip) for c in containers]
+        return tuple(PortMapping(c, proto, None, ip) for c in containers)
     hosts = _range(host)
     if len(hosts) != len(containers):
         raise ValueError(f"port spec {spec!r}: host range and container range differ in length")
-    return [PortMapping(c, proto, h, ip) for h, c in zip(hosts, containers, strict=True)]
+    return tuple(PortMapping(c, proto, h, ip) for h, c in zip(hosts, containers, strict=True))

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phrame.config_repo.assignment import Replica, replicas
+from phrame.config_repo.cache import ReadCache
 from phrame.config_repo.container_fields import container_fields
 from phrame.config_repo.model import ConfigRepo, Environment
 from phrame.config_repo.problems import ConfigError
 from phrame.config_repo.quantities import memory_bytes, parse_ports
 from phrame.config_repo.secrets import item_secrets
-from schemas import Topics, digest
+from schemas import Topics, canonical_json, digest
 
 WORKTREE = "worktree"  # the commit named for a directory that is not read from git
 DEFAULT_RESTART = "unless-stopped"
@@ -39,6 +40,8 @@ class Rendered:
     nodes: dict[str, NodeDesired]
     services: dict[tuple[str, str], dict[str, Any]]
     unassigned: list[str]  # item ids with no node yet
+    # (node, "containers/<id>") -> the size of the item's canonical JSON (payload_size's check)
+    sizes: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def topics(self, topics: Topics | None = None) -> dict[str, dict[str, Any]]:
         """Every desired-plane topic and its payload (what config-sync publishes)."""
@@ -187,6 +190,47 @@ def _stamp(spec: dict[str, Any], commit: str) -> dict[str, Any]:
     return {**spec, "digest": digest(spec), "commit": commit}
 
 
+def _item_key(rep: Replica, env: Environment, index: ReplicaIndex) -> tuple[Any, ...] | None:
+    """Everything a replica's item is made of, by content: its service file and environment
+    file (blob shas), the environment's SOPS files, the replica's place and the item ids its
+    ``depends_on``/``replaces`` resolve to on its node. None when a file has no content id
+    (not read from git): nothing is cached then."""
+    ids = [rep.doc.content_id]
+    if env.doc is not None:
+        ids.append(env.doc.content_id)
+    ids += [env.secrets[k].content_id for k in sorted(env.secrets)]
+    if any(i is None for i in ids):
+        return None
+    d, node = rep.spec, rep.node
+    assert node is not None
+    deps = tuple(tuple(index.same_node(rep.environment, dep, node)) for dep in d.get("depends_on", []))
+    replaced = d.get("replaces")
+    replaces = tuple(index.same_node(rep.environment, replaced, node)) if replaced else ()
+    secrets = tuple(sorted(env.secrets))
+    return ("item", rep.environment, rep.doc.file, env.doc is not None, secrets, *ids,
+            rep.index, node, deps, replaces)  # fmt: skip
+
+
+def _item(
+    rep: Replica, env: Environment, index: ReplicaIndex, sha: str, cache: ReadCache | None
+) -> tuple[dict[str, Any], int]:
+    """The replica's stamped payload and the size of its canonical JSON (what
+    ``payload_size`` checks); with ``cache``, those made before from the same inputs (the
+    spec and digest; the commit is this rendering's; the size is with a sha of 40 characters)."""
+    key = _item_key(rep, env, index) if cache is not None else None
+    made = cache.get(key) if cache is not None and key is not None else None
+    if made is None:
+        make = process_spec if rep.spec.get("kind") == "process" else container_spec
+        spec = make(rep, env, index)
+        stamped = {**spec, "digest": digest(spec)}
+        # the payload with a commit: a sha has 40 characters whatever the commit
+        size = len(canonical_json({**stamped, "commit": "0" * 40}))
+        made = (stamped, size)
+        if cache is not None and key is not None:
+            cache.put(key, made)
+    return {**made[0], "commit": sha}, made[1]
+
+
 def render(repo: ConfigRepo, *, commit: str | None = None) -> Rendered:
     """Each inventory node's items and manifest at ``commit`` (generation 1 everywhere;
     :func:`carry_forward` continues an earlier rendering's generations and commits)."""
@@ -201,23 +245,29 @@ def render(repo: ConfigRepo, *, commit: str | None = None) -> Rendered:
     return render_checked(repo, sha)
 
 
-def render_checked(repo: ConfigRepo, sha: str) -> Rendered:
+def render_checked(repo: ConfigRepo, sha: str, cache: ReadCache | None = None) -> Rendered:
     """:func:`render` of a repository whose schemas and rules passed; ``validate`` calls it
-    before it has finished (to measure payloads), so it does not look at ``repo.problems``."""
+    before it has finished (to measure payloads), so it does not look at ``repo.problems``.
+    With ``cache`` (``validate``'s), an item whose inputs are unchanged since a rendering
+    before is not rendered nor digested again: equal by construction (tested against a
+    rendering without it)."""
     nodes = {n: NodeDesired(n) for n in sorted(repo.nodes)}
     all_replicas = replicas(repo)
     index = ReplicaIndex(all_replicas)
     unassigned = []
+    sizes: dict[tuple[str, str], int] = {}
+    sha_size = len(canonical_json(sha)) - 2  # items are measured with a sha of 40 characters
     used_networks: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for rep in all_replicas:
         if rep.node is None:
             unassigned.append(rep.item_id)
             continue
         env = repo.environments[rep.environment]
-        if rep.spec.get("kind") == "process":
-            nodes[rep.node].items[f"processes/{rep.item_id}"] = _stamp(process_spec(rep, env, index), sha)
+        key = f"{'processes' if rep.spec.get('kind') == 'process' else 'containers'}/{rep.item_id}"
+        nodes[rep.node].items[key], size = _item(rep, env, index, sha, cache)
+        sizes[(rep.node, key)] = size + sha_size - 40
+        if key.startswith("processes/"):
             continue
-        nodes[rep.node].items[f"containers/{rep.item_id}"] = _stamp(container_spec(rep, env, index), sha)
         for net in rep.spec.get("networks", []):
             used_networks[rep.node].add((rep.environment, net))
     for node, nets in used_networks.items():
@@ -241,7 +291,7 @@ def render_checked(repo: ConfigRepo, sha: str) -> Rendered:
                 "file": doc.file,
                 "declared": doc.data,
             }
-    return Rendered(sha, nodes, services, unassigned)
+    return Rendered(sha, nodes, services, unassigned, sizes)
 
 
 def carry_forward(
@@ -249,14 +299,17 @@ def carry_forward(
 ) -> dict[str, dict[str, Any]]:
     """Topic payloads of ``new`` adjusted against the ``previous`` publication: an item
     whose digest is unchanged keeps its old payload (and commit); a manifest keeps its
-    generation and commit when its items are unchanged, else takes generation + 1."""
+    generation and commit when its items are unchanged, else takes generation + 1. A
+    payload without a digest (a declared service) keeps its old one when each of its fields
+    is the very value the old one holds (config-sync's read cache shares a parsed file
+    between readings): equal bytes without encoding either."""
     out: dict[str, dict[str, Any]] = {}
     for topic, payload in new.items():
         old = previous.get(topic)
         parsed = topics.parse(topic)
         if parsed.kind == "manifest":
             continue
-        if old is not None and "digest" in payload and old.get("digest") == payload["digest"]:
+        if old is not None and _unchanged(old, payload):
             out[topic] = old
         else:
             out[topic] = payload
@@ -270,3 +323,21 @@ def carry_forward(
             generation = int(old.get("generation", 0)) + 1 if old else payload["generation"]
             out[topic] = {**payload, "generation": generation}
     return out
+
+
+def _unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    if "digest" in new:
+        return bool(old.get("digest") == new["digest"])
+    return _same_fields(old, new)
+
+
+def _same_fields(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Each field of ``new`` is the very object in ``old`` (or an equal string): strict, as
+    ``==`` is not (``1 == 1.0 == True``, whose JSON differ)."""
+    if old.keys() != new.keys():
+        return False
+    for key, value in new.items():
+        was = old[key]
+        if was is not value and not (type(was) is str and type(value) is str and was == value):
+            return False
+    return True

@@ -8,11 +8,13 @@ again as a dangling reference everywhere. Each problem points at the value that 
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
 from phrame.config_repo.assignment import Replica, replicas
+from phrame.config_repo.cache import ReadCache
 from phrame.config_repo.freeze import FreezeError, instant, parse_cron, zone_of
 from phrame.config_repo.image_policy import image_policy_problems
 from phrame.config_repo.model import ConfigRepo, Document, Environment, PathPart
@@ -217,6 +219,7 @@ def cycles(env: Environment) -> Iterator[Problem]:
                 pending.append(iter(graph.get(dep, [])))
 
 
+@functools.lru_cache(maxsize=65536, typed=True)
 def _port_count(spec: str | int) -> int:
     """How many mappings ``spec`` expands to, without expanding it (0: parse_ports says why)."""
     container = str(spec).partition("/")[0].rpartition(":")[2]
@@ -227,7 +230,11 @@ def _port_count(spec: str | int) -> int:
         return 0
 
 
-def _published(doc: Document) -> tuple[list[Problem], list[tuple[int, PortMapping]]]:
+# a service's port problems and its mappings that publish a host port
+_Published = tuple[list[Problem], list[tuple[int, PortMapping]]]
+
+
+def _published(doc: Document) -> _Published:
     """A service's problems with its port specs (syntax, too many) and its mappings that
     publish a host port, with their spec index: read once, whatever its replica count."""
     problems: list[Problem] = []
@@ -249,11 +256,24 @@ def _published(doc: Document) -> tuple[list[Problem], list[tuple[int, PortMappin
     return problems, published
 
 
-def ports(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]:
+def _published_once(doc: Document, cache: ReadCache | None) -> _Published:
+    """:func:`_published` of ``doc``, from ``cache`` when a file of that path and content
+    was read before (the result is a function of the file alone: its schema's verdict too)."""
+    if cache is None or doc.content_id is None:
+        return _published(doc)
+    key = ("ports", doc.file, doc.content_id)
+    made = cache.get(key)
+    if made is None:
+        made = _published(doc)
+        cache.put(key, made)
+    return made
+
+
+def ports(repo: ConfigRepo, all_replicas: list[Replica], cache: ReadCache | None = None) -> Iterator[Problem]:
     published: dict[tuple[str, str], list[tuple[int, PortMapping]]] = {}
     for env in repo.environments.values():
         for name, doc in _valid(env.services):
-            problems, published[(env.name, name)] = _published(doc)
+            problems, published[(env.name, name)] = _published_once(doc, cache)
             yield from problems
     # (node, host port, protocol) -> host ip (None: all addresses) -> the replica holding it
     taken: dict[tuple[str, int, str], dict[str | None, Replica]] = defaultdict(dict)
@@ -312,7 +332,9 @@ def capacity(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]
             yield at(doc, ["capacity", "memory"], "capacity-exceeded", msg)
 
 
-def semantic_problems(repo: ConfigRepo) -> list[Problem]:
+def semantic_problems(repo: ConfigRepo, cache: ReadCache | None = None) -> list[Problem]:
+    """Every rule's problems; with ``cache`` (``validate``'s), what a rule makes of one file
+    alone is kept by the file's path and content."""
     problems = [*names(repo), *environment_settings(repo), *notify_targets(repo), *update_problems(repo)]
     problems += freeze_windows(repo)
     problems += secret_problems(repo)
@@ -321,5 +343,6 @@ def semantic_problems(repo: ConfigRepo) -> list[Problem]:
     for env in repo.environments.values():
         problems += [*references(repo, env), *cycles(env)]
     all_replicas = replicas(repo, partial=True)
-    problems += [*ports(repo, all_replicas), *replacements(repo, all_replicas), *capacity(repo, all_replicas)]
+    problems += ports(repo, all_replicas, cache)
+    problems += [*replacements(repo, all_replicas), *capacity(repo, all_replicas)]
     return problems

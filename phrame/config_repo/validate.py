@@ -144,8 +144,8 @@ def validate(
         if not doc.is_readable:
             continue  # unreadable: already reported by the reader
         problems += schema_problems(kind, doc, cache)
-    problems += semantic_problems(repo)
+    problems += semantic_problems(repo, cache)
     if not problems:  # render needs what the schemas and rules guarantee
-        problems += payload_problems(repo)
+        problems += payload_problems(repo, cache=cache)
     repo.problems = sorted(set(problems), key=lambda p: (p.file, p.line, p.column, p.rule, p.message))
     return repo.problems

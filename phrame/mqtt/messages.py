@@ -5,6 +5,7 @@ Imported by every service through ``phrame.mqtt``; plain frozen dataclasses, no 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -63,6 +64,14 @@ def _is_refused_char(code: int) -> bool:
     return code < 0x20 or 0x7F <= code < 0xA0 or 0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE
 
 
+# the same characters as one class: a topic is searched once in C, not char by char
+_REFUSED = re.compile(
+    "[\x00-\x1f\x7f-\x9f\ufdd0-\ufdef"
+    + "".join(chr(plane << 16 | 0xFFFE) + chr(plane << 16 | 0xFFFF) for plane in range(17))
+    + "]"
+)
+
+
 def check_topic(topic: str) -> str:
     """``topic`` if a broker takes a message to it, else ``ValueError`` saying why.
 
@@ -74,8 +83,9 @@ def check_topic(topic: str) -> str:
         raise ValueError(f"invalid topic {topic[:200]!r}: it holds a wildcard (+ or #)")
     if "\x00" in topic:
         raise ValueError(f"invalid topic {topic[:200]!r}: it contains a NUL character")
-    odd = next((c for c in topic if _is_refused_char(ord(c))), None)
-    if odd is not None:
+    found = _REFUSED.search(topic)
+    if found is not None:
+        odd = found.group()
         raise ValueError(
             f"invalid topic {topic[:200]!r}: it contains U+{ord(odd):04X}, a control character or"
             " Unicode noncharacter (the broker drops a client that publishes there)"

@@ -56,14 +56,16 @@ class WorkQueue(Generic[K]):
         self._shut = False
 
     # -- input (any thread; never blocks on work)
-    def add(self, key: K, delay: float = 0.0, *, limit: int | None = None) -> bool:
+    def add(self, key: K, delay: float = 0.0, *, limit: int | None = None, postpone: bool = False) -> bool:
         """Queue ``key`` to run after ``delay`` (or sooner, if it waits already); False only
         when ``key`` waits nowhere yet and ``limit`` keys already wait, or after shutdown.
-        New input runs at its own time even while a retry of the key waits (it may be the fix)."""
+        New input runs at its own time even while a retry of the key waits (it may be the fix).
+        ``postpone`` (a trailing debounce): new input that waits already waits ``delay`` from
+        now, even if that is later than its time (a retry's earlier time still holds)."""
         with self._cond:
             if self._shut:
                 return False
-            return self._put(key, self.clock() + delay, retry=False, limit=limit)
+            return self._put(key, self.clock() + delay, retry=False, limit=limit, postpone=postpone)
 
     def retry(self, key: K, delay: float | None = None) -> tuple[int, float]:
         """Count a failure of ``key`` and queue it again after ``delay``, else after the
@@ -86,7 +88,7 @@ class WorkQueue(Generic[K]):
         with self._cond:
             self._cond.notify_all()
 
-    def _put(self, key: K, due: float, *, retry: bool, limit: int | None) -> bool:
+    def _put(self, key: K, due: float, *, retry: bool, limit: int | None, postpone: bool = False) -> bool:
         target = self._dirty if key in self._processing else self._queued
         held = target.get(key)
         if held is None:
@@ -94,7 +96,7 @@ class WorkQueue(Generic[K]):
                 return False
             target[key] = _Entry(due, retry)
         elif not retry:
-            target[key] = _Entry(min(due, held.due), False)
+            target[key] = _Entry(due if postpone and not held.retry else min(due, held.due), False)
         # else: a retry never postpones nor replaces what already waits for the key
         self._cond.notify_all()
         return True
@@ -150,6 +152,12 @@ class WorkQueue(Generic[K]):
         """Per key, its failures in a row (reset by :meth:`forget`)."""
         with self._cond:
             return dict(self._failures)
+
+    def due(self, key: K) -> float | None:
+        """When ``key`` runs next (the clock's time), or None if it waits nowhere."""
+        with self._cond:
+            held = self._queued.get(key) or self._dirty.get(key)
+            return held.due if held is not None else None
 
     def retry_due(self, key: K) -> float | None:
         """When the retry of ``key`` runs (the clock's time), or None if none waits."""

@@ -6,8 +6,10 @@ started, so nothing leaves the test."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
@@ -16,7 +18,9 @@ from node_agent.docker_port import DockerPort
 from node_agent.loop import Agent
 from node_agent.processes import ProcessSupervisor
 from node_agent.settings import AgentSettings
-from phrame.mqtt import MqttSettings
+from phrame.mqtt import Message, MqttSettings
+from schemas import Topics
+from tests.support import agent_support as spec
 from tests.support.services import free_port
 
 
@@ -90,3 +94,36 @@ def test_a_due_resync_runs_although_messages_keep_coming(agent: tuple[Agent, Fak
     assert a.passes == 0
     message(a, timer)
     assert step(a) and a.passes == 1  # at the resync, 0 s after a message
+
+
+def desired_message(a: Agent, topic: str, doc: dict[str, Any]) -> None:
+    """A desired message as the MQTT thread hands it to the agent."""
+    a._on_desired(Message(topic, json.dumps(doc).encode(), True))
+
+
+def test_a_generation_complete_with_its_manifest_runs_at_once(agent: tuple[Agent, FakeTimer]) -> None:
+    """The manifest of a generation and all its items are in: the pass runs without the
+    debounce; an item whose manifest is still missing waits for the pause as before."""
+    a, timer = agent
+    a._next_resync = timer.now + 30
+    specs = [spec.container("debounce", f"s{i}", commit="c" * 40) for i in range(3)]
+    topics = Topics()
+    for s in specs:  # items first, as config-sync publishes them
+        desired_message(a, topics.desired_item(a.node, "containers", s["name"]), s)
+        assert step(a)
+    assert a.passes == 0  # no manifest yet: waits for the pause
+    desired_message(a, topics.manifest(a.node), spec.manifest(specs, generation=7, commit="c" * 40))
+    assert step(a) and a.passes == 1  # complete: at once, 0 s after the last message
+    # the same generation again (a retained copy after a reconnect) changes nothing: debounced
+    desired_message(a, topics.manifest(a.node), spec.manifest(specs, generation=7, commit="c" * 40))
+    step(a)
+    assert a.passes == 1
+    # the next generation's item alone is not complete (the manifest lists the old digest)
+    changed = spec.container("debounce", "s0", commit="d" * 40, image="busybox:other")
+    desired_message(a, topics.desired_item(a.node, "containers", changed["name"]), changed)
+    step(a)
+    assert a.passes == 1
+    desired_message(
+        a, topics.manifest(a.node), spec.manifest([changed, *specs[1:]], generation=8, commit="d" * 40)
+    )
+    assert step(a) and a.passes == 2

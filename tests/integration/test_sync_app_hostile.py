@@ -10,6 +10,7 @@ import io
 import json
 import logging
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,25 +97,37 @@ def test_merge_request_iids_out_of_range_are_refused_with_the_reason(hostile: Ru
 def test_reviews_are_bounded_and_coalesce_per_merge_request(hostile: Running) -> None:
     hostile.service.max_pending_reviews = 5
     reviews = hostile.service.queue.worker("reviews")
-    headers, body = delivery("merge-request-open.json")
-    doc = json.loads(body)
-    answers = []
-    for i in range(20):  # inside the debounce (0.5 s): nothing runs before all are in
-        doc["object_attributes"]["iid"] = 100 + i % 10
-        h = {**headers, "Idempotency-Key": f"flood-{i}"}
-        answers.append(hostile.http.post("/webhooks/gitlab", content=json.dumps(doc).encode(), headers=h))
-    assert reviews.queued <= 5
-    statuses = [a.json()["status"] for a in answers]
-    assert statuses[:5] == ["queued"] * 5
-    assert "dropped" in statuses
-    assert all("review queue full" in a.json()["reason"] for a in answers if a.json()["status"] == "dropped")
-    assert all(a.status_code < 500 for a in answers)
-    # the same merge request again replaces its pending review instead of taking a place
-    doc["object_attributes"]["iid"] = 100
-    again = hostile.http.post(
-        "/webhooks/gitlab", content=json.dumps(doc).encode(), headers={**headers, "Idempotency-Key": "again"}
-    )
-    assert again.json()["status"] == "queued"
+    # a trigger on a quiet key runs at once: the worker is kept busy, so no review runs
+    # (and fails, its retry waiting beside the bound) before all are in
+    busy, release = threading.Event(), threading.Event()
+    reviews.trigger("busy", lambda: (busy.set(), release.wait(10)))
+    assert busy.wait(10)
+    try:
+        headers, body = delivery("merge-request-open.json")
+        doc = json.loads(body)
+        answers = []
+        for i in range(20):
+            doc["object_attributes"]["iid"] = 100 + i % 10
+            h = {**headers, "Idempotency-Key": f"flood-{i}"}
+            answers.append(hostile.http.post("/webhooks/gitlab", content=json.dumps(doc).encode(), headers=h))
+        assert reviews.queued <= 5
+        statuses = [a.json()["status"] for a in answers]
+        assert statuses[:5] == ["queued"] * 5
+        assert "dropped" in statuses
+        assert all(
+            "review queue full" in a.json()["reason"] for a in answers if a.json()["status"] == "dropped"
+        )
+        assert all(a.status_code < 500 for a in answers)
+        # the same merge request again replaces its pending review instead of taking a place
+        doc["object_attributes"]["iid"] = 100
+        again = hostile.http.post(
+            "/webhooks/gitlab",
+            content=json.dumps(doc).encode(),
+            headers={**headers, "Idempotency-Key": "again"},
+        )
+        assert again.json()["status"] == "queued"
+    finally:
+        release.set()
 
 
 def test_a_stalled_body_gets_408_within_the_body_timeout(hostile: Running) -> None:

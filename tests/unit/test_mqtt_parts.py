@@ -14,6 +14,7 @@ from phrame.mqtt.messages import MAX_TOPIC_LEVELS, check_filter, check_topic
 from phrame.mqtt.oauth import Token, parse_token_response
 from phrame.mqtt.reading import RetainedCollector
 from tests.support.oauth_server import mint_token, verify_token
+from tests.support.services import eventually
 
 
 def test_token_response_and_refresh_time() -> None:
@@ -91,6 +92,60 @@ def test_acks_count_only_after_the_mark_and_report_refusals() -> None:
     assert refused.value.topics == ["t/b"]
 
 
+class CountingCondition(threading.Condition):
+    """A real condition that counts its wake-ups."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wakeups = 0
+
+    def notify_all(self) -> None:
+        self.wakeups += 1
+        super().notify_all()
+
+
+def wait_in_thread(
+    acks: AckTracker, sent: dict[int, str], mark: int
+) -> tuple[threading.Thread, list[object]]:
+    outcome: list[object] = []
+
+    def wait() -> None:
+        try:
+            acks.wait_batch(sent, mark, 10, "broker")
+            outcome.append("done")
+        except Exception as e:  # the test says what it was
+            outcome.append(e)
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_batch_waiter_is_woken_by_the_last_puback_it_needs_not_by_each() -> None:
+    acks = AckTracker()
+    acks._cond = cond = CountingCondition()
+    mark = acks.mark()
+    sent = {mid: f"t/{mid}" for mid in range(1, 1001)}
+    thread, outcome = wait_in_thread(acks, sent, mark)
+    assert eventually(lambda: bool(acks._wanted))  # it waits
+    for mid in sent:  # in order, as a broker acknowledges one connection's messages
+        acks.acked(mid, refused=False)
+    thread.join(10)
+    assert outcome == ["done"] and cond.wakeups == 1 and not acks._wanted
+
+
+def test_a_batch_acknowledged_out_of_order_completes() -> None:
+    acks = AckTracker()
+    mark = acks.mark()
+    sent = {mid: f"t/{mid}" for mid in range(1, 101)}
+    thread, outcome = wait_in_thread(acks, sent, mark)
+    assert eventually(lambda: bool(acks._wanted))
+    for mid in reversed(sent):  # the last first: the waiter looks again for each still open
+        acks.acked(mid, refused=False)
+    thread.join(10)
+    assert outcome == ["done"] and not acks._wanted
+
+
 @pytest.mark.parametrize("good", ["a/b", "a/+/c", "#", "a/#", "+"])
 def test_valid_filters(good: str) -> None:
     assert check_filter(good) == good
@@ -145,3 +200,15 @@ def test_topic_names_within_the_brokers_limits() -> None:
     ]:
         with pytest.raises(ValueError, match=said):
             check_topic(bad)
+
+
+def test_the_refused_characters_are_one_class_that_matches_the_rule() -> None:
+    """check_topic searches a topic once with a character class; the class refuses exactly
+    the code points the rule names (C0, DEL and C1 controls, noncharacters)."""
+    from phrame.mqtt.messages import _REFUSED, _is_refused_char
+
+    beyond = [p << 16 | low for p in range(1, 17) for low in (0, 0x20, 0x85, 0xFDD0, 0xFFFD, 0xFFFE, 0xFFFF)]
+    for code in [*range(0x10000), *beyond]:
+        if 0xD800 <= code <= 0xDFFF:
+            continue  # lone surrogates: refused by the UTF-8 check
+        assert bool(_REFUSED.match(chr(code))) == _is_refused_char(code), hex(code)

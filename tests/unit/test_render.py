@@ -11,7 +11,7 @@ import git
 
 from phrame.config_repo import load_directory, load_git, render, validate
 from phrame.config_repo.render import carry_forward
-from schemas import Topics, check_payload, digest
+from schemas import Topics, canonical_json, check_payload, digest
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
 T = Topics()
@@ -98,6 +98,23 @@ def test_change_moves_only_the_changed_item_and_carry_forward_keeps_the_rest(tmp
     assert after[T.desired_item("edge-01", "containers", "studio-a.input-proc.0")]["commit"] == "c1"
 
 
+def test_carry_forward_keeps_a_declared_service_only_when_its_fields_are_the_very_values() -> None:
+    """A declared service has no digest: the old payload stays when each field is the object
+    published before (config-sync's read cache shares the parsed file), never on ``==``
+    alone (``1 == True``, but their JSON differ)."""
+    topic = T.env_service("lab", "web")
+    declared = {"name": "web", "replicas": 1}
+    old = {"kind": "container", "file": "environments/lab/services/web.yaml", "declared": declared}
+    again = {**old}  # a new rendering of the same parsed file
+    assert carry_forward({topic: again}, {topic: old}, T)[topic] is old
+    truthy = {**old, "declared": {"name": "web", "replicas": True}}
+    assert truthy == old and carry_forward({topic: truthy}, {topic: old}, T)[topic] is truthy
+    copied = {**old, "declared": dict(declared)}  # equal, but not the object: encoded and compared later
+    assert carry_forward({topic: copied}, {topic: old}, T)[topic] is copied
+    moved = {**old, "file": "environments/lab/services/web.yml"}
+    assert carry_forward({topic: moved}, {topic: old}, T)[topic] is moved
+
+
 def test_two_commits_read_from_git_do_not_interfere(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     shutil.copytree(SAMPLE, root)
@@ -153,8 +170,9 @@ def test_read_cache_reparses_only_changed_blobs_and_gives_the_same_result(tmp_pa
     misses = cache.misses
     second, read2 = load(GitSource(root, c2), cache=cache)
     problems = validate(second, read2, cache=cache)
-    # only the two changed files were parsed and schema-checked again
-    assert cache.misses - misses == 2 * 2
+    # only the two changed files were parsed and schema-checked again, and the changed
+    # service's ports read again (the node's file has none)
+    assert cache.misses - misses == 2 * 2 + 1
     uncached, read3 = load(GitSource(root, c2))
     assert problems == validate(uncached, read3) and [p.rule for p in problems] == ["schema"]
     # a cached reading renders exactly like a fresh one
@@ -173,9 +191,9 @@ def test_render_after_validate_reuses_what_the_payload_check_rendered(monkeypatc
     calls: list[str] = []
     real = render_module.render_checked
 
-    def counted(repo: Any, sha: str) -> Any:
+    def counted(repo: Any, sha: str, cache: Any = None) -> Any:
         calls.append(sha)
-        return real(repo, sha)
+        return real(repo, sha, cache)
 
     monkeypatch.setattr(render_module, "render_checked", counted)
     monkeypatch.setattr("phrame.config_repo.payload_size.render_checked", counted)
@@ -185,3 +203,66 @@ def test_render_after_validate_reuses_what_the_payload_check_rendered(monkeypatc
     topics = render(repo).topics(Topics())
     assert calls == ["a" * 40] and topics  # one rendering, for both
     assert render(repo, commit="b" * 40).commit == "b" * 40 and len(calls) == 2  # another commit: rendered
+
+
+def test_incremental_validate_and_render_equal_a_fresh_reading_over_a_series_of_commits(
+    tmp_path: Path,
+) -> None:
+    """One cache across commits (config-sync's): every commit's problems, payloads and
+    payload sizes equal those of a reading without a cache, whatever changed: a service,
+    the environment's defaults, a dependency's node, the placement, an invalid commit, a
+    return to the first commit's content."""
+    from phrame.config_repo import ReadCache, load
+    from phrame.config_repo.render import render_checked
+    from phrame.config_repo.sources import GitSource
+
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    repo = git.Repo.init(root)
+    env = root / "environments/studio-a"
+    originals = {p: p.read_text() for p in env.rglob("*") if p.is_file()}
+
+    def edit(path: Path, old: str, new: str) -> None:
+        text = path.read_text()
+        assert old in text, (path, old)
+        path.write_text(text.replace(old, new, 1))
+
+    def restore() -> None:
+        for p, text in originals.items():
+            p.write_text(text)
+
+    changes = [
+        lambda: None,
+        lambda: edit(env / "services/mixer.yaml", "mixer:3.1.0", "mixer:3.2.0"),
+        lambda: edit(env / "environment.yaml", "LOG_LEVEL: info", "LOG_LEVEL: debug"),
+        # mixer's depends_on moves
+        lambda: edit(env / "services/input-proc.yaml", "node: edge-01", "node: edge-02"),
+        lambda: edit(env / "node.json", '"edge-02",\n      "edge-03"', '"edge-01",\n      "edge-03"'),
+        lambda: edit(env / "services/mixer.yaml", "memory: 6Gi", "memory: 6Gx"),  # invalid
+        # invalid twice: a port rule's problem, kept by the file's content, and then gone
+        lambda: edit(env / "services/mixer.yaml", '"127.0.0.1:9100:9100"', '"127.0.0.1:9100-9101:9100"'),
+        restore,  # the first commit's content: every item from the cache
+        lambda: edit(env / "services/mixer.yaml", "memory: 6Gi", "memory: 7Gi"),
+    ]
+    cache = ReadCache()
+    rendered = 0
+    for i, change in enumerate(changes):
+        change()
+        repo.git.add(A=True)
+        sha = repo.index.commit(f"commit {i}").hexsha
+        cached, read_cached = load(GitSource(root, sha), cache=cache)
+        fresh, read_fresh = load(GitSource(root, sha))
+        problems = validate(cached, read_cached, cache=cache)
+        assert problems == validate(fresh, read_fresh), i
+        assert bool(problems) == (i in (5, 6)), (i, problems)
+        assert any(p.rule == "port-syntax" for p in problems) == (i == 6), (i, problems)
+        if problems:
+            continue
+        a, b = render(cached, commit=sha), render(fresh, commit=sha)
+        assert a.topics() == b.topics(), i
+        assert a.sizes == render_checked(fresh, sha).sizes, i
+        for (node, key), size in a.sizes.items():  # what the payload check measures
+            assert size == len(canonical_json(a.nodes[node].items[key])), (i, node, key)
+        rendered += 1
+    assert rendered == len(changes) - 2
+    assert cache.hits > 0

@@ -45,6 +45,28 @@ def test_a_key_waits_once_and_a_second_add_only_brings_it_forward() -> None:
     assert queue.get(block=False) == "b"
 
 
+def test_a_postponing_add_moves_waiting_input_later_but_never_a_retry() -> None:
+    """A trailing debounce: each trigger starts the wait again (``postpone``); a retry's
+    earlier time still holds, and ``due`` says when the key runs."""
+    clock = FakeClock()
+    queue: WorkQueue[str] = WorkQueue(clock=clock, backoff=Backoff(1.0, 60.0))
+    queue.add("a", 1.0)
+    queue.add("a", 3.0, postpone=True)
+    assert queue.due("a") == clock.now + 3.0 and queue.due("b") is None
+    clock.now += 2.0
+    assert queue.get(block=False) is None
+    queue.add("a", 0.5, postpone=True)  # sooner than its time: moves it forward as well
+    assert queue.due("a") == clock.now + 0.5
+    clock.now += 0.5
+    assert queue.get(block=False) == "a"
+    queue.retry("a")  # due in 1 s
+    queue.done("a")
+    queue.add("a", 5.0, postpone=True)
+    assert queue.due("a") == clock.now + 1.0  # the retry's time, now as new input
+    clock.now += 1.0
+    assert queue.get(block=False) == "a"
+
+
 def test_earliest_due_first() -> None:
     clock = FakeClock()
     queue: WorkQueue[str] = WorkQueue(clock=clock)
