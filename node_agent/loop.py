@@ -3,7 +3,9 @@
 ``phrame node-agent`` builds an :class:`Agent` and calls :meth:`Agent.run`. MQTT messages
 and Docker events only add the node's one key to a :class:`phrame.runtime.Runner` whose
 work runs on the calling thread, so passes never overlap; a pass waits until desired
-messages pause for ``debounce_s`` (unless a resync is due), and each pass says when the
+messages pause for ``debounce_s`` (``manifest_wait_s`` while the desired state holds an
+item and a manifest that disagree: the rest of a change is on its way; never past a due
+resync), and each pass says when the
 next is due (``resync_s``, sooner while something settles). It never dies from one
 failure: it logs, reports on the node status and tries again on the next trigger or resync.
 """
@@ -302,12 +304,24 @@ class Agent:
         the key again for when the next pass is due."""
         now = self.timer()
         quiet_at = self._last_message + self.settings.debounce_s
+        if now >= quiet_at and self._between_item_and_manifest():
+            # the rest of a change is on its way: one pass (and one status) once it is in
+            quiet_at = max(quiet_at, self._last_message + self.settings.manifest_wait_s)
         if now < quiet_at and now < self._next_resync:  # more may be on the way: one pass for all
             self.runner.queue.add(key, min(quiet_at, self._next_resync) - now)
             return
         self.run_pass()
         self._next_resync = self._next_resync_at()
         self.runner.queue.add(key, max(0.0, self._next_resync - self.timer()))
+
+    def _between_item_and_manifest(self) -> bool:
+        """The broker's desired state lists items it does not hold as listed (an item newer
+        than its manifest, or a manifest newer than its items): a change is still arriving.
+        Never while running on the saved state (no broker to wait for)."""
+        if self.offline_desired is not None:
+            return False
+        desired = self.store.snapshot()
+        return desired.manifest is not None and not desired.is_complete
 
     def _connect(self) -> bool:
         """Connect both planes, however long the broker takes (a host may boot before it);

@@ -6,8 +6,10 @@ started, so nothing leaves the test."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
@@ -17,6 +19,8 @@ from node_agent.loop import Agent
 from node_agent.processes import ProcessSupervisor
 from node_agent.settings import AgentSettings
 from phrame.mqtt import MqttSettings
+from schemas import Topics
+from tests.support.agent_support import container, manifest
 from tests.support.services import free_port
 
 
@@ -90,3 +94,48 @@ def test_a_due_resync_runs_although_messages_keep_coming(agent: tuple[Agent, Fak
     assert a.passes == 0
     message(a, timer)
     assert step(a) and a.passes == 1  # at the resync, 0 s after a message
+
+
+def desired_message(a: Agent, timer: FakeTimer, topic: str, doc: dict[str, Any]) -> None:
+    """A desired message as the network thread takes it: into the store, then the key."""
+    a.store.apply(topic, json.dumps(doc).encode())
+    message(a, timer)
+
+
+def test_an_item_ahead_of_its_manifest_waits_for_the_manifest_and_makes_one_pass(
+    agent: tuple[Agent, FakeTimer],
+) -> None:
+    """config-sync publishes a node's items, then its manifest: a pass between them would find
+    the new item against the old manifest and report "not converged" before the real status.
+    With 1,000 nodes the manifests follow their items by more than the 0.2 s debounce."""
+    a, timer = agent
+    a._next_resync = timer.now + 30
+    t = Topics()
+    old, new = container("prod", "edge", image="img:1"), container("prod", "edge", image="img:2")
+    item = t.desired_item("debounce-1", "containers", old["name"])
+    desired_message(a, timer, item, old)
+    desired_message(a, timer, t.manifest("debounce-1"), manifest([old]))
+    timer.now += 0.2
+    assert step(a) and a.passes == 1  # a complete desired state: one pass after the debounce
+    step(a)  # (the failed pass's retry, queued: not due yet)
+
+    a._next_resync = timer.now + 30
+    desired_message(a, timer, item, new)  # the new item, its manifest still the old one
+    timer.now += 0.2
+    assert step(a) and a.passes == 1, "a pass ran between the item and its manifest"
+    timer.now += 1.0
+    assert not step(a) and a.passes == 1  # still within the manifest wait
+    desired_message(a, timer, t.manifest("debounce-1"), manifest([new], generation=2))
+    timer.now += 0.2
+    assert step(a) and a.passes == 2  # the whole change: one pass
+
+
+def test_a_manifest_that_never_comes_is_waited_for_only_so_long(agent: tuple[Agent, FakeTimer]) -> None:
+    a, timer = agent
+    a._next_resync = timer.now + 30
+    t = Topics()
+    old, new = container("prod", "edge", image="img:1"), container("prod", "edge", image="img:2")
+    desired_message(a, timer, t.manifest("debounce-1"), manifest([old]))
+    desired_message(a, timer, t.desired_item("debounce-1", "containers", old["name"]), new)
+    timer.now += a.settings.manifest_wait_s
+    assert step(a) and a.passes == 1  # the wait is over: the pass runs, and says not converged
