@@ -213,6 +213,12 @@ class Fleet:
         env = self._env({"PHRAME_STATE_DIR": str(self.root / "placement-state"), **extra})
         return self._spawn("placement", [sys.executable, "-m", "phrame", "placement"], env)
 
+    def start_mirror(self, plane: str = "actual") -> subprocess.Popen[str]:
+        """``phrame mirror --plane PLANE`` with its default settings (snapshots in the run's folder)."""
+        env = self._env({"PHRAME_STATE_DIR": str(self.root / f"mirror-{plane}-state")})
+        argv = [sys.executable, "-m", "phrame", "mirror", "--plane", plane]
+        return self._spawn(f"mirror-{plane}", argv, env)
+
     def start_nodes(self, timeout: float = 180) -> float:
         """Start the worker processes; the seconds until every agent is connected."""
         start = time.monotonic()

@@ -47,6 +47,7 @@ NODES = int(os.environ.get("BENCH_FLEET_NODES", "1000"))
 WORKERS = int(os.environ.get("BENCH_FLEET_WORKERS", "8"))  # 125 agents each: see fleet_sim.MAX_AGENTS
 PLACEMENT_WINDOW_S = float(os.environ.get("BENCH_FLEET_WINDOW_S", "30"))
 TARGET_CONVERGE_S, TARGET_SYNC_RSS_MB, TARGET_PLACEMENT_CPU = 5.0, 300.0, 0.10
+TARGET_MIRROR_CPU = 0.25  # mirror-actual, share of one core with every heartbeat live
 TAGS = ("2.0", "3.0", "4.0")  # one push each: the median is reported
 PLACEMENT_ENV = {"PHRAME_RESCHEDULE_AFTER_S": "3"}  # interval, node timeout: the defaults (10 s, 20 s)
 
@@ -84,6 +85,29 @@ FIGURES = [
         "target": 1,
         "check": "ratio",
         "op": "==",
+    },
+    {
+        "name": "(b) mirror-actual CPU, share of one core (bare subscriber as baseline)",
+        "value": "b_placement.mirror_actual_cpu_share_of_one_core",
+        "unit": "cores",
+        "baseline": "b_placement.bare_paho_subscriber_cpu_share",
+        "target": "targets.mirror_actual_cpu_share",
+        "op": "<",
+    },
+    {
+        "name": "(a) node statuses per node per change (one as baseline)",
+        "value": "a_change_every_node.median.statuses_per_node",
+        "unit": "",
+        "baseline": None,
+        "target": 1,
+        "op": "<=",
+    },
+    {
+        "name": "(b) placement pass on an unchanged head (a pass deciding again as baseline)",
+        "value": "b_placement.pass_s_median",
+        "unit": "s",
+        "baseline": "b_placement.pass_s_median_deciding_again",
+        "target": None,
     },
     {
         "name": "(c) push → `phrame/deploy` success",
@@ -233,6 +257,8 @@ def measure_change(fleet: Fleet, sampler: Sampler, tag: str, *, spy: bool) -> di
         "push_to_last_desired_message_s": round(max(desired), 3) if desired else None,
         "messages": len(window),
         "messages_without_heartbeats": len(carried),
+        # each agent reports its status once per change when it waits for its manifest
+        "statuses_per_node": round(kinds.get("actual status", 0) / NODES, 2),
         "message_kinds": dict(sorted(kinds.items())),
         "paho_baseline_same_messages_s": round(baseline, 3),
         "ratio_to_baseline": round(all_converged / baseline, 1),
@@ -268,7 +294,9 @@ def summarise(pushes: list[dict[str, Any]]) -> dict[str, Any]:
 def pass_seconds(fleet: Fleet, runs: int = 5) -> dict[str, float]:
     """placement's pass as the process runs it (``PlacementReconciler.run_pass``: fetch, read,
     validate, decide) on a clone of the same repository with every node alive, timed here:
-    the first pass (cold) and the median of the next ``runs`` on the unchanged head."""
+    the first pass (cold) and the median of the next ``runs`` on the unchanged head (which
+    decide nothing: their inputs are the last decision's), against the same pass made to
+    decide again (the baseline: every interval pass decided, before)."""
     from phrame.actual import ActualView
     from placement.git_repo import PlacementRepo
     from placement.health import PlacementHealth
@@ -284,12 +312,18 @@ def pass_seconds(fleet: Fleet, runs: int = 5) -> dict[str, float]:
     t0 = time.perf_counter()
     rec.run_pass()
     cold = time.perf_counter() - t0
-    warm = []
-    for _ in range(runs):
+    warm, deciding = [], []
+    for _ in range(runs):  # interleaved with the baseline: a pass that decides every time, as before
         t0 = time.perf_counter()
         rec.run_pass()
         warm.append(time.perf_counter() - t0)
-    return {"first_pass_s": round(cold, 3), "pass_s_median": round(statistics.median(warm), 3)}
+        rec._decided.clear()
+        t0 = time.perf_counter()
+        rec.run_pass()
+        deciding.append(time.perf_counter() - t0)
+    return {"first_pass_s": round(cold, 3), "pass_s_median": round(statistics.median(warm), 3),
+            "pass_s_median_deciding_again": round(statistics.median(deciding), 3),
+            "decisions_skipped": rec.decisions_skipped}  # fmt: skip
 
 
 def measure_placement(fleet: Fleet, sampler: Sampler) -> dict[str, Any]:
@@ -305,9 +339,11 @@ def measure_placement(fleet: Fleet, sampler: Sampler) -> dict[str, Any]:
         time.sleep(2)  # its connect and the retained replay are not the steady state
         start = time.monotonic()
         p0, b0 = sampler.cpu("placement"), sum(bare_ps.cpu_times()[:2])
+        m0 = sampler.cpu("mirror-actual")
         time.sleep(PLACEMENT_WINDOW_S)  # the window measured: nothing to wait for but time
         elapsed = time.monotonic() - start
         placement_cpu = sampler.cpu("placement") - p0
+        mirror_cpu = sampler.cpu("mirror-actual") - m0
         bare_cpu = sum(bare_ps.cpu_times()[:2]) - b0
     finally:
         assert bare.stdin is not None
@@ -328,6 +364,7 @@ def measure_placement(fleet: Fleet, sampler: Sampler) -> dict[str, Any]:
         "window_s": round(elapsed, 1),
         "placement_cpu_share_of_one_core": round(placement_cpu / elapsed, 4),
         "bare_paho_subscriber_cpu_share": round(bare_cpu / elapsed, 4),
+        "mirror_actual_cpu_share_of_one_core": round(mirror_cpu / elapsed, 4),
         "bare_subscriber_messages": received,
         "ratio_to_bare_subscriber": round(placement_cpu / bare_cpu, 1) if bare_cpu else None,
         "placement_peak_rss_mb": mb(peak_rss(fleet.pid("placement"))),
@@ -397,7 +434,8 @@ def main() -> int:
             lambda: len(fleet.observer.converged_at) == NODES, "every node converged on the first commit", 180
         )
         broker_connected_rss = broker.memory_info().rss
-        say("starting placement")
+        say("starting placement and mirror-actual")
+        fleet.start_mirror("actual")
         fleet.start_placement(PLACEMENT_ENV)
         state = f"phrame/desired/environments/{ENV}/placement"
         steps["placement_first_state_s"] = wait(
@@ -406,6 +444,7 @@ def main() -> int:
         pids = {
             "config-sync": fleet.pid("config-sync"),
             "placement": fleet.pid("placement"),
+            "mirror-actual": fleet.pid("mirror-actual"),
             "broker": broker.pid,
         }
         sampler = Sampler(pids | {n: fleet.pid(n) for n in fleet.procs if n.startswith("nodes-")})
@@ -458,10 +497,12 @@ def main() -> int:
             "push_to_all_converged_s": TARGET_CONVERGE_S,
             "config_sync_rss_mb": TARGET_SYNC_RSS_MB,
             "placement_cpu_share": TARGET_PLACEMENT_CPU,
+            "mirror_actual_cpu_share": TARGET_MIRROR_CPU,
         },
         "meets_targets": median["push_to_all_converged_s"] <= TARGET_CONVERGE_S
         and sync_rss / 1e6 < TARGET_SYNC_RSS_MB
         and placement["placement_cpu_share_of_one_core"] < TARGET_PLACEMENT_CPU
+        and placement["mirror_actual_cpu_share_of_one_core"] < TARGET_MIRROR_CPU
         and placement["one_node_stopped"]["only_lost_nodes_replicas_changed"]
         and placement["one_worker_killed"]["only_lost_nodes_replicas_changed"],
     }

@@ -37,7 +37,9 @@ def held(path: Path, topic: str) -> object:
 def test_a_storm_of_heartbeats_writes_no_snapshot_and_a_change_carries_the_last_beat(
     mosquitto: Mosquitto, clients: list, tmp_path: Path
 ) -> None:
-    settings = mirror_settings(mosquitto.url, tmp_path, debounce_s=0.05, max_delay_s=0.2, heartbeat_delay_s=60)
+    settings = mirror_settings(
+        mosquitto.url, tmp_path, debounce_s=0.05, max_delay_s=0.2, heartbeat_delay_s=60
+    )
     writer = MqttClient(MqttSettings(url=mosquitto.url, reconnect_max_s=1), "writer")
     writer.start(timeout=5)
     clients.append(writer)
@@ -54,16 +56,22 @@ def test_a_storm_of_heartbeats_writes_no_snapshot_and_a_change_carries_the_last_
 
         writer.publish_batch([(STATUS, b'{"state":"online","commit":"c2"}')])
         wait_for(lambda: (held(settings.snapshot_path, STATUS) or {}).get("commit") == "c2", "the change", 5)
-        assert (held(settings.snapshot_path, HB) or {}).get("seq") == seq, "the change's snapshot lacks the beat"
+        assert (held(settings.snapshot_path, HB) or {}).get("seq") == seq, (
+            "the change's snapshot lacks the beat"
+        )
 
 
 def test_heartbeats_alone_are_written_after_the_heartbeat_delay(
     mosquitto: Mosquitto, clients: list, tmp_path: Path
 ) -> None:
-    settings = mirror_settings(mosquitto.url, tmp_path, debounce_s=0.05, max_delay_s=0.2, heartbeat_delay_s=0.5)
+    settings = mirror_settings(
+        mosquitto.url, tmp_path, debounce_s=0.05, max_delay_s=0.2, heartbeat_delay_s=0.5
+    )
     writer = MqttClient(MqttSettings(url=mosquitto.url, reconnect_max_s=1), "writer")
     writer.start(timeout=5)
     clients.append(writer)
     with running_mirror(settings):
         writer.publish_batch([(HB, beat(7))], retain=False)
-        wait_for(lambda: (held(settings.snapshot_path, HB) or {}).get("seq") == 7, "the heartbeat's snapshot", 10)
+        wait_for(
+            lambda: (held(settings.snapshot_path, HB) or {}).get("seq") == 7, "the heartbeat's snapshot", 10
+        )
