@@ -48,6 +48,7 @@ class MirrorLoop:
         self.notices = ChangeNotices(settings.directory, settings.plane, self.instance)
         self._clock = clock
         self._topics_layout = Topics(settings.topic_prefix)
+        self._nodes_head = f"{settings.topic_prefix}/actual/nodes/"
         self._cond = threading.Condition()
         self._topics: dict[str, Any] = {}
         self._invalid: dict[str, dict[str, str]] = {}
@@ -95,12 +96,14 @@ class MirrorLoop:
 
     def _is_heartbeat(self, topic: str) -> bool:
         """A node's heartbeat (``<prefix>/actual/nodes/<node>/heartbeat``)."""
-        if not topic.endswith("/heartbeat"):
-            return False
-        try:
-            return self._topics_layout.parse(topic).kind == "heartbeat"
-        except ValueError:  # not a topic of the layout: held as any other
-            return False
+        # string tests, not the layout's parser: this runs for every heartbeat of the fleet
+        head = self._nodes_head
+        return (
+            topic.startswith(head)
+            and topic.endswith("/heartbeat")
+            and topic.count("/", len(head)) == 1
+            and len(topic) > len(head) + len("/heartbeat")
+        )
 
     def topics_held(self) -> dict[str, Any]:
         """The topics held now (a reference, read without the lock: for metrics only)."""

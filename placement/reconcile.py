@@ -267,10 +267,12 @@ class PlacementReconciler:
 #: What a decision reads besides the clock: the tracked commit and the repository read, each
 #: node's health, the grace. Equal inputs and a final decision (nothing pending, nothing to
 #: commit, not held) mean the same decision, whatever the time.
-DecisionInputs = tuple[str, str, tuple[tuple[str, bool, float | None], ...], float]
+DecisionInputs = tuple[str, str | None, tuple[tuple[str, bool, float | None], ...], float]
 
 
-def decision_inputs(base: str, read: str, health: dict[str, NodeHealth], wait_s: float) -> DecisionInputs:
+def decision_inputs(
+    base: str, read: str | None, health: dict[str, NodeHealth], wait_s: float
+) -> DecisionInputs:
     """The inputs of a decision (``read``: the commit whose files were read)."""
     nodes = tuple((n, h.alive, None if h.alive else h.offline_since) for n, h in sorted(health.items()))
     return (base, read, nodes, wait_s)
