@@ -19,7 +19,7 @@ from phrame.config_repo import ConfigError, ConfigRepo, Problem, ReadCache, vali
 from phrame.git import GitError, PushRejected, TagTargetError
 from phrame.placement_rules import inventory
 from phrame.placement_rules.decide import decide
-from phrame.placement_rules.models import Decision, NodeHealth
+from phrame.placement_rules.models import Decision, NodeHealth, NodeInfo
 from phrame.runtime import backoff
 from placement.errors import EXPECTED, InvalidInputs, NotOnTrackedRef, PlacementError
 from placement.git_repo import PlacementRepo
@@ -95,6 +95,8 @@ class PlacementReconciler:
         self._decided: dict[str, tuple[DecisionInputs, Decision]] = {}
         self.decisions = 0  # decisions made (``decide`` ran): for tests and benchmarks
         self.decisions_skipped = 0  # passes that found their environment's inputs unchanged
+        # the last repo read and its nodes (nobody mutates them)
+        self._inventory: tuple[ConfigRepo, dict[str, NodeInfo]] | None = None
 
     def run_pass(self, only: Collection[str] | None = None) -> list[EnvResult]:
         """Every environment of the default ref (``only``: those of them named there); one
@@ -174,7 +176,7 @@ class PlacementReconciler:
                 f"environment {name} tracks the tag {track!r} with placement: auto; placement never "
                 f"writes to a tag: set placement: review in environments/{name}/environment.yaml"
             )
-        nodes = inventory.nodes_of(repo)
+        nodes = self._nodes_of(repo)
         now = self.clock()
         self.liveness.note_decision(name, nodes, now)  # may end a full disruption
         health = self.liveness.health(nodes, now)
@@ -248,6 +250,15 @@ class PlacementReconciler:
             return
         if closed:
             log.info("environment %s: closed superseded merge requests %s", environment, closed)
+
+    def _nodes_of(self, repo: ConfigRepo) -> dict[str, NodeInfo]:
+        """The inventory of ``repo``, built once per repo read (3,000 nodes: 0.16 s a pass)."""
+        last = self._inventory
+        if last is not None and last[0] is repo:
+            return last[1]
+        nodes = inventory.nodes_of(repo)
+        self._inventory = (repo, nodes)
+        return nodes
 
     def _load(self, sha: str) -> ConfigRepo:
         last = self._last

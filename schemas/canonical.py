@@ -45,19 +45,6 @@ def _finite(text: str) -> float:
 
 # one decoder for every call (json.loads with hooks would build one per call)
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite)
-# Without the float hook (a Python call per number, most of a heartbeat's decoding): a number
-# with no exponent and under 300 digits before its point is always a finite float, so only a
-# payload with an exponent or such a run of digits needs the hook.
-_PLAIN_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_LONG_NUMBER = b"0" * 300
-
-
-def _maybe_huge(raw: bytes) -> bool:
-    """Whether ``raw`` may hold a number too large for a float: a digit before an ``e``, or
-    300 digits in a row (bytes methods: a regular expression costs more than the decoding)."""
-    digits = raw.translate(_DIGITS_AS_ZERO)
-    return b"0e" in digits or b"0E" in digits or _LONG_NUMBER in digits
 
 
 def load_json(data: bytes | str, *, max_depth: int | None = MAX_JSON_DEPTH) -> Any:
@@ -76,9 +63,8 @@ def load_json(data: bytes | str, *, max_depth: int | None = MAX_JSON_DEPTH) -> A
         text, raw = data, data.encode("utf-8", "surrogatepass")
     else:  # as json.loads decodes bytes (UTF-8, -16 or -32; a UnicodeDecodeError is a ValueError)
         text, raw = data.decode(json.detect_encoding(data), "surrogatepass"), data
-    decoder = _DECODER if _maybe_huge(raw) else _PLAIN_DECODER
     try:
-        value = decoder.decode(text)
+        value = _DECODER.decode(text)
     except RecursionError:
         limit = "past the parser's limit" if max_depth is None else f"more than {max_depth} levels"
         raise ValueError(f"JSON nested too deeply ({limit})") from None
