@@ -10,7 +10,8 @@ mosquitto, the bare git repository and its post-receive hook (a push is a webhoo
 (a) a commit changing ``edge-agent`` (one replica on every node) → every node converged on
 it: time from the push, messages, config-sync CPU and RSS, against a raw paho publish of the
 same messages; (b) placement with every heartbeat live: CPU share and pass time against a
-bare paho subscriber to the same topics, and that losing one node moves only its replicas;
+bare paho subscriber to the same topics, mirror-actual's CPU share in the same window, and that
+losing one node moves only its replicas;
 (c) ``phrame/deploy`` green (config-sync's log and its retained ``deploys`` record);
 (d) the broker's message rate and RSS. Exit 0 when it measured, 2 without mosquitto.
 Baselines (same run): one raw paho client publishing the same messages after the fleet
