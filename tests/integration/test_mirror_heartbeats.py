@@ -46,6 +46,7 @@ def test_a_storm_of_heartbeats_writes_no_snapshot_and_a_change_carries_the_last_
     with running_mirror(settings) as mirror:
         writer.publish_batch([(STATUS, b'{"state":"online"}')])
         wait_for(lambda: held(settings.snapshot_path, STATUS) == {"state": "online"}, "the status", 5)
+        wait_for(lambda: len(mirror.written) == 1, "the write counted (after the file's rename)", 5)
         writes = len(mirror.written)
         seq, end = 0, time.monotonic() + 1.5  # the storm's length: 7 max delays
         while time.monotonic() < end:
