@@ -198,18 +198,35 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
         audit.record(who=decided.who, action="sync", target=",".join(queued), result="accepted", status=202)
         return JSONResponse({"status": "queued", "refs": queued}, status_code=202)
 
-    async def promote(request: Request) -> Response:
-        env, svc = request.path_params["env"], request.path_params["service"]
-        target = f"{env}/{svc}"
-        decided = access(request, "deploy")
+    def standing_by() -> Response | None:
+        """Active + standby: a deploy-scope write goes to the active (503 names the holder)."""
+        if service.role != "standby":
+            return None
+        holder = service.lease.view()["holder"] if service.lease is not None else None
+        why = f"this config-sync stands by; send it to the active one ({holder or 'none yet'})"
+        return AsciiJSONResponse({"error": why, "role": "standby"}, status_code=503)
+
+    async def deploy_body(request: Request, decided: Access, action: str, target: str) -> bytes | Response:
+        """A deploy-scoped write's small JSON body, or the answer that refuses it (401/403 with
+        its audit line, 413 over 4 KiB, 400 when the body did not arrive whole)."""
         if not decided.is_allowed:
-            return refused(request, decided, "promote", target)
+            return refused(request, decided, action, target)
+        if (busy := standing_by()) is not None:
+            return busy
         try:
-            raw = await read_body(request, limit=4096, timeout_s=settings.http.body_timeout_s)
+            return await read_body(request, limit=4096, timeout_s=settings.http.body_timeout_s)
         except BodyTooLarge:
             return AsciiJSONResponse({"error": "body over 4096 bytes"}, status_code=413)
         except (BodyTimeout, ClientGone):
             return AsciiJSONResponse({"error": "body not complete"}, status_code=400)
+
+    async def promote(request: Request) -> Response:
+        env, svc = request.path_params["env"], request.path_params["service"]
+        target = f"{env}/{svc}"
+        decided = access(request, "deploy")
+        raw = await deploy_body(request, decided, "promote", target)
+        if isinstance(raw, Response):
+            return raw
         commit = _commit_of(raw)
         promotion = service.rollouts.promote(env, svc, commit)
         named = commit if isinstance(commit, str) else None
@@ -230,14 +247,9 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
     async def approve(request: Request) -> Response:
         env = request.path_params["env"]
         decided = access(request, "deploy")
-        if not decided.is_allowed:
-            return refused(request, decided, "approve", env)
-        try:
-            raw = await read_body(request, limit=4096, timeout_s=settings.http.body_timeout_s)
-        except BodyTooLarge:
-            return AsciiJSONResponse({"error": "body over 4096 bytes"}, status_code=413)
-        except (BodyTimeout, ClientGone):
-            return AsciiJSONResponse({"error": "body not complete"}, status_code=400)
+        raw = await deploy_body(request, decided, "approve", env)
+        if isinstance(raw, Response):
+            return raw
         commit, override = _approval_of(raw)
         answer = service.approvals.approve(env, commit, decided.who, override_freeze=override)
         named = commit if isinstance(commit, str) else None
@@ -265,14 +277,9 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
     async def rollback(request: Request) -> Response:
         env = request.path_params["env"]
         decided = access(request, "deploy")
-        if not decided.is_allowed:
-            return refused(request, decided, "rollback", env)
-        try:
-            raw = await read_body(request, limit=4096, timeout_s=settings.http.body_timeout_s)
-        except BodyTooLarge:
-            return AsciiJSONResponse({"error": "body over 4096 bytes"}, status_code=413)
-        except (BodyTimeout, ClientGone):
-            return AsciiJSONResponse({"error": "body not complete"}, status_code=400)
+        raw = await deploy_body(request, decided, "rollback", env)
+        if isinstance(raw, Response):
+            return raw
         status, doc = await anyio.to_thread.run_sync(
             lambda: rollback_answer(service.rollbacks, env, raw, who=decided.who)
         )
@@ -295,7 +302,7 @@ def create_app(service: ConfigSync, *, manage_lifecycle: bool = True) -> Starlet
 
     async def readyz(_: Request) -> Response:
         ready = service.is_ready()
-        return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
+        return JSONResponse({"ready": ready, "role": service.role}, status_code=200 if ready else 503)
 
     async def status(request: Request) -> Response:
         # the full view names git command lines, errors and merge requests: token holders only

@@ -84,6 +84,21 @@ class Metrics:
         if ready is not None:  # asked at each render: never stale, and asking changes nothing
             self.ready.set_function(lambda: 1.0 if ready() else 0.0)
 
+    def watch_lease(self, active: Callable[[], bool], term: Callable[[], int]) -> None:
+        """Active + standby (``PHRAME_HA_LEASE_S``): the role and the lease's term, asked at each scrape."""
+        role = Gauge(
+            "phrame_config_sync_active",
+            "1 while this config-sync holds the lease (active), 0 while it stands by",
+            registry=self.registry,
+        )
+        role.set_function(lambda: 1.0 if active() else 0.0)
+        gauge = Gauge(
+            "phrame_config_sync_lease_term",
+            "The term of the lease this config-sync holds or last saw",
+            registry=self.registry,
+        )
+        gauge.set_function(lambda: float(term()))
+
     def record_sync(self, ref: str, result: str) -> None:
         """``result``: applied, invalid or error."""
         self.syncs.labels(ref, result).inc()

@@ -8,6 +8,8 @@ It never publishes or fetches on a request thread.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 import uuid
@@ -27,6 +29,7 @@ from config_sync.intake.clone import SyncRepo
 from config_sync.intake.queue import Worker, WorkQueue
 from config_sync.intake.syncing import Syncer
 from config_sync.intake.webhooks import Route
+from config_sync.lease_client import BrokerLease, FencedMqttClient
 from config_sync.metrics import Metrics
 from config_sync.notify.decide import open_problem
 from config_sync.notify.delivery import HttpDelivery
@@ -96,7 +99,21 @@ class ConfigSync:
         self.settings = settings
         self.topics = Topics(settings.topic_prefix)
         suffix = uuid.uuid4().hex[:8]
-        self.mqtt = MqttClient(settings.mqtt, f"config-sync-{suffix}", on_connect=self._on_reconnect)
+        # active + standby: the lease decides which instance publishes (config_sync.lease)
+        self.lease: BrokerLease | None = None
+        self.on_lost: Callable[[str], None] = lambda why: None  # the lease was lost: the process ends
+        if settings.ha_lease_s > 0:
+            me = settings.instance_id or f"{socket.gethostname()}-{os.getpid()}"
+            self.lease = BrokerLease(self.topics, me=me, lease_s=settings.ha_lease_s)
+            self.mqtt: MqttClient = FencedMqttClient(
+                settings.mqtt,
+                f"config-sync-{suffix}",
+                on_connect=self._on_reconnect,
+                fence=self.lease.may_publish,
+                exempt=self.lease.topic,
+            )
+        else:
+            self.mqtt = MqttClient(settings.mqtt, f"config-sync-{suffix}", on_connect=self._on_reconnect)
         actual = settings.actual_mqtt
         self.actual = (
             self.mqtt
@@ -113,6 +130,9 @@ class ConfigSync:
         )
         self.reporter = reporter or make_reporter(settings)
         self.metrics = Metrics(ready=self.is_ready)  # the gauge asks is_ready at each scrape
+        if self.lease is not None:
+            lease = self.lease
+            self.metrics.watch_lease(lambda: lease.is_active, lambda: int(lease.view()["term"]))
         deploy_s, node_s = settings.deploy_timeout_s, settings.node_timeout_s
         # one view of the actual plane (statuses, heartbeats, containers) for deploys and rollouts
         self.view = ActualView(self.topics, timeout_s=node_s)
@@ -241,6 +261,10 @@ class ConfigSync:
         (``/readyz`` says not ready, triggers wait for the first sync) and finishes starting
         once the broker answers. A refused login within ``start_wait_s`` raises: waiting would not help.
         """
+        if self.lease is not None:  # connect and stand by; start for real once active
+            self.lease.on_active, self.lease.on_lost = self._take_over, self._lost
+            threading.Thread(target=self._stand_by, name="config-sync-standby", daemon=True).start()
+            return
         starter = threading.Thread(target=self._start, name="config-sync-start", daemon=True)
         starter.start()
         starter.join(self.start_wait_s)
@@ -257,9 +281,44 @@ class ConfigSync:
         """Why starting failed for good (a refused login), also after ``start()`` returned."""
         return self._start_error
 
-    def _start(self) -> None:
+    def _stand_by(self) -> None:
+        """Active + standby: connect, for the lease only; nothing else runs until it is ours."""
+        assert self.lease is not None
         try:
             self.mqtt.start(timeout=None)
+        except MqttError as e:
+            if not self._stopping:
+                log.error("config-sync cannot start: %s", e)
+                self._start_error = e
+            return
+        self.lease.run(self.mqtt)
+
+    def _take_over(self) -> None:
+        """The lease is ours: read back what is published and sync every tracked ref, as a
+        fresh start does (a webhook the standby answered is acted on by that first sync)."""
+        if self._stopping:
+            return
+        try:
+            self._start(connected=True)
+        except Exception:
+            if not self._stopping:  # stopped while taking over: its queue refuses work, as it should
+                raise
+
+    def _lost(self, why: str) -> None:
+        """The lease is lost (another instance took it): the fence already refuses every
+        publication; the process ends (``on_lost``) and comes back as a standby."""
+        log.error("config-sync is no longer active (%s)", why)
+        self.on_lost(why)
+
+    @property
+    def role(self) -> str:
+        """``active`` or ``standby`` (a single config-sync without a lease is always active)."""
+        return "active" if self.lease is None or self.lease.is_active else "standby"
+
+    def _start(self, *, connected: bool = False) -> None:
+        try:
+            if not connected:
+                self.mqtt.start(timeout=None)
             if self.actual is not self.mqtt:
                 self.actual.start(timeout=None)
         except MqttError as e:
@@ -313,6 +372,8 @@ class ConfigSync:
 
     def stop(self) -> None:
         self._stopping = True
+        if self.lease is not None:
+            self.lease.stop()
         self.queue.stop()
         self.anti_entropy.stop()
         self.rollouts.stop()
@@ -433,6 +494,8 @@ class ConfigSync:
     def _on_reconnect(self) -> None:
         """MQTT network thread: after a reconnect the broker may have lost its retained
         topics (no persistence), so re-read them and re-sync every tracked ref."""
+        if self.lease is not None:
+            self.lease.on_connect()  # a standby's silence counts from the reconnect
         if self.started_at is None:
             return  # the first connection: start() rebuilds and syncs
         log.info("reconnected to the desired broker; re-reading what is published")
@@ -511,6 +574,10 @@ class ConfigSync:
 
     # -- reading
     def is_ready(self) -> bool:
+        """Active: broker connected and repository fetched. Standby: connected, so it
+        holds the lease's view and can take over (it answers webhooks either way)."""
+        if self.role == "standby":
+            return self.mqtt.is_connected
         return self.mqtt.is_connected and self.git.fetched_at is not None
 
     def public_status(self) -> dict[str, Any]:

@@ -22,6 +22,7 @@ DEFAULT_LISTEN = "127.0.0.1:8080"
 DEFAULT_NOTIFY_SECRETS_DIR = "/etc/phrame/notify"  # the files holding notify: targets' URLs
 MAX_BODY_BYTES = 1024 * 1024  # GitLab push payloads are capped at 20 commits; 1 MiB is ample
 INSECURE_FLAG = "PHRAME_INSECURE_NO_WEBHOOK_SECRET"
+MIN_LEASE_S = 2.0  # renewed every third: shorter would not survive one slow PUBACK
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class SyncSettings:
     http: HttpLimits = field(default_factory=HttpLimits)
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     actual_mqtt: MqttSettings | None = None  # None: the desired plane's broker
+    ha_lease_s: float = 0.0  # > 0: active + standby behind a lease on the broker (config_sync.lease)
+    instance_id: str = ""  # this instance's name in the lease; "": host name and process id
 
     def __post_init__(self) -> None:
         # a full ref name (refs/heads/main) names the same branch; git_repo reads branch names
@@ -81,6 +84,13 @@ class SyncSettings:
         if problem:
             raise SettingsError(problem)
         self.listen_address  # noqa: B018 -- fail at start-up on a bad PHRAME_LISTEN
+        if self.ha_lease_s and self.ha_lease_s < MIN_LEASE_S:
+            raise SettingsError(
+                f"PHRAME_HA_LEASE_S={self.ha_lease_s:g}: at least {MIN_LEASE_S:g} s"
+                " (renewed every third of it; 0 runs a single config-sync without a lease)"
+            )
+        if len(self.instance_id) > 128 or any(c.isspace() for c in self.instance_id):
+            raise SettingsError(f"PHRAME_INSTANCE_ID={self.instance_id!r}: at most 128 characters, no spaces")
 
     def require_webhook_auth(self) -> None:
         """Refuse to serve HTTP without a webhook secret, unless explicitly insecure."""
@@ -130,6 +140,8 @@ class SyncSettings:
             http=HttpLimits.from_env(e),
             mqtt=MqttSettings.from_env("desired", env),
             actual_mqtt=MqttSettings.from_env("actual", env),
+            ha_lease_s=e.number("PHRAME_HA_LEASE_S", 0.0, minimum=0.0),
+            instance_id=e.text("PHRAME_INSTANCE_ID", "") or "",
         )
 
 

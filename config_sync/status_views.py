@@ -25,7 +25,11 @@ def public_view(service: ConfigSync) -> dict[str, Any]:
                 "ok": ok if isinstance(ok, bool) else None,  # None: not synced yet
                 "commit": commit[:SHORT_SHA] if isinstance(commit, str) else None,
             }
-    return {"environments": dict(sorted(environments.items())), "ready": service.is_ready()}
+    return {
+        "environments": dict(sorted(environments.items())),
+        "ready": service.is_ready(),
+        "role": service.role,
+    }
 
 
 def full_view(service: ConfigSync) -> dict[str, Any]:
@@ -67,4 +71,7 @@ def full_view(service: ConfigSync) -> dict[str, Any]:
         "held": service.approvals.snapshot(),
         "reports": service.reporter.snapshot(),
         "ready": service.is_ready(),
+        "role": service.role,
+        # active + standby: this instance, the holder, the term (None: a single config-sync)
+        "lease": service.lease.view() if service.lease is not None else None,
     }

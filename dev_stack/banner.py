@@ -21,7 +21,8 @@ def banner(settings: DevSettings, took_s: float, *, has_docker: bool) -> list[st
         f"{len(s.nodes)} agents ({', '.join(s.nodes)})",
         "",
         f"  config repo:  git clone {s.repo} phrame-config",
-        f"  config-sync:  {s.config_sync_url}/status",
+        f"  config-sync:  {s.config_sync_url}/status"
+        + (f" and {s.standby_url}/status (active + standby: /readyz says which)" if s.ha else ""),
         f"  broker:       {s.broker_url}  (to read it: user operator, password in "
         f"{password_file(s, PERSON_ACCOUNT)})",
         f"  the page:     {s.web_url}" + ("" if has_docker else " (needs Docker)"),

@@ -118,6 +118,8 @@ def install_hook(settings: DevSettings) -> None:
     """(Re)write ``hooks/post-receive`` and the configuration it reads."""
     config = {
         "url": f"{settings.config_sync_url}/webhooks/gitlab",
+        # --ha: every config-sync hears each push (the standby queues it: see config-sync's HA)
+        "urls": [f"{url}/webhooks/gitlab" for url in settings.config_sync_urls],
         "secret_file": str(settings.secret_file),
         "project": "phrame-config",
     }

@@ -3,7 +3,8 @@ and a Tag Push Hook per created, moved or deleted tag (as GitLab sends them).
 
 git runs it (installed by :mod:`dev_stack.git_host`) after every push to the dev stack's bare
 repository, placement's own pushes included. It reads its URL and secret from
-``phrame-hook.json`` beside the hooks, posts each delivery with a fresh ``Idempotency-Key``
+``phrame-hook.json`` beside the hooks (``urls``: every config-sync, the standby's too, with
+``phrame dev --ha``), posts each delivery with a fresh ``Idempotency-Key``
 and a short timeout, and must never fail or hold a push: config-sync being down only means
 the push is deployed at its next poll. Standard library only.
 """
@@ -159,7 +160,8 @@ def main() -> int:
         if described is None:
             continue  # neither a branch nor a tag: GitLab sends nothing either
         event, body = described
-        print(f"phrame: {deliver(config['url'], secret, body, event=event)}", file=sys.stderr)
+        for url in config.get("urls") or [config["url"]]:  # active + standby: each hears it
+            print(f"phrame: {deliver(url, secret, body, event=event)}", file=sys.stderr)
     return 0
 
 

@@ -17,8 +17,8 @@ from dev_stack.broker import broker_command
 from dev_stack.children import Child
 from dev_stack.credentials import password_file
 from dev_stack.node_policy import policy_path
-from dev_stack.settings import DevSettings
-from phrame.mqtt.broker_config import node_account
+from dev_stack.settings import HA_LEASE_S, DevSettings
+from phrame.mqtt.broker_config import STANDBY_ACCOUNT, node_account
 
 # settings that choose *where* things are: the dev stack decides them for its children
 SCRUBBED_PREFIXES = (
@@ -43,6 +43,7 @@ SCRUBBED_PREFIXES = (
     "PHRAME_API_WRITE_PREFIXES",
     # one port for every child would collide: metrics in the dev stack stay off (docs/operations/metrics.md)
     "PHRAME_METRICS_LISTEN",
+    "PHRAME_INSTANCE_ID",
 )
 # defaults for a stack on one machine, unless the caller set them
 DEV_DEFAULTS = {
@@ -103,6 +104,17 @@ def build_children(
         ),
         child("placement", _phrame("placement"), repo | state, "placement"),
     ]
+    if settings.ha:  # active + standby: a lease on the broker, a second instance on its own port
+        lease = {"PHRAME_HA_LEASE_S": env.get("PHRAME_HA_LEASE_S", HA_LEASE_S)}
+        children[1].env |= lease | {"PHRAME_INSTANCE_ID": "config-sync-a"}
+        standby = {
+            "PHRAME_LISTEN": settings.standby_listen,
+            "PHRAME_WEBHOOK_SECRET_FILE": str(settings.secret_file),
+            "PHRAME_STATE_DIR": str(settings.state_dir / "standby"),  # a clone of its own
+            "PHRAME_INSTANCE_ID": "config-sync-b",
+        }
+        sync_b = child("config-sync-standby", _phrame("config-sync"), repo | lease | standby, STANDBY_ACCOUNT)
+        children.insert(2, sync_b)
     # the mirrors and the topic API start before the agents: the dashboard sees them arrive
     mirror = state | {"PHRAME_MIRROR_DIR": str(settings.mirror_dir)}
     children += [

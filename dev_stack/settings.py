@@ -23,6 +23,8 @@ DEFAULT_BROKER_PORT = 1883  # the settings' defaults, so every phrame command fi
 DEFAULT_LISTEN = "127.0.0.1:8080"
 DEFAULT_WEB_PORT = 8081
 DEFAULT_API_PORT = 8090  # the topic API and dashboard (PHRAME_LISTEN of phrame topic-api)
+DEFAULT_STANDBY_PORT = 8082  # --ha: the second config-sync (on the --listen host)
+HA_LEASE_S = "4"  # --ha: PHRAME_HA_LEASE_S of both config-syncs, unless the caller set it
 IMAGE = "phrame-quickstart/busybox:1"
 
 
@@ -37,6 +39,8 @@ class DevSettings:
     api_port: int = DEFAULT_API_PORT
     broker: str = "auto"  # auto or mosquitto: the one broker that checks passwords and the ACL
     image: str = IMAGE
+    ha: bool = False  # two config-syncs, active + standby (--ha)
+    standby_port: int = DEFAULT_STANDBY_PORT
     extra: dict[str, str] = field(default_factory=dict)  # nothing yet
 
     def __post_init__(self) -> None:
@@ -65,6 +69,22 @@ class DevSettings:
     def config_sync_url(self) -> str:
         host, port = self.listen_address
         return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
+
+    @property
+    def standby_listen(self) -> str:
+        """--ha: the second config-sync's host:port (the first's host)."""
+        host, _ = self.listen_address
+        return f"[{host}]:{self.standby_port}" if ":" in host else f"{host}:{self.standby_port}"
+
+    @property
+    def standby_url(self) -> str:
+        host, _ = self.listen_address
+        return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{self.standby_port}"
+
+    @property
+    def config_sync_urls(self) -> list[str]:
+        """Every config-sync's base URL: the git hook posts each push to all of them."""
+        return [self.config_sync_url, self.standby_url] if self.ha else [self.config_sync_url]
 
     @property
     def web_url(self) -> str:
@@ -160,6 +180,7 @@ def taken_ports(settings: DevSettings, *, skip: tuple[int, ...] = ()) -> list[st
         (settings.broker_port, "127.0.0.1", "--broker-port (the broker)"),
         (port, host, "--listen (config-sync)"),
         (settings.web_port, "127.0.0.1", "--web-port (the quickstart page)"),
+        *([(settings.standby_port, host, "--standby-port (the standby config-sync)")] if settings.ha else []),
         (settings.api_port, "127.0.0.1", "--api-port (the topic API and dashboard)"),
     ]
     return [

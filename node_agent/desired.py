@@ -3,7 +3,9 @@
 The loop feeds every MQTT message here (from the network thread) and takes a
 :class:`DesiredState` snapshot per pass. Every payload is size-checked, parsed and
 validated with ``schemas`` first; an invalid one is recorded as an error for the node
-status and ignored (the last valid payload of that topic stays in effect).
+status and ignored (the last valid payload of that topic stays in effect). The
+``prefetch/<env>`` topics (images to pull ahead of a rollout's wave) are kept apart: they
+are no part of the desired state (:meth:`DesiredStore.prefetch`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class DesiredStore:
         self._lock = threading.Lock()
         self._items: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in ITEM_KINDS}
         self._manifest: Manifest | None = None
+        self._prefetch: dict[str, tuple[str, ...]] = {}  # env -> images to pull ahead
         self._errors: dict[str, str] = {}  # topic -> why its payload was ignored
 
     def apply(self, topic: str, payload: bytes | None) -> bool:
@@ -42,6 +45,13 @@ class DesiredStore:
         kind, key, doc = change
         with self._lock:
             self._errors.pop(topic, None)
+            if kind == "prefetch":
+                asked = self._prefetch.get(key)
+                if doc is None:
+                    self._prefetch.pop(key, None)
+                else:
+                    self._prefetch[key] = tuple(str(i) for i in doc["images"])
+                return bool(asked != self._prefetch.get(key))
             if kind == "manifest":
                 before: Any = self._manifest
                 self._manifest = None if doc is None else _manifest(doc)
@@ -61,9 +71,9 @@ class DesiredStore:
         parsed = self.topics.parse(topic)
         if parsed.plane != "desired" or parsed.node != self.node:
             raise ValueError(f"topic {topic} is not for node {self.node}; ignored")
-        if parsed.kind not in (*ITEM_KINDS, "manifest"):
+        if parsed.kind not in (*ITEM_KINDS, "manifest", "prefetch"):
             raise ValueError(f"topic {topic} is not a node item or manifest; ignored")
-        key = parsed.item_id or ""
+        key = parsed.item_id or (parsed.environment if parsed.kind == "prefetch" else None) or ""
         if not payload:
             return parsed.kind, key, None
         if len(payload) > self.max_payload_bytes:
@@ -89,6 +99,11 @@ class DesiredStore:
                 processes=dict(self._items["processes"]),
                 manifest=self._manifest,
             ).effective()
+
+    def prefetch(self) -> list[str]:
+        """The images config-sync asks this node to pull ahead of a wave (every environment)."""
+        with self._lock:
+            return sorted({i for images in self._prefetch.values() for i in images})
 
     def errors(self) -> dict[str, str]:
         with self._lock:

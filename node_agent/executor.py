@@ -17,6 +17,7 @@ from node_agent.errors import AgentError, NetworkInUse
 from node_agent.models import Action, ActionOutcome, Op, Plan, Spec
 from node_agent.plan import dependency_levels
 from node_agent.ports import ContainerRuntime
+from node_agent.prefetch import PullSlots
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +38,12 @@ class Executor:
         *,
         parallelism: int = 4,
         ready_timeout: float = 120.0,
+        pull_slots: PullSlots | None = None,
     ) -> None:
+        """``pull_slots``: the node's bound on pulls at a time, shared with its pulls ahead
+        of a wave (``node_agent.prefetch``); None: ``parallelism`` bounds them."""
         self.docker = docker
+        self.pull_slots = pull_slots
         self.processes = processes
         self.parallelism = max(1, parallelism)
         self.ready_timeout = ready_timeout
@@ -60,7 +65,7 @@ class Executor:
 
             run(by_op[Op.CREATE_NETWORK], lambda a: self.docker.create_network(_spec(a)))
             run(by_op[Op.REMOVE_DUPLICATE_NETWORK], self._remove_network)
-            run(by_op[Op.PULL_IMAGE], lambda a: self.docker.ensure_image(a.target, always=a.always))
+            run(by_op[Op.PULL_IMAGE], self._pull)
             failed_images = {a.target: results[a].error for a in by_op[Op.PULL_IMAGE] if results[a].error}
             items = [a for a in plan.actions if a.op in _ITEM_OPS]
             for level in dependency_levels(items):
@@ -73,6 +78,13 @@ class Executor:
             if o.error:
                 log.warning("%s failed: %s", o.action.describe(), o.error)
         return outcomes
+
+    def _pull(self, action: Action) -> None:
+        if self.pull_slots is None:
+            self.docker.ensure_image(action.target, always=action.always)
+            return
+        with self.pull_slots.held():
+            self.docker.ensure_image(action.target, always=action.always)
 
     def _remove_network(self, action: Action) -> None:
         try:

@@ -29,6 +29,7 @@ from node_agent.log_commands import LogCommands
 from node_agent.metrics import AgentMetrics
 from node_agent.models import NODE, Clock, DesiredState, ObservedProcess, Op
 from node_agent.ports import AgentRuntime
+from node_agent.prefetch import Prefetcher, PullSlots
 from node_agent.processes import ProcessSupervisor
 from node_agent.reconcile import NodeReconciler, PassResult
 from node_agent.reporting import ActualReporter
@@ -67,6 +68,8 @@ class Agent:
         self.topics = Topics(settings.topic_prefix)
         self.docker = docker
         self.store = DesiredStore(self.topics, self.node, max_payload_bytes=settings.max_payload_bytes)
+        slots = PullSlots(settings.pull_parallelism)
+        self.prefetcher = Prefetcher(lambda image: docker.ensure_image(image), slots, on_change=self.wake)
         self.reconciler = NodeReconciler(
             self.node,
             docker,
@@ -75,6 +78,7 @@ class Agent:
             own_container_id=own_container_id,
             shared_daemon=settings.shared_daemon,
             policy=settings.policy,
+            pull_slots=slots,
         )
         self.supervisor = supervisor
         self.stop_event = threading.Event()
@@ -151,6 +155,7 @@ class Agent:
             read_secret=functools.partial(read_secret, settings.secrets_dir),
             policy=settings.policy,
             sops=SopsSecrets(settings.age_keys),
+            prefetch=self.prefetcher.report if settings.pull_ahead else None,
         )
 
     def _will(self) -> Will:
@@ -399,6 +404,8 @@ class Agent:
                 log.debug("node %s: cannot wait for stopped containers: %s", self.node, e)
         offline = self.offline_desired
         desired = offline if offline is not None else self.store.snapshot()
+        if offline is None and self.settings.pull_ahead:  # beside the pass; a finished one wakes it
+            self.prefetcher.want(self.store.prefetch())
         result = self.reconciler.run_pass(desired)
         # a pending change, or a network just created (a rival one may appear after it), is
         # looked at again soon: no Docker event would bring the pass that finishes it
@@ -484,6 +491,7 @@ class Agent:
     def _shutdown(self) -> None:
         """Say offline, leave containers and processes running, disconnect."""
         self.stop()
+        self.prefetcher.stop()  # a pull under way finishes in the daemon; nothing waits for it
         if self._heartbeats is not None:
             self._heartbeats.join(timeout=10)  # no heartbeat after the offline status
         events = self._events

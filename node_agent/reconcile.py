@@ -19,6 +19,7 @@ from node_agent.networks import split_duplicates
 from node_agent.plan import compute_plan
 from node_agent.policy import item_violations
 from node_agent.ports import ObservableRuntime
+from node_agent.prefetch import PullSlots
 from schemas.node_policy import NodePolicy
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ class NodeReconciler:
         ready_timeout: float = 120.0,
         shared_daemon: bool = False,
         policy: NodePolicy | None = None,
+        pull_slots: PullSlots | None = None,
     ) -> None:
         """``policy``: the node's policy (``AgentSettings.policy``); None checks nothing, for
         tests and benchmarks of other things: every entry point of the agent passes one."""
@@ -77,7 +79,9 @@ class NodeReconciler:
         self.docker = docker
         self.supervisor = supervisor
         self.own_container_id = own_container_id
-        self.executor = Executor(docker, supervisor, parallelism=parallelism, ready_timeout=ready_timeout)
+        self.executor = Executor(
+            docker, supervisor, parallelism=parallelism, ready_timeout=ready_timeout, pull_slots=pull_slots
+        )
 
     def observe(self) -> ActualState:
         """Two Docker list calls (containers, networks) and a local process check."""

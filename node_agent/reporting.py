@@ -98,11 +98,13 @@ class ActualReporter:
         read_secret: Callable[[str], str] | None = None,
         policy: NodePolicy | None = None,
         sops: SopsSecrets | None = None,
+        prefetch: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         """``logs``: failing containers' log tails go with their reports (``read_secret``
         reads a ``{file: NAME}`` env value, to mask it in them); ``policy``: the node policy,
         told in every status so reviews can check a commit against it."""
         self.policy = policy
+        self.prefetch = prefetch  # the images pulled ahead of a wave, told in every status
         self.publisher = publisher
         self.wall_clock = wall_clock  # the heartbeat's ts
         self.topics = topics
@@ -247,6 +249,8 @@ class ActualReporter:
         }
         if self.policy is not None:
             doc["policy"] = self.policy.to_doc()
+        if self.prefetch is not None:
+            doc["prefetch"] = dict(self.prefetch())
         return self._send(self.topics.status(self.node), "actual-status", doc)
 
     def status_bytes(self, state: str, *, reason: str | None = None) -> bytes:

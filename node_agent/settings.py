@@ -29,6 +29,12 @@ class AgentSettings:
     heartbeat_s: float = 5.0
     resync_s: float = 30.0
     parallelism: int = 4
+    # image pulls at a time on this node (ahead of a wave and in a pass; node_agent/prefetch.py)
+    pull_parallelism: int = 2
+    # pull the images of a rollout's coming waves ahead (prefetch/<env>); off: this node
+    # reports nothing of them and config-sync releases its waves without waiting (each
+    # replace then includes its pull, as with an agent that predates pulling ahead)
+    pull_ahead: bool = True
     state_dir: Path = Path(DEFAULT_STATE_DIR)
     registry_url: str | None = None  # host[:port] the credentials belong to
     registry_username: str | None = None
@@ -75,6 +81,8 @@ class AgentSettings:
             heartbeat_s=r.number("PHRAME_HEARTBEAT_S", 5.0, minimum=0.1),
             resync_s=r.number("PHRAME_RESYNC_S", 30.0, minimum=0.1),
             parallelism=r.integer("PHRAME_PARALLELISM", 4, minimum=1),
+            pull_parallelism=r.integer("PHRAME_PULL_PARALLELISM", 2, minimum=1),
+            pull_ahead=r.flag("PHRAME_PULL_AHEAD", True),
             state_dir=state_dir,
             registry_url=registry_url,
             registry_username=username,

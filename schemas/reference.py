@@ -27,6 +27,7 @@ _TYPE_WORDS = {"object": "mapping", "array": "list", "null": "null"}
 _PLACEHOLDERS = {
     "env": "<NAME>",
     "assignments": "<service>",
+    "images": "<service>",
     "reasons": "<service>",
     "extra_hosts": "<host>",
     "ulimits": "<limit>",

@@ -22,6 +22,7 @@ SCHEMA_OF = {
     ("desired", "networks"): "desired-network",
     ("desired", "processes"): "desired-process",
     ("desired", "manifest"): "desired-manifest",
+    ("desired", "prefetch"): "desired-prefetch",
     ("desired", "service"): "desired-service",
     ("desired", "sync"): "desired-sync",
     ("desired", "placement"): "desired-placement",
@@ -29,6 +30,7 @@ SCHEMA_OF = {
     ("desired", "rollout"): "desired-rollout",
     ("desired", "preview"): "desired-preview",
     ("desired", "audit"): "desired-audit",
+    ("desired", "lease"): "desired-lease",
     ("desired", "approvals"): "desired-approvals",
     ("desired", "reviews"): "desired-reviews",
     ("actual", "status"): "actual-status",
@@ -44,9 +46,9 @@ SCHEMA_OF = {
 
 @dataclass(frozen=True)
 class Topic:
-    """A parsed topic. ``kind`` is an item kind, ``manifest``, ``status``, ``heartbeat``,
+    """A parsed topic. ``kind`` is an item kind, ``manifest``, ``prefetch``, ``status``, ``heartbeat``,
     ``service``, ``sync``, ``placement``, ``deploys``, ``approvals``, ``preview``, ``rollout``,
-    ``audit``, ``reviews``, ``reply`` (an agent's answer to a command: never retained, no item) or
+    ``audit``, ``lease``, ``reviews``, ``reply`` (an agent's answer to a command: never retained, no item) or
     a command verb (``restart``, ``logs``)."""
 
     plane: str  # desired | actual | cmd
@@ -89,6 +91,10 @@ class Topics:
     def manifest(self, node: str) -> str:
         return f"{self.desired_node(node)}/manifest"
 
+    def prefetch(self, node: str, env: str) -> str:
+        """The images ``node`` pulls ahead of ``env``'s rollout waves (config-sync's ``rollouts``)."""
+        return f"{self.desired_node(node)}/prefetch/{_check(_NAME, env, 'environment')}"
+
     def environment(self, env: str) -> str:
         return f"{self.prefix}/desired/environments/{_check(_NAME, env, 'environment')}"
 
@@ -120,6 +126,10 @@ class Topics:
     def reviews(self) -> str:
         """The plan digests config-sync reviewed, per merge request (config_sync.reviews)."""
         return f"{self.prefix}/desired/reviews"
+
+    def lease(self, service: str) -> str:
+        """The lease that lets one instance of ``service`` act (``config_sync.lease``)."""
+        return f"{self.prefix}/desired/leases/{_check(_NAME, service, 'service')}"
 
     def audit(self, writer: str) -> str:
         """The audit list of HTTP writes one service took (``phrame.auth.audit``)."""
@@ -222,6 +232,8 @@ def _parse_parts(p: list[str]) -> Topic:
             env, service = item.split(".")[:2]
             svc = service if p[3] != "networks" else None
             return Topic(plane, p[3], node=node, environment=env, item_id=item, service=svc)
+        if plane == "desired" and len(p) == 5 and p[3] == "prefetch":
+            return Topic(plane, "prefetch", node=node, environment=_check(_NAME, p[4], "environment"))
         if plane == "actual" and len(p) == 5 and p[3] == "replies":
             _check(_COMMAND_ID, p[4], "command id")
             return Topic(plane, "reply", node=node)
@@ -235,6 +247,8 @@ def _parse_parts(p: list[str]) -> Topic:
             return Topic(plane, p[3], environment=env)
     if plane == "desired" and len(p) == 2 and p[1] == "reviews":
         return Topic(plane, "reviews")
+    if plane == "desired" and len(p) == 3 and p[1] == "leases":
+        return Topic(plane, "lease", service=_check(_NAME, p[2], "service"))
     if plane == "desired" and len(p) == 3 and p[1] == "audit":
         _check(_NAME, p[2], "writer")
         return Topic(plane, "audit")

@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable, Mapping
 
 from config_sync.approvals.protection import Approval
-from schemas import PayloadError, Topics, canonical_json, check_payload, load_json
+from config_sync.retained import env_payloads
+from schemas import Topics, canonical_json
 
 log = logging.getLogger(__name__)
 KEPT = 50  # per environment, as the topic's contract says
@@ -37,20 +38,8 @@ class ApprovalStore:
     def restore(self, published: Mapping[str, bytes]) -> None:
         """Take the retained lists back (``published``: the desired plane as the broker holds it)."""
         with self._lock:
-            for topic, raw in published.items():
-                try:
-                    parsed = self.topics.parse(topic)
-                except ValueError:
-                    continue
-                if parsed.kind != "approvals" or parsed.environment is None or not raw:
-                    continue
-                try:
-                    doc = load_json(raw)
-                    check_payload("desired-approvals", doc)
-                except (ValueError, PayloadError) as e:
-                    log.warning("ignoring the retained %s (%s)", topic, e)
-                    continue
-                self.by_env[parsed.environment] = [Approval.from_doc(a) for a in doc["approvals"]]
+            for env, doc in env_payloads(published, self.topics, "approvals", "desired-approvals"):
+                self.by_env[env] = [Approval.from_doc(a) for a in doc["approvals"]]
         log.info("read back the approvals of %d environment(s)", len(self.by_env))
 
     def of(self, env: str) -> tuple[Approval, ...]:

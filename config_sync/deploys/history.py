@@ -24,10 +24,11 @@ from typing import Any
 from config_sync.deploys import records
 from config_sync.deploys.records import DeployRecord
 from config_sync.publication.sender import Sender, SyncOutcome
+from config_sync.retained import env_payloads
 from phrame.actual.health import Health
 from phrame.git import GitError
 from phrame.mqtt import MqttError
-from schemas import PayloadError, Topics, canonical_json, check_payload, load_json
+from schemas import Topics, canonical_json
 
 log = logging.getLogger(__name__)
 
@@ -69,20 +70,10 @@ class DeployHistory:
         while config-sync was away, which their retained statuses say within a tick."""
         now = self.wall()
         with self._lock:
-            for topic, raw in published.items():
-                try:
-                    parsed = self.topics.parse(topic)
-                except ValueError:
-                    continue
-                if parsed.kind != "deploys" or parsed.environment is None or not raw:
-                    continue
-                try:
-                    doc = load_json(raw)
-                    check_payload("desired-deploys", doc)
-                except (ValueError, PayloadError) as e:
-                    log.warning("ignoring the retained %s (%s); its history starts again", topic, e)
-                    continue
-                env = parsed.environment
+            deploys = env_payloads(
+                published, self.topics, "deploys", "desired-deploys", invalid="its history starts again"
+            )
+            for env, doc in deploys:
                 self.by_env[env] = records.records_of(doc)
                 for r in self.by_env[env]:
                     if r.is_pending:

@@ -160,6 +160,7 @@ def derive(
     settings["placement"] = "review"  # placement never writes a preview's node.json
     out = Environment(name, doc=_doc(env.doc.file if env.doc else f"{env.dir}/environment.yaml", settings))
     out.networks = {n: _doc(d.file, copy.deepcopy(d.data)) for n, d in env.networks.items()}
+    out.secrets = dict(env.secrets)  # the SOPS files its services' {secret: ...} values name
     for service in sorted(services):
         src = env.services[service]
         data = copy.deepcopy(src.data)

@@ -11,6 +11,7 @@ decision; this module only sends its two steps (items and clears, then manifests
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -291,11 +292,12 @@ class DesiredPublisher:
                 manifests = [m for m in wrong if self._manifest_node(m[0]) is not None]
                 first = [m for m in wrong if self._manifest_node(m[0]) is None]
                 log.warning(
-                    "anti-entropy: the broker holds %d of %d published topics otherwise (first: %s); "
+                    "anti-entropy: the broker holds %d of %d published topics otherwise (first: %s, %s); "
                     "sending them again",
                     len(wrong),
                     len(wanted),
                     wrong[0][0],
+                    _versus(held.get(wrong[0][0]), wrong[0][1]),
                 )
                 published = self.published if self.published is not None else {}
                 self._send(first, "anti-entropy", published)
@@ -307,3 +309,12 @@ class DesiredPublisher:
         """The environment's sync topic as last published (for /status)."""
         with self._lock:
             return json_object((self.published or {}).get(self.topics.env_sync(env)))
+
+
+def _versus(held: bytes | None, sent: bytes | None) -> str:
+    """How a held payload differs from the published one, briefly (digests, not payloads)."""
+
+    def brief(payload: bytes | None) -> str:
+        return "nothing" if not payload else f"{len(payload)} bytes {hashlib.sha256(payload).hexdigest()[:8]}"
+
+    return f"held {brief(held)}, published {brief(sent)}"

@@ -96,6 +96,7 @@ class RolloutController:
                 promote=promote,
                 remembered=remembered,
                 silent=self.view.silent,
+                prefetched=self.prefetched,
             )
 
         return gate
@@ -192,9 +193,24 @@ class RolloutController:
         """A replica's container as its node reports it (the gate's input)."""
         return observed_of(self.view.report(node, "containers", item))
 
+    def prefetched(self, node: str) -> Mapping[str, Any] | None:
+        """What ``node`` reports of the images it pulls ahead (its status's ``prefetch``;
+        None: its agent does not pull ahead, or nothing is known of it)."""
+        facts = self.view.facts(node)
+        status = facts.status if facts is not None else None
+        found = status.get("prefetch") if status is not None else None
+        return found if isinstance(found, Mapping) else None
+
     def _on_change(self, change: Change) -> None:
         """The view's listener (MQTT network thread): a rolling service's container changed
-        in what the gate reads: add its key. Only enqueues; never raises."""
+        in what the gate reads, or a node's status (what it pulled ahead of a wave): add
+        its key. Only enqueues; never raises."""
+        if change.what == "status" and change.status is not None and "prefetch" in change.status:
+            with self._lock:
+                waiting = [k for k, doc in self.last.items() if k in self.active and doc.get("pulling")]
+            for key in waiting:
+                self.runner.queue.add(key)
+            return
         if change.what != "item" or change.kind != "containers" or change.item_id is None:
             return
         if observed_of(change.item) == observed_of(change.previous):

@@ -8,7 +8,9 @@ so it goes out byte for byte unchanged (same digest, same manifest entry: its ag
 nothing); a rolled-back replica gets the spec it ran before, re-rendered from that spec's
 commit (``spec_at``). It also returns the ``rollouts/<service>`` topics to publish or clear
 and, per environment, the rollouts that keep its commit from being applied yet (the
-``sync`` topic's ``rollouts``).
+``sync`` topic's ``rollouts``). The images an active rollout's held-back replicas will get
+go out per node and environment on ``prefetch/<env>`` (their nodes pull them ahead of the
+wave; the items themselves stay as published), cleared once no wave there waits.
 Pure apart from the callables handed in; never touches a service without a policy.
 """
 
@@ -29,6 +31,13 @@ from schemas import Topics, canonical_json
 
 Key = tuple[str, str]  # (environment, service)
 Rendered = Mapping[str, dict[str, Any]]
+# node -> its status's ``prefetch`` (image -> {state, error}); None: it does not pull ahead
+Prefetched = Callable[[str], Mapping[str, Any] | None]
+
+
+def no_prefetch(_node: str) -> Mapping[str, Any] | None:
+    """``prefetched`` for callers that know no node statuses: no node pulls ahead."""
+    return None
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,7 @@ def gate_rollouts(
     promote: Mapping[Key, str] | None = None,
     remembered: Mapping[Key, dict[str, Any]] | None = None,
     silent: Silent = never_silent,
+    prefetched: Prefetched = no_prefetch,
 ) -> Gated:
     """``rendered`` with every rollout's held-back replicas put back (see the module docstring)."""
     out = dict(rendered)
@@ -90,6 +100,7 @@ def gate_rollouts(
         if parsed.kind == "rollout" and env is not None and env in environments and parsed.service:
             docs[(env, parsed.service)] = topic
     gated = Gated(out)
+    prefetch: dict[tuple[str, str], set[str]] = defaultdict(set)  # (node, env) -> images
     for key in sorted(k for k in policies if k[0] in environments):
         env, service = key
         items = by_service.get(key, {})
@@ -99,9 +110,20 @@ def gate_rollouts(
             old = previous.get(topic) or moved_from.get(item)
             old_digest = str(old["digest"]) if old and "digest" in old else None
             old_commit = str(old["commit"]) if old and "commit" in old else None
+            image = rendered[topic].get("image")
+            pull, error = _pull_of(prefetched(node), image)
             views.append(
                 ReplicaView(
-                    item, node, old_digest, str(rendered[topic]["digest"]), observed(node, item), old_commit
+                    item,
+                    node,
+                    old_digest,
+                    str(rendered[topic]["digest"]),
+                    observed(node, item),
+                    old_commit,
+                    image=str(image) if image else None,
+                    old_image=str(old["image"]) if old and old.get("image") else None,
+                    pull=pull,
+                    pull_error=error,
                 )
             )
         topic_r = topics.env_rollout(env, service)
@@ -123,6 +145,13 @@ def gate_rollouts(
             silent=silent,
         )
         gated.plans[key] = plan
+        if plan.state is not None and plan.state.is_active:
+            # every wave still to come, on the nodes that pull ahead (an older agent would
+            # refuse the topic): pulled by the time it is released
+            for view in views:
+                asked = view.needs_pull and view.pull is not None
+                if asked and view.item in plan.state.target and view.item not in plan.released:
+                    prefetch[(view.node, env)].add(str(view.image))
         if plan.state is not None:
             for item in plan.state.items:
                 if item not in plan.released and item in items:
@@ -138,7 +167,47 @@ def gate_rollouts(
     for key, topic in sorted(docs.items()):
         if key not in policies and published.get(topic):  # no policy any more: no rollout
             gated.messages.append((topic, None))
+    gated.messages.extend(_prefetch_messages(topics, published, prefetch, environments))
     return gated
+
+
+def _pull_of(report: Mapping[str, Any] | None, image: Any) -> tuple[str | None, str | None]:
+    """How far a node is pulling ``image`` ahead (see ``ReplicaView.pull``)."""
+    if report is None or not image:
+        return None, None
+    entry = report.get(str(image))
+    if not isinstance(entry, Mapping):
+        return "asked", None
+    error = entry.get("error")
+    return str(entry.get("state") or "asked"), str(error) if error else None
+
+
+def _prefetch_messages(
+    topics: Topics,
+    published: Mapping[str, bytes],
+    wanted: Mapping[tuple[str, str], set[str]],
+    environments: Collection[str],
+) -> list[Message]:
+    """The ``prefetch/<env>`` topics of ``environments`` to publish (changed) or clear (no
+    wave there waits any more)."""
+    out: list[Message] = []
+    held: dict[str, bytes] = {}
+    for topic, raw in published.items():
+        try:
+            parsed = topics.parse(topic)
+        except ValueError:
+            continue
+        if parsed.kind == "prefetch" and parsed.environment in environments and raw:
+            held[topic] = raw
+    want = {
+        topics.prefetch(node, env): canonical_json({"images": sorted(images)})
+        for (node, env), images in wanted.items()
+    }
+    for topic in sorted(set(held) | set(want)):
+        payload = want.get(topic)
+        if payload != held.get(topic):
+            out.append((topic, payload))
+    return out
 
 
 def _hold(

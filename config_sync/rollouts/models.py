@@ -48,6 +48,23 @@ class ReplicaView:
     new: str  # digest rendered at the commit
     actual: Observed | None = None
     old_commit: str | None = None  # the ``commit`` of the published item (where its spec came from)
+    image: str | None = None  # the image the new spec runs
+    old_image: str | None = None  # the image of the published item
+    # how far its node is pulling ``image`` ahead of the wave (its status's ``prefetch``):
+    # ``pulled``, ``pulling``, ``failed`` (``pull_error`` says why), ``asked`` (not reported
+    # yet); None: its node does not pull ahead (an older agent), nothing to wait for
+    pull: str | None = None
+    pull_error: str | None = None
+
+    @property
+    def needs_pull(self) -> bool:
+        """Its wave replaces an image by another one its node reports pulling ahead."""
+        return self.old is not None and self.image is not None and self.image != self.old_image
+
+    @property
+    def image_ready(self) -> bool:
+        """Its wave may stop its old replica: its node has the new image (or cannot say)."""
+        return not self.needs_pull or self.pull in (None, "pulled")
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,8 @@ class RolloutState:
     previous: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # item -> {commit, digest}
     nodes: Mapping[str, str] = field(default_factory=dict)  # item -> node
     reasons: tuple[Reason, ...] = ()
+    # the next wave waits for its image on these (node, replica, image and pull state)
+    pulling: tuple[Reason, ...] = ()
     started_at: float = 0.0
     updated_at: float = 0.0
     # the ``update:`` policy it was last planned with (None: read back from a document
@@ -90,6 +109,12 @@ class RolloutState:
     def description(self) -> str:
         """One line for GitLab's ``phrame/deploy`` and logs, e.g. ``mixer: wave 2/4 (1/4 healthy)``."""
         text = f"{self.service}: wave {self.wave}/{self.waves} ({self.done}/{self.total} healthy)"
+        if self.pulling and self.state == "progressing":
+            head = self.pulling[0]
+            text += (
+                f", wave {self.wave + 1} waits for {len(self.pulling)} image pull(s)"
+                f" ({head.node} {head.replica}: {head.reason})"
+            )
         if self.state == "waiting-promotion":
             text += f", waiting for promotion (phrame promote {self.environment} {self.service})"
         elif self.state in ("paused", "rolled-back"):
@@ -122,6 +147,7 @@ class RolloutState:
                 for i in self.items
             ],
             "reasons": [r.to_doc() for r in self.reasons],
+            **({"pulling": [r.to_doc() for r in self.pulling]} if self.pulling else {}),
             "description": self.description(),
             "started_at": self.started_at,
             "updated_at": self.updated_at,
@@ -177,6 +203,9 @@ def state_from_doc(doc: Mapping[str, Any] | None) -> RolloutState | None:
             nodes={str(r["replica"]): str(r["node"]) for r in replicas if r.get("node")},
             reasons=tuple(
                 Reason(str(r["node"]), str(r["replica"]), str(r["reason"])) for r in doc.get("reasons", [])
+            ),
+            pulling=tuple(
+                Reason(str(r["node"]), str(r["replica"]), str(r["reason"])) for r in doc.get("pulling", [])
             ),
             started_at=float(doc.get("started_at", 0.0)),
             updated_at=float(doc.get("updated_at", 0.0)),

@@ -9,7 +9,9 @@ so a restart resumes from the retained state. ``healthy_deadline_s`` counts from
 replica's start on the new spec, never while its old replica still runs (a stop may take its
 whole grace; see :func:`_counted`), and only while its node reports (``silent``). It never
 releases a wave while a released replica is not healthy, never un-releases one (except by
-rollback) and never passes a canary wave without a promotion.
+rollback) and never passes a canary wave without a promotion. A wave that changes an image
+waits until its replicas' nodes report that image pulled (``ReplicaView.pull``): its replace is
+then a stop and a start; a failed pull fails the rollout before any of its replicas is stopped.
 """
 
 from __future__ import annotations
@@ -152,7 +154,9 @@ def _advance(
             healthy += 1
         elif verdict != "waiting":
             failures.append(Reason(by_item[item].node, item, verdict))
-    state = replace(state, released_at=released_at, done=healthy, wave=_wave_of(policy, len(released)))
+    state = replace(
+        state, released_at=released_at, done=healthy, wave=_wave_of(policy, len(released)), pulling=()
+    )
     if failures:
         after = "rolled-back" if policy.on_failure == "rollback" else "paused"
         state = replace(state, state=after, reasons=tuple(failures))
@@ -173,7 +177,18 @@ def _advance(
             replace(state, state="waiting-promotion"), released=frozenset(released), current=True
         )
     size = policy.wave_size(not released, state.total - len(released))
-    for item in state.items[len(released) : len(released) + size]:
+    wave = state.items[len(released) : len(released) + size]
+    failed, waiting = _pull_verdicts([by_item[i] for i in wave])
+    if failed:  # nothing of the wave was stopped: its old replicas run on
+        after = "rolled-back" if policy.on_failure == "rollback" else "paused"
+        state = replace(state, state=after, reasons=tuple(failed))
+        if after == "rolled-back":
+            return RolloutPlan(state, restore=frozenset(released), current=True)
+        return RolloutPlan(state, released=frozenset(released), current=True)
+    if waiting:  # re-evaluated when a node's status changes (no deadline: a pull may be long)
+        state = replace(state, state="progressing", pulling=tuple(waiting))
+        return RolloutPlan(state, released=frozenset(released), current=True)
+    for item in wave:
         released_at[item] = now
         view = by_item[item]
         if item not in previous and view.old is not None and view.old_commit:
@@ -187,6 +202,21 @@ def _advance(
         wave=_wave_of(policy, len(released)),
     )
     return RolloutPlan(state, released=frozenset(released), current=True, due=now + policy.healthy_deadline_s)
+
+
+def _pull_verdicts(views: Sequence[ReplicaView]) -> tuple[list[Reason], list[Reason]]:
+    """The replicas of the next wave whose image failed to pull on their node, and those
+    whose node has not reported it present yet."""
+    failed, waiting = [], []
+    for view in views:
+        if view.image_ready:
+            continue
+        if view.pull == "failed":
+            why = f"pull of {view.image} failed: {view.pull_error or 'no reason given'}"
+            failed.append(Reason(view.node, view.item, why))
+        else:
+            waiting.append(Reason(view.node, view.item, f"{view.image} {view.pull or 'asked'}"))
+    return failed, waiting
 
 
 def _counted(view: ReplicaView, target: str, released_at: float, now: float, silent: Silent) -> float:

@@ -40,6 +40,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "phrame.cli.cmd_token",
         "make a token for the tokens file (new), or hash one from stdin (hash)",
     ),
+    "image-watch": (
+        "phrame.cli.cmd_image_watch",
+        "propose image updates allowed by the images: policies as branches or merge requests",
+    ),
     "placement": ("phrame.cli.cmd_placement", "choose nodes for label-placed services, commit node.json"),
     "status": ("phrame.cli.cmd_status", "show nodes and environments as the broker reports them"),
     "mirror": ("phrame.cli.cmd_mirror", "write one plane's retained topics as a JSON snapshot file"),

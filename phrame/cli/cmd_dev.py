@@ -20,6 +20,7 @@ from dev_stack.settings import (
     DEFAULT_API_PORT,
     DEFAULT_BROKER_PORT,
     DEFAULT_LISTEN,
+    DEFAULT_STANDBY_PORT,
     DEFAULT_STATE_DIR,
     DEFAULT_WEB_PORT,
     DevSettings,
@@ -46,6 +47,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         choices=("auto", "mosquitto"),
         default="auto",
         help="mosquitto (auto: the same); amqtt is not offered, it cannot check passwords and the ACL",
+    )
+    parser.add_argument(
+        "--ha",
+        action="store_true",
+        help="run two config-syncs, active + standby behind a lease on the broker (the hook posts to both)",
+    )
+    parser.add_argument(
+        "--standby-port",
+        type=int,
+        default=DEFAULT_STANDBY_PORT,
+        help="with --ha: the standby config-sync's port (8082)",
     )
     parser.add_argument(
         "--down", action="store_true", help="stop the stack and remove its containers and networks"
@@ -94,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
             web_port=args.web_port,
             api_port=args.api_port,
             broker=args.broker,
+            ha=args.ha,
+            standby_port=args.standby_port,
         )
         saved = DevSettings.load(settings.state_dir)
         if saved is not None and saved.nodes != settings.nodes:

@@ -14,6 +14,7 @@ from typing import Any
 
 from phrame.config_repo.assignment import Replica, replicas
 from phrame.config_repo.freeze import FreezeError, instant, parse_cron, zone_of
+from phrame.config_repo.image_policy import image_policy_problems
 from phrame.config_repo.model import ConfigRepo, Document, Environment, PathPart
 from phrame.config_repo.preview_rules import preview_problems
 from phrame.config_repo.problems import Problem
@@ -316,6 +317,7 @@ def semantic_problems(repo: ConfigRepo) -> list[Problem]:
     problems += freeze_windows(repo)
     problems += secret_problems(repo)
     problems += preview_problems(repo)
+    problems += image_policy_problems(repo)
     for env in repo.environments.values():
         problems += [*references(repo, env), *cycles(env)]
     all_replicas = replicas(repo, partial=True)

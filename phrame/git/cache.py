@@ -131,6 +131,17 @@ class GitCache:
     def has_branch(self, branch: str) -> bool:
         return self.branch_head(branch) is not None
 
+    def branches_under(self, folder: str) -> list[str]:
+        """Remote branches whose name starts with ``folder`` (``image-update/lab/web/``), as
+        last fetched, sorted."""
+        prefix = refs.remote_branch(folder)
+        with self.reading() as repo:
+            try:
+                out = repo.git.for_each_ref("--format=%(refname)", prefix)
+            except (git.GitError, OSError) as e:
+                raise GitError(f"cannot list {prefix}* in {self.path}: {self.why(e)}") from e
+        return sorted(line.removeprefix(refs.REMOTE) for line in out.splitlines() if line.startswith(prefix))
+
     def is_tag(self, ref: str) -> bool:
         """Whether ``ref`` reads as a tag (``refs/tags/x``, or a short name with no such branch)."""
         candidates = refs.local_candidates(ref)

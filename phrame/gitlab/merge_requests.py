@@ -47,6 +47,16 @@ class MergeRequests:
                 return MergeRequest(int(mr.iid), str(mr.web_url))
         return None
 
+    def find_any(self, source_branch: str) -> MergeRequest | None:
+        """A merge request from ``source_branch`` in any state (open, closed, merged), or None:
+        whether one was ever opened (the image watcher's record of a proposal)."""
+        with converting(f"list merge requests from {source_branch}", self._where):
+            found = self._project.mergerequests.list(source_branch=source_branch, get_all=False, per_page=20)
+        for mr in found:
+            if mr.source_branch == source_branch:
+                return MergeRequest(int(mr.iid), str(mr.web_url))
+        return None
+
     def open(self, source_branch: str, target_branch: str, title: str, description: str) -> MergeRequest:
         """Open a merge request (the source branch is removed when it merges)."""
         target = refuse_tag(target_branch, f"open a merge request into {target_branch}")

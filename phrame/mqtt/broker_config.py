@@ -32,6 +32,14 @@ SERVICE_ACCOUNTS: dict[str, tuple[tuple[str, str], ...]] = {
         ("read", "{p}/actual/nodes/+/heartbeat"),
         ("read", "{p}/actual/nodes/+/containers/+"),
     ),
+    # active + standby (PHRAME_HA_LEASE_S): the second config-sync, with the same grants; it
+    # needs an account of its own, since one account holds one connection
+    "config-sync-standby": (
+        ("readwrite", "{p}/desired/#"),
+        ("read", "{p}/actual/nodes/+/status"),
+        ("read", "{p}/actual/nodes/+/heartbeat"),
+        ("read", "{p}/actual/nodes/+/containers/+"),
+    ),
     "placement": (
         ("read", "{p}/desired/#"),
         ("read", "{p}/actual/#"),
@@ -65,6 +73,7 @@ SERVICE_ACCOUNTS: dict[str, tuple[tuple[str, str], ...]] = {
 # ids to users. Its price: one connection per account per broker (services open one per
 # broker; a second connection with the same account replaces the first).
 CLIENT_ID_IS_USER = "use_username_as_clientid true"
+STANDBY_ACCOUNT = "config-sync-standby"  # the second config-sync's (see SERVICE_ACCOUNTS)
 MAX_QUEUED_MESSAGES = 100_000  # per client, QoS 1: a whole plane's burst fits
 
 

@@ -265,8 +265,13 @@ class MqttClient:
         try:
             if not self._wait_connected(collector.remaining()):
                 raise MqttError(f"not connected to {self._where}; cannot read {topic_filter}")
-            # retain-as-published off: only the replay carries the retain flag (see RetainedCollector)
-            mid = self._send_subscribe([topic_filter])
+            # retain-as-published off: only the replay carries the retain flag (see RetainedCollector).
+            # QoS 0 unless a permanent subscription has this very filter (a SUBSCRIBE replaces
+            # its QoS): a read needs no delivery guarantee beyond its connection, and a QoS 1
+            # subscription costs a clustered broker a replicated consumer (NATS: a JetStream
+            # durable, whose creation times out into SUBACK 0x80 while a node is down)
+            qos = 1 if topic_filter in self._subs.filters() else 0
+            mid = self._send_subscribe([topic_filter], qos=qos)
             refused = self._acks.wait_suback(mid, collector.remaining())
             if refused is None:
                 raise MqttError(f"no SUBACK for {topic_filter} from {self._where}")

@@ -104,12 +104,14 @@ def subscribe_topics(
     *,
     retain_handling: int = 0,
     retain_as_published: bool = False,
+    qos: int = 1,
 ) -> list[tuple[str, int]] | list[tuple[str, SubscribeOptions]]:
-    """paho's SUBSCRIBE argument: QoS 1, with v5 options where the protocol has them."""
+    """paho's SUBSCRIBE argument: QoS 1 (a read's temporary subscription: 0), with v5
+    options where the protocol has them."""
     if settings.protocol != "5":
-        return [(f, 1) for f in filters]
+        return [(f, qos) for f in filters]
     return [
-        (f, SubscribeOptions(qos=1, retainHandling=retain_handling, retainAsPublished=retain_as_published))
+        (f, SubscribeOptions(qos=qos, retainHandling=retain_handling, retainAsPublished=retain_as_published))
         for f in filters
     ]
 

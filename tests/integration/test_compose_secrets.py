@@ -19,7 +19,15 @@ import pytest
 from tests.support.services import require, require_binary
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "compose-secrets"
-ACCOUNTS = {"config-sync", "placement", "mirror-desired", "mirror-actual", "topic-api", "observer"}
+ACCOUNTS = {
+    "config-sync",
+    "config-sync-standby",
+    "placement",
+    "mirror-desired",
+    "mirror-actual",
+    "topic-api",
+    "observer",
+}
 
 
 @pytest.fixture

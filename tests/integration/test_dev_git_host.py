@@ -131,3 +131,21 @@ def test_a_tag_push_posts_a_gitlab_tag_push_hook(tmp_path: Path) -> None:
     tracked = {"main", "refs/tags/v1"}
     assert [route("Tag Push Hook", b, tracked).action for b in (created, moved, deleted)] == ["sync"] * 3
     assert route("Tag Push Hook", created, {"main"}).action == "ignore"
+
+
+def test_with_ha_each_push_is_posted_to_both_config_syncs(tmp_path: Path) -> None:
+    """``phrame dev --ha``: the active and the standby each hear every push."""
+    port, standby = free_port(), free_port()
+    settings = DevSettings(tmp_path / "state", listen=f"127.0.0.1:{port}", ha=True, standby_port=standby)
+    settings.state_dir.mkdir()
+    git_host.prepare(settings, sample.files(settings))
+    work = tmp_path / "clone"
+    git("clone", "--quiet", str(settings.repo), str(work), cwd=tmp_path)
+    web = work / "environments/quickstart/services/web.yaml"
+    with recording_server(port) as to_active, recording_server(standby) as to_standby:
+        web.write_text(web.read_text().replace("Hello", "Hello both", 1))
+        git("commit", "--quiet", "-am", "page: both", cwd=work)
+        pushed = git("push", "--quiet", "origin", "main", cwd=work)
+    assert pushed.stderr.count("config-sync notified (202)") == 2, pushed.stderr
+    assert len(to_active) == len(to_standby) == 1
+    assert to_active[0][1]["after"] == to_standby[0][1]["after"]

@@ -9,6 +9,7 @@ broker refused. Every wait is bounded and waits on what the client or broker sho
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -119,3 +120,43 @@ def test_a_refused_subscription_is_asked_for_again(clients: list[MqttClient]) ->
             "the refused subscription granted on a later try",
             30,
         )
+
+
+def test_a_read_creates_no_jetstream_consumer(clients: list[MqttClient]) -> None:
+    # A QoS 1 subscription costs NATS a replicated JetStream consumer on $MQTT_msgs; while a
+    # node of the cluster is down, creating one can time out (5 s) into SUBACK 0x80 again and
+    # again. A read (collect_retained) subscribes at QoS 0: the retained replay, no consumer.
+    with NatsCluster(1) as nats:
+        node = nats.nodes[0]
+        writer = connect(clients, node.url, "writer-rd")
+        writer.publish_batch([("phrame-rd/a", b"1"), ("phrame-rd/b", b"2")], timeout=30)
+        reader = connect(clients, node.url, "reader-rd")
+        consumers: list[int] = []
+        reading = threading.Event()
+
+        def watch() -> None:
+            while not reading.wait(0.05):
+                state = (nats.streams(node).get("$MQTT_msgs") or {}).get("state") or {}
+                consumers.append(int(state.get("consumer_count", 0)))
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            got = reader.collect_retained("phrame-rd/#", settle=2.0, timeout=20)
+        finally:
+            reading.set()
+            watcher.join()
+        assert got == {"phrame-rd/a": b"1", "phrame-rd/b": b"2"}
+        assert consumers and max(consumers) == 0, f"consumers on $MQTT_msgs during the read: {consumers}"
+        # a permanent subscription keeps QoS 1 (a consumer: messages queued across reconnects)
+        assert reader.subscribe("phrame-rd/#", Inbox())
+        assert wait_for(
+            lambda: ((nats.streams(node).get("$MQTT_msgs") or {}).get("state") or {}).get("consumer_count"),
+            "the permanent subscription's consumer",
+            20,
+        )
+        # and a read of that very filter leaves it at QoS 1 (a SUBSCRIBE replaces the QoS;
+        # NATS deletes the consumers of a subscription lowered to QoS 0)
+        assert reader.collect_retained("phrame-rd/#", settle=0.3, timeout=20) == got
+        state = (nats.streams(node).get("$MQTT_msgs") or {}).get("state") or {}
+        assert state.get("consumer_count"), state

@@ -35,6 +35,11 @@ class EndsAtTheCheck(threading.Thread):
     __hash__ = threading.Thread.__hash__
 
 
+# The stand-in makes loop_stop() skip joining the real network thread, so stop() closes the
+# wake-up sockets while that thread may still be in select(): paho's thread can then die on
+# "Bad file descriptor" (seen once in a fresh-clone run). That end of a thread this test
+# orphaned on purpose is not what it checks (stop() not raising), so its warning is ignored.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_stop_tolerates_the_network_thread_ending_during_loop_stop(mosquitto: Mosquitto) -> None:
     client = MqttClient(MqttSettings(url=mosquitto.url), "stop-race")
     client.start(timeout=5)

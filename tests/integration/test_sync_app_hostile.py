@@ -177,13 +177,13 @@ def test_a_kept_alive_connection_trickling_its_next_head_is_closed(hostile: Runn
 
 def test_status_is_minimal_without_the_token_and_complete_with_it(hostile: Running) -> None:
     public: dict[str, Any] = hostile.http.get("/status").json()
-    assert set(public) == {"environments", "ready"}
+    assert set(public) == {"environments", "ready", "role"}
     env = public["environments"]["studio-a"]
     assert env["ok"] is True and len(env["commit"]) == 12
     text = json.dumps(public)
     assert hostile.service.settings.state_dir not in text and hostile.remote.bare_path.name not in text
     wrong = hostile.http.get("/status", headers={"Authorization": "Bearer wrong"})
-    assert set(wrong.json()) == {"environments", "ready"}
+    assert set(wrong.json()) == {"environments", "ready", "role"}
     full: dict[str, Any] = hostile.http.get("/status", headers=AUTH).json()
     assert full["environments"]["studio-a"]["sync"]["ok"] is True
     assert {"workers", "last_sync", "reports", "tracked_refs"} <= set(full)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -89,3 +90,22 @@ def test_a_close_on_one_side_reaches_the_other(proxy):
         assert a.recv(10) == b"x"
         a.shutdown(socket.SHUT_WR)  # our FIN ends the echo; the proxy carries its close back
         assert a.recv(10) == b""
+
+
+def test_a_throttled_link_delivers_the_servers_bytes_at_its_rate():
+    echo = Echo()
+    p = PartitionProxy(echo.port, rate_bytes_s=400_000)
+    try:
+        s = socket.create_connection(("127.0.0.1", p.port), timeout=5)
+        with s:
+            payload = b"x" * 200_000
+            started = time.monotonic()
+            s.sendall(payload)  # the client's bytes go at once; the echo comes back throttled
+            got = 0
+            while got < len(payload):
+                got += len(s.recv(65536))
+            took = time.monotonic() - started
+        assert took >= 0.3, took  # 200 kB at 400 kB/s: 0.5 s, less the last chunk's pause (≤ 64 kB)
+    finally:
+        p.close()
+        echo.listener.close()

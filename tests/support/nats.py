@@ -8,13 +8,17 @@ is set to the cluster size (NATS's default keeps fewer copies than nodes).
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tests.support.services import free_port, require, stop_process, wait_for_port
 
@@ -33,6 +37,7 @@ class NatsNode:
     client_port: int
     cluster_port: int
     mqtt_port: int
+    http_port: int
     store: Path
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -53,7 +58,8 @@ class NatsCluster:
         self.binary = nats_binary()
         self.dir = Path(tempfile.mkdtemp(prefix="phrame-nats-"))
         self.nodes = [
-            NatsNode(f"n{i}", free_port(), free_port(), free_port(), self.dir / f"n{i}") for i in range(size)
+            NatsNode(f"n{i}", free_port(), free_port(), free_port(), free_port(), self.dir / f"n{i}")
+            for i in range(size)
         ]
 
     @property
@@ -65,6 +71,7 @@ class NatsCluster:
         lines = [
             f"server_name: {node.name}",
             f"listen: 127.0.0.1:{node.client_port}",
+            f"http: 127.0.0.1:{node.http_port}",  # monitoring: /jsz names each stream's leader
             f'jetstream {{ store_dir: "{node.store}" }}',
             f"mqtt {{ listen: 127.0.0.1:{node.mqtt_port}, stream_replicas: {len(self.nodes)} }}",
         ]
@@ -94,6 +101,8 @@ class NatsCluster:
         return self
 
     def start_node(self, node: NatsNode, *, wait: bool = True) -> None:
+        if node.is_running:  # a second process would lose the port and leave the first unowned
+            raise RuntimeError(f"nats-server {node.name} is already running")
         conf = self.dir / f"{node.name}.conf"
         conf.write_text(self.config(node))
         log = open(self.dir / f"{node.name}.log", "ab")  # noqa: SIM115 -- closed with the process
@@ -109,6 +118,27 @@ class NatsCluster:
             if node.proc is not None and node.proc.poll() is None:
                 node.proc.send_signal(signal.SIGHUP)
 
+    def streams(self, node: NatsNode) -> dict[str, dict[str, Any]]:
+        """``node``'s view of the JetStream streams of the default account (name -> detail);
+        empty when it does not answer."""
+        url = f"http://127.0.0.1:{node.http_port}/jsz?accounts=true&streams=true"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                doc = json.loads(answer.read())
+        except (OSError, ValueError):
+            return {}
+        return {s["name"]: s for a in doc.get("account_details") or [] for s in a.get("stream_detail") or []}
+
+    def leader(self, stream: str) -> NatsNode | None:
+        """The node leading ``stream`` (``$MQTT_rmsgs``: the retained messages), as a
+        running node reports it; None while there is none (an election)."""
+        for node in self.nodes:
+            if node.is_running:
+                name = (self.streams(node).get(stream) or {}).get("cluster", {}).get("leader")
+                if name:
+                    return next((n for n in self.nodes if n.name == name and n.is_running), None)
+        return None
+
     def kill(self, node: NatsNode) -> None:
         """SIGKILL one node: no clean shutdown, as a machine that dies."""
         if node.proc is not None and node.proc.poll() is None:
@@ -121,7 +151,12 @@ class NatsCluster:
         return path.read_text(errors="replace")[-4000:] if path.exists() else ""
 
     def stop(self) -> None:
+        """Stop every node; the directory (configurations, logs, stores) is removed unless
+        ``PHRAME_KEEP_NATS_DIR=1`` keeps it for a post-mortem (its path is printed)."""
         for node in self.nodes:
             stop_process(node.proc)
             node.proc = None
+        if os.environ.get("PHRAME_KEEP_NATS_DIR") == "1":
+            print(f"nats cluster kept in {self.dir}", file=sys.stderr)
+            return
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -7,7 +7,9 @@ learns of it only from its own timeouts. A connection opened during the partitio
 accepted but never reaches the server (its SYN, in a real network, would be lost) and is
 closed at :meth:`PartitionProxy.heal`, as the client's connect would have timed out;
 established connections resume at the heal with what each side sent meanwhile, as TCP's
-retransmissions deliver it. Listens on 127.0.0.1 only; closes only its own sockets.
+retransmissions deliver it. ``rate_bytes_s`` throttles what the server sends (a slow
+link: a registry's layers arriving at that rate). Listens on 127.0.0.1 only; closes only
+its own sockets.
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ TICK_S = 0.05  # how often a paused pump looks at the partition again
 
 
 class PartitionProxy:
-    def __init__(self, upstream_port: int, upstream_host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, upstream_port: int, upstream_host: str = "127.0.0.1", *, rate_bytes_s: float | None = None
+    ) -> None:
         self.upstream = (upstream_host, upstream_port)
+        self.rate_bytes_s = rate_bytes_s
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(TICK_S * 4)
         self.port: int = self._listener.getsockname()[1]
@@ -110,5 +115,7 @@ class PartitionProxy:
                         if not data:
                             return  # one side closed: close the other (what TCP would carry)
                         peer[src].sendall(data)
+                        if self.rate_bytes_s and src is server:  # the link's pace, not a test's wait
+                            self._closed.wait(len(data) / self.rate_bytes_s)
                     except OSError:
                         return

@@ -304,3 +304,28 @@ def test_a_superseded_deployment_is_explained():
         f"phrame/deploy {sha[:12]}: canceled: {newer[:12]} came next before this one had converged; "
         "its own phrame/deploy line says what runs"
     )
+
+
+def test_with_ha_a_second_config_sync_stands_by_with_its_own_port_clone_and_account(tmp_path: Path):
+    settings = DevSettings(tmp_path, listen="127.0.0.1:9080", ha=True, standby_port=9082)
+    _which, children = build_children(settings, {"PATH": "/bin", "PHRAME_INSTANCE_ID": "caller's"})
+    active, standby = children[1], children[2]
+    assert (active.name, standby.name) == ("config-sync", "config-sync-standby")
+    assert active.env["PHRAME_HA_LEASE_S"] == standby.env["PHRAME_HA_LEASE_S"] == "4"
+    assert (active.env["PHRAME_INSTANCE_ID"], standby.env["PHRAME_INSTANCE_ID"]) == (
+        "config-sync-a",
+        "config-sync-b",
+    )
+    assert (active.env["PHRAME_LISTEN"], standby.env["PHRAME_LISTEN"]) == ("127.0.0.1:9080", "127.0.0.1:9082")
+    assert active.env["PHRAME_STATE_DIR"] != standby.env["PHRAME_STATE_DIR"]
+    assert (active.env["PHRAME_MQTT_USERNAME"], standby.env["PHRAME_MQTT_USERNAME"]) == (
+        "config-sync",
+        "config-sync-standby",
+    )
+    assert settings.config_sync_urls == ["http://127.0.0.1:9080", "http://127.0.0.1:9082"]
+    said = "\n".join(banner(settings, 1.0, has_docker=True))
+    assert "http://127.0.0.1:9080/status and http://127.0.0.1:9082/status" in said
+    # without --ha: one config-sync and no lease
+    _which, single = build_children(DevSettings(tmp_path), {"PATH": "/bin"})
+    assert [c.name for c in single].count("config-sync-standby") == 0
+    assert "PHRAME_HA_LEASE_S" not in single[1].env

@@ -29,6 +29,7 @@ def test_every_rule_has_a_fixture() -> None:
         "port-syntax", "capacity-exceeded", "tag-auto-placement", "too-many-ports",
         "replaces-other-node", "payload-too-large", "freeze-cron", "freeze-timezone", "freeze-window",
         "secret-missing", "secret-missing-key", "secret-not-encrypted", "secret-recipient-missing",
+        "image-policy",
     }  # fmt: skip
     assert expected <= rules
 

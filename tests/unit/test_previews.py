@@ -162,3 +162,32 @@ def test_the_note_section_lists_state_node_and_addresses() -> None:
     )
     assert "node `dev-2`" in text and "`127.0.0.1:20000` → web:8080/tcp" in text
     assert note_section([]) == ""
+
+
+def test_a_preview_of_a_service_using_a_secret_carries_its_sops_file(tmp_path: Path) -> None:
+    """The preview is rendered from a repository of its own: the environment's SOPS files go
+    with it, or rendering the {secret: ...} of a previewed service fails (KeyError)."""
+    from tests.support.sops import make_key, sops_encrypt
+
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    _, recipient = make_key(tmp_path / "keys", "core-01")
+    for node in root.glob("nodes/*.yaml"):
+        node.write_text(node.read_text() + f"age_recipient: {recipient}\n")
+    sops_encrypt(
+        {"token": "s3cret-value"}, [recipient], root / "environments/studio-a/secrets/page.sops.yaml"
+    )
+    mixer = root / "environments/studio-a/services/mixer.yaml"
+    mixer.write_text(mixer.read_text().replace("env:\n", "env:\n  PAGE_TOKEN: {secret: page/token}\n", 1))
+    (root / ENV_YAML).write_text(
+        (root / ENV_YAML).read_text() + "preview:\n  nodes: {node: core-01}\n  services: [mixer]\n"
+    )
+    repo, problems = load_directory(root)
+    assert [p.format() for p in validate(repo, problems)] == []
+    env = repo.environments["studio-a"]
+    services = select_services(env, ("mixer",))
+    ports = allocate_ports(published_ports(env, services), used=set())
+    derived = derive(repo, "studio-a", 3, services=services, node="core-01", ports=ports)
+    topics = render_checked(derived, "a" * 40).topics(Topics())
+    item = topics["phrame/desired/nodes/core-01/containers/studio-a-mr-3.mixer.0"]
+    assert "page" in item["secrets"] and "s3cret-value" not in str(topics)

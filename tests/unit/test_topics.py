@@ -20,6 +20,7 @@ T = Topics("phrame")
         (T.desired_item("edge-01", "processes", "studio-a.ptp.0"),
          Topic("desired", "processes", "edge-01", "studio-a", "studio-a.ptp.0", "ptp")),
         (T.manifest("edge-01"), Topic("desired", "manifest", "edge-01")),
+        (T.prefetch("edge-01", "studio-a"), Topic("desired", "prefetch", "edge-01", "studio-a")),
         (T.env_service("studio-a", "tams"), Topic("desired", "service", None, "studio-a", None, "tams")),
         (T.env_sync("studio-a"), Topic("desired", "sync", None, "studio-a")),
         (T.env_placement("studio-a"), Topic("desired", "placement", None, "studio-a")),
@@ -41,6 +42,7 @@ def test_layout_strings_match_design() -> None:
     assert T.desired_item("n", "containers", "e.s.0") == "phrame/desired/nodes/n/containers/e.s.0"
     assert T.status("n") == "phrame/actual/nodes/n/status"
     assert T.env_deploys("e") == "phrame/desired/environments/e/deploys"
+    assert T.prefetch("n", "e") == "phrame/desired/nodes/n/prefetch/e"
     assert T.restart("n", "e.s.0") == "phrame/cmd/nodes/n/containers/e.s.0/restart"
     assert Topics("site/x").manifest("n") == "site/x/desired/nodes/n/manifest"
 
@@ -56,6 +58,9 @@ def test_layout_strings_match_design() -> None:
         "phrame/cmd/nodes/n/containers/e.s.0/stop",
         "phrame/desired/nodes/n/containers/e.s.0/extra",
         "phrame/desired/nodes/+/manifest",
+        "phrame/actual/nodes/n/prefetch/e",
+        "phrame/desired/nodes/n/prefetch/E",
+        "phrame/desired/nodes/n/prefetch",
     ],
 )
 def test_parse_refuses_what_does_not_fit(bad: str) -> None:
