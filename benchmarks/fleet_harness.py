@@ -40,6 +40,8 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "Fleet Bench",
     "GIT_COMMITTER_EMAIL": "bench@phrame.invalid",
 }
+# max_connections -1: no limit but the open-file limit, which mosquitto inherits from the
+# benchmark (raised to its hard limit in fleet_scale.py: 10,000 nodes need 10,000 sockets)
 BROKER_LINES = ["sys_interval 1", "max_connections -1", "max_queued_messages 10000"]
 
 
@@ -112,8 +114,15 @@ class Observer:
 class Fleet:
     """Broker, repository, config-sync, placement and simulated nodes; see the module docstring."""
 
-    def __init__(self, root: Path, files: dict[str, str], nodes: list[str], *, workers: int) -> None:
-        self.root, self.nodes, self.workers_n = root, nodes, workers
+    def __init__(
+        self, root: Path, files: dict[str, str], nodes: list[str], *, workers: int, agents: str = "real"
+    ) -> None:
+        """``agents``: ``real`` (``fleet_sim.py``: the agent's own MQTT side, paho, threads) or
+        ``lite`` (``fleet_lite.py``: asyncio, thousands of nodes a process)."""
+        self.root, self.nodes, self.workers_n, self.agents = root, nodes, workers, agents
+        # past 1,000 nodes the observer leaves heartbeats out (2,000/s at 10,000 nodes would
+        # load the benchmark's own process on the cores it measures)
+        self.observe_heartbeats = len(nodes) <= 1000
         self.procs: dict[str, subprocess.Popen[str]] = {}
         self.logs: dict[str, IO[str]] = {}
         self.worker_of: dict[str, str] = {}
@@ -190,7 +199,11 @@ class Fleet:
         self.broker.start()
         self.client = MqttClient(MqttSettings(url=self.broker.url), "fleet-observer")
         self.client.start(timeout=10)
-        self.client.subscribe("phrame/#", self.observer.on_message)
+        if self.observe_heartbeats:
+            self.client.subscribe("phrame/#", self.observer.on_message)
+        else:
+            for plane in ("desired/#", "actual/nodes/+/status", "actual/nodes/+/containers/+"):
+                self.client.subscribe(f"phrame/{plane}", self.observer.on_message)
         self.client.subscribe("$SYS/broker/#", self.observer.on_message)
 
     def start_config_sync(self, timeout: float = 120) -> float:
@@ -225,8 +238,10 @@ class Fleet:
         shares = [self.nodes[i :: self.workers_n] for i in range(self.workers_n)]
         for i, share in enumerate(s for s in shares if s):
             name = f"nodes-{i}"
-            argv = [sys.executable, str(ROOT / "benchmarks" / "fleet_sim.py"), "--broker", self.broker.url]
-            argv += ["--state", str(self.root / "agents"), *share]
+            script = "fleet_lite.py" if self.agents == "lite" else "fleet_sim.py"
+            argv = [sys.executable, str(ROOT / "benchmarks" / script), "--broker", self.broker.url]
+            argv += ["--state", str(self.root / "agents")] if self.agents != "lite" else []
+            argv += share
             self._spawn(name, argv, os.environ.copy(), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             self.worker_of |= {n: name for n in share}
         for name in sorted({*self.worker_of.values()}):

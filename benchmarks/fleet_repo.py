@@ -97,3 +97,9 @@ def write_files(root: Path, files: dict[str, str]) -> None:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, "utf-8")
+
+
+def fleet_change(nodes: int, image_tag: str) -> dict[str, str]:
+    """The files of a commit that changes every node: each one-per-node service's image."""
+    files = fleet_files(nodes, image_tag=image_tag)
+    return {p: t for p, t in files.items() if p.startswith(f"environments/{ENV}/services/{FLEET_SERVICE}")}
