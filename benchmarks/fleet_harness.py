@@ -31,6 +31,7 @@ from fleet_repo import write_files  # noqa: E402
 
 from dev_stack.git_host import HOOK  # noqa: E402
 from phrame.mqtt import Message, MqttClient, MqttSettings  # noqa: E402
+from phrame.mqtt.broker_config import MAX_QUEUED_MESSAGES  # noqa: E402
 from tests.support.mosquitto import Mosquitto  # noqa: E402
 from tests.support.services import free_port, stop_process, wait_for_port  # noqa: E402
 
@@ -41,8 +42,10 @@ GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "bench@phrame.invalid",
 }
 # max_connections -1: no limit but the open-file limit, which mosquitto inherits from the
-# benchmark (raised to its hard limit in fleet_scale.py: 10,000 nodes need 10,000 sockets)
-BROKER_LINES = ["sys_interval 1", "max_connections -1", "max_queued_messages 10000"]
+# benchmark (raised to its hard limit in fleet_scale.py: 10,000 nodes need 10,000 sockets).
+# max_queued_messages as `phrame broker-config` writes it: at 10,000 nodes config-sync's read
+# back of its 20,000 desired topics passed 10,000 and the rest were dropped
+BROKER_LINES = ["sys_interval 1", "max_connections -1", f"max_queued_messages {MAX_QUEUED_MESSAGES}"]
 
 
 def git(*args: str, cwd: Path) -> str:
