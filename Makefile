@@ -10,7 +10,8 @@ REPO ?= fixtures/phrame-config
 PYTEST_ARGS ?=
 # modules the benchmarks import, not benchmarks themselves
 BENCH_HELPERS := benchmarks/repo_gen.py benchmarks/fleet_repo.py benchmarks/fleet_harness.py \
-  benchmarks/fleet_sim.py benchmarks/sim_docker.py benchmarks/figures.py benchmarks/report.py
+  benchmarks/fleet_sim.py benchmarks/sim_docker.py benchmarks/figures.py benchmarks/report.py \
+  benchmarks/fleet_lite.py benchmarks/mqtt_lite.py
 PHRAME_REQUIRE_SERVICES ?=
 export PHRAME_REQUIRE_SERVICES
 # pytest-xdist workers: two per core, as the integration tests mostly wait (a serial run: wall

@@ -5,7 +5,9 @@
 ``node.json``: the commit that changes it changes every node), and ``core-api-NN``
 services have 3 spread replicas on the nodes labelled ``role: core`` (every tenth node),
 so losing a core node gives placement replicas to move. Containers only: no process
-services (the simulated fleet runs no host processes). Valid by construction.
+services (the simulated fleet runs no host processes). Valid by construction. Past 1,000
+nodes (a service's most replicas) the nodes are labelled in shards of 1,000
+(``shard: sNN``) and shard NN > 0 has its own one-per-node service ``edge-agent-sNN``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ ENV = "prod"
 FLEET_SERVICE = "edge-agent"
 CORE_SERVICES = 20
 CORE_REPLICAS = 3
+SHARD = 1000  # the schema's most replicas of one service
 
 
 def node_names(nodes: int) -> list[str]:
@@ -37,7 +40,8 @@ def fleet_files(nodes: int, *, image_tag: str = "1.0") -> dict[str, str]:
         role = "core" if node in core else "edge"
         files[f"nodes/{node}.yaml"] = {
             "name": node,
-            "labels": {"role": role, "rack": f"r{i // 40 + 1}", "fleet": "sim"},
+            "labels": {"role": role, "rack": f"r{i // 40 + 1}", "fleet": "sim"}
+            | ({"shard": f"s{i // SHARD:02d}"} if nodes > SHARD else {}),
             "capacity": {"cpus": 16, "memory": "32Gi"},
         }
     base = f"environments/{ENV}"
@@ -47,8 +51,15 @@ def fleet_files(nodes: int, *, image_tag: str = "1.0") -> dict[str, str]:
         "placement": "auto",
         "defaults": {"restart": "unless-stopped", "env": {"TZ": "UTC"}},
     }
-    files[f"{base}/services/{FLEET_SERVICE}.yaml"] = fleet_service(nodes, image_tag)
-    assignments: dict[str, list[str]] = {FLEET_SERVICE: list(names)}
+    assignments: dict[str, list[str]] = {}
+    for k in range(0, nodes, SHARD):
+        shard = names[k : k + SHARD]
+        name = FLEET_SERVICE if k == 0 else f"{FLEET_SERVICE}-s{k // SHARD:02d}"
+        service = fleet_service(len(shard), image_tag) | {"name": name}
+        if nodes > SHARD:
+            service["placement"] = {"labels": {"fleet": "sim", "shard": f"s{k // SHARD:02d}"}, "spread": True}
+        files[f"{base}/services/{name}.yaml"] = service
+        assignments[name] = list(shard)
     replicas = min(CORE_REPLICAS, len(core))
     for s in range(CORE_SERVICES if replicas else 0):
         name = f"core-api-{s:02d}"
@@ -86,3 +97,9 @@ def write_files(root: Path, files: dict[str, str]) -> None:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, "utf-8")
+
+
+def fleet_change(nodes: int, image_tag: str) -> dict[str, str]:
+    """The files of a commit that changes every node: each one-per-node service's image."""
+    files = fleet_files(nodes, image_tag=image_tag)
+    return {p: t for p, t in files.items() if p.startswith(f"environments/{ENV}/services/{FLEET_SERVICE}")}

@@ -48,11 +48,13 @@ class MirrorLoop:
         self.notices = ChangeNotices(settings.directory, settings.plane, self.instance)
         self._clock = clock
         self._topics_layout = Topics(settings.topic_prefix)
+        self._nodes_head = f"{settings.topic_prefix}/actual/nodes/"
         self._cond = threading.Condition()
         self._topics: dict[str, Any] = {}
         self._invalid: dict[str, dict[str, str]] = {}
         self._last_change: float | None = None
         self._first_unflushed: float | None = None
+        self._first_beat_unflushed: float | None = None  # a heartbeat not in a snapshot yet
         self._not_before = 0.0
         self._stopping = False
         self._connecting = False
@@ -80,12 +82,28 @@ class MirrorLoop:
             self.messages += 1
             seq, payload = self.messages, self._topics.get(topic)
             self.last_message_at = now
-            self._last_change = now
-            if self._first_unflushed is None:
-                self._first_unflushed = now
+            if valid and message.payload and self._is_heartbeat(topic):
+                # never quiet, never a change worth a write of its own: see mirror.debounce
+                if self._first_beat_unflushed is None:
+                    self._first_beat_unflushed = now
+            else:
+                self._last_change = now
+                if self._first_unflushed is None:
+                    self._first_unflushed = now
             self._cond.notify_all()
         if valid:  # one network thread: notices go out in message order; an invalid one waits for the file
             self.notices.changed(seq, topic, payload, cleared=not message.payload)
+
+    def _is_heartbeat(self, topic: str) -> bool:
+        """A node's heartbeat (``<prefix>/actual/nodes/<node>/heartbeat``)."""
+        # string tests, not the layout's parser: this runs for every heartbeat of the fleet
+        head = self._nodes_head
+        return (
+            topic.startswith(head)
+            and topic.endswith("/heartbeat")
+            and topic.count("/", len(head)) == 1
+            and len(topic) > len(head) + len("/heartbeat")
+        )
 
     def topics_held(self) -> dict[str, Any]:
         """The topics held now (a reference, read without the lock: for metrics only)."""
@@ -152,7 +170,7 @@ class MirrorLoop:
                         break
                     # never blocked for long: SIGTERM's handler runs on this (the main) thread
                     self._cond.wait(SIGNAL_CHECK_S if wait is None else min(wait, SIGNAL_CHECK_S))
-                if self._stopping and self._first_unflushed is None:
+                if self._stopping and self._first_unflushed is None and self._first_beat_unflushed is None:
                     return
                 document, held = self._take()
             ok = self.writer.write(document)
@@ -175,11 +193,13 @@ class MirrorLoop:
             debounce_s=self.settings.debounce_s,
             max_delay_s=self.settings.max_delay_s,
             not_before=self._not_before,
+            first_beat_unflushed=self._first_beat_unflushed,
+            beat_delay_s=self.settings.heartbeat_delay_s,
         )
 
     def _take(self) -> tuple[dict[str, Any], int]:
         """The snapshot document of the current state; marks it flushed (caller holds the lock)."""
-        self._first_unflushed = None
+        self._first_unflushed = self._first_beat_unflushed = None
         document = {
             "plane": self.settings.plane,
             "prefix": self.settings.topic_prefix,

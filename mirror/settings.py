@@ -27,6 +27,9 @@ class MirrorSettings:
     directory_is_default: bool = True  # the default one is made private (0700); a given one keeps its mode
     debounce_s: float = 0.25
     max_delay_s: float = 2.0
+    # heartbeats alone (no other change) are written at most this often; readers get each
+    # one at once from the notices
+    heartbeat_delay_s: float = 10.0
     topic_prefix: str = "phrame"
     metrics_listen: Listen | None = None  # PHRAME_METRICS_LISTEN host:port; None: no listener
 
@@ -51,6 +54,12 @@ class MirrorSettings:
                 f"PHRAME_MIRROR_MAX_DELAY_MS ({max_delay_ms}) must be at least "
                 f"PHRAME_MIRROR_DEBOUNCE_MS ({debounce_ms})"
             )
+        heartbeat_ms = r.integer("PHRAME_MIRROR_HEARTBEAT_DELAY_MS", 10000, minimum=1)
+        if heartbeat_ms < debounce_ms:
+            raise SettingsError(
+                f"PHRAME_MIRROR_HEARTBEAT_DELAY_MS ({heartbeat_ms}) must be at least "
+                f"PHRAME_MIRROR_DEBOUNCE_MS ({debounce_ms})"
+            )
         return cls(
             plane=plane,
             mqtt=MqttSettings.from_env(plane, env),
@@ -58,6 +67,7 @@ class MirrorSettings:
             directory_is_default=is_default,
             debounce_s=debounce_ms / 1000,
             max_delay_s=max_delay_ms / 1000,
+            heartbeat_delay_s=heartbeat_ms / 1000,
             topic_prefix=r.topic_prefix(),
             metrics_listen=read_listen(r, error=SettingsError),
         )

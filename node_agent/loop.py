@@ -3,8 +3,10 @@
 ``phrame node-agent`` builds an :class:`Agent` and calls :meth:`Agent.run`. MQTT messages
 and Docker events only add the node's one key to a :class:`phrame.runtime.Runner` whose
 work runs on the calling thread, so passes never overlap; a pass waits until desired
-messages pause for ``debounce_s`` (unless a resync is due, or the message just completed a
-new generation: its manifest and every item it lists are in), and each pass says when the
+messages pause for ``debounce_s`` (``manifest_wait_s`` while the desired state holds an
+item and a manifest that disagree: the rest of a change is on its way; never past a due
+resync; at once when the message just completed a new generation: its manifest and every
+item it lists are in), and each pass says when the
 next is due (``resync_s``, sooner while something settles). It never dies from one
 failure: it logs, reports on the node status and tries again on the next trigger or resync.
 """
@@ -319,6 +321,9 @@ class Agent:
         now = self.timer()
         quiet_at = self._last_message + self.settings.debounce_s
         complete, self._complete = self._complete, None
+        if complete is None and now >= quiet_at and self._between_item_and_manifest():
+            # the rest of a change is on its way: one pass (and one status) once it is in
+            quiet_at = max(quiet_at, self._last_message + self.settings.manifest_wait_s)
         if complete is None and now < quiet_at and now < self._next_resync:
             # more may be on the way: one pass for all
             self.runner.queue.add(key, min(quiet_at, self._next_resync) - now)
@@ -328,6 +333,14 @@ class Agent:
         self.run_pass()
         self._next_resync = self._next_resync_at()
         self.runner.queue.add(key, max(0.0, self._next_resync - self.timer()))
+
+    def _between_item_and_manifest(self) -> bool:
+        """The broker's desired state lists items it does not hold as listed (an item newer
+        than its manifest, or a manifest newer than its items): a change is still arriving.
+        Never while running on the saved state (no broker to wait for)."""
+        if self.offline_desired is not None:
+            return False
+        return self.store.snapshot().manifest is not None and self.store.is_waiting()
 
     def _connect(self) -> bool:
         """Connect both planes, however long the broker takes (a host may boot before it);

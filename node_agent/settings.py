@@ -44,6 +44,10 @@ class AgentSettings:
     registry_password: str | None = None
     topic_prefix: str = "phrame"
     debounce_s: float = 0.2
+    # a desired state caught between an item and its manifest (config-sync publishes a node's
+    # items, then its manifest) waits this long after the last message for the rest, so a
+    # change makes one pass and one status, not a "not converged" one first
+    manifest_wait_s: float = 2.0
     max_payload_bytes: int = 1024 * 1024
     stop_timeout_s: int = 10
     # several nodes' agents share this Docker daemon (the dev stack, tests): container names
@@ -89,6 +93,7 @@ class AgentSettings:
             registry_password=password,
             topic_prefix=r.topic_prefix(),
             debounce_s=r.number("PHRAME_DEBOUNCE_S", 0.2),
+            manifest_wait_s=r.number("PHRAME_MANIFEST_WAIT_S", 2.0),
             stop_timeout_s=r.integer("PHRAME_STOP_TIMEOUT_S", 10),
             max_payload_bytes=r.integer("PHRAME_MAX_PAYLOAD_BYTES", 1024 * 1024, minimum=1024),
             shared_daemon=r.flag("PHRAME_SHARED_DAEMON", False),

@@ -19,7 +19,7 @@ from phrame.config_repo import ConfigError, ConfigRepo, Problem, ReadCache, vali
 from phrame.git import GitError, PushRejected, TagTargetError
 from phrame.placement_rules import inventory
 from phrame.placement_rules.decide import decide
-from phrame.placement_rules.models import Decision
+from phrame.placement_rules.models import Decision, NodeHealth, NodeInfo
 from phrame.runtime import backoff
 from placement.errors import EXPECTED, InvalidInputs, NotOnTrackedRef, PlacementError
 from placement.git_repo import PlacementRepo
@@ -90,6 +90,13 @@ class PlacementReconciler:
         # at 1,000 nodes parsing it all cost 1.6-2.5 s of CPU per pass; now only changed files
         self.read_cache = ReadCache()
         self._last: tuple[str, ConfigRepo] | None = None  # a commit never changes: read it once
+        # environment -> (what its last decision read, that decision): a pass whose inputs are
+        # the same decides nothing again (at 10,000 nodes a decision takes seconds)
+        self._decided: dict[str, tuple[DecisionInputs, Decision]] = {}
+        self.decisions = 0  # decisions made (``decide`` ran): for tests and benchmarks
+        self.decisions_skipped = 0  # passes that found their environment's inputs unchanged
+        # the last repo read and its nodes (nobody mutates them)
+        self._inventory: tuple[ConfigRepo, dict[str, NodeInfo]] | None = None
 
     def run_pass(self, only: Collection[str] | None = None) -> list[EnvResult]:
         """Every environment of the default ref (``only``: those of them named there); one
@@ -169,13 +176,19 @@ class PlacementReconciler:
                 f"environment {name} tracks the tag {track!r} with placement: auto; placement never "
                 f"writes to a tag: set placement: review in environments/{name}/environment.yaml"
             )
-        nodes = inventory.nodes_of(repo)
+        nodes = self._nodes_of(repo)
         now = self.clock()
         self.liveness.note_decision(name, nodes, now)  # may end a full disruption
         health = self.liveness.health(nodes, now)
         result.gc_candidates = gc_candidates(health, now, self.node_gc_s)
         # the environment's disconnect grace, else PHRAME_RESCHEDULE_AFTER_S
         wait_s = result.disconnect_grace_s = inventory.reschedule_after(env, self.reschedule_after_s)
+        inputs = decision_inputs(base, repo.commit, health, wait_s)
+        last = self._decided.get(name)
+        if last is not None and last[0] == inputs:
+            self.decisions_skipped += 1
+            result.decision = last[1]  # unchanged, nothing pending: it would decide the same
+            return result
         decision = decide(
             name,
             nodes=nodes,
@@ -186,7 +199,12 @@ class PlacementReconciler:
             reschedule_after=wait_s,
             reserved=inventory.reserved_elsewhere(repo, name),
         )
+        self.decisions += 1
         result.decision = decision
+        if is_final(decision):
+            self._decided[name] = (inputs, decision)
+        else:
+            self._decided.pop(name, None)
         if not decision.is_changed:
             return result
         content = render_document(decision.doc)
@@ -233,6 +251,15 @@ class PlacementReconciler:
         if closed:
             log.info("environment %s: closed superseded merge requests %s", environment, closed)
 
+    def _nodes_of(self, repo: ConfigRepo) -> dict[str, NodeInfo]:
+        """The inventory of ``repo``, built once per repo read (3,000 nodes: 0.16 s a pass)."""
+        last = self._inventory
+        if last is not None and last[0] is repo:
+            return last[1]
+        nodes = inventory.nodes_of(repo)
+        self._inventory = (repo, nodes)
+        return nodes
+
     def _load(self, sha: str) -> ConfigRepo:
         last = self._last
         if last is not None and last[0] == sha:
@@ -246,6 +273,26 @@ class PlacementReconciler:
             log.debug("config at %s has %d problems", sha[:12], len(problems))
         self._last = (sha, repo)
         return repo
+
+
+#: What a decision reads besides the clock: the tracked commit and the repository read, each
+#: node's health, the grace. Equal inputs and a final decision (nothing pending, nothing to
+#: commit, not held) mean the same decision, whatever the time.
+DecisionInputs = tuple[str, str | None, tuple[tuple[str, bool, float | None], ...], float]
+
+
+def decision_inputs(
+    base: str, read: str | None, health: dict[str, NodeHealth], wait_s: float
+) -> DecisionInputs:
+    """The inputs of a decision (``read``: the commit whose files were read)."""
+    nodes = tuple((n, h.alive, None if h.alive else h.offline_since) for n, h in sorted(health.items()))
+    return (base, read, nodes, wait_s)
+
+
+def is_final(decision: Decision) -> bool:
+    """A decision the clock alone cannot change: no pending move (its grace runs out with
+    time), nothing to commit (the next pass reads the commit), not held."""
+    return not decision.pending and not decision.is_changed and decision.held is None
 
 
 # Problems that leave a file's content unknown (as opposed to a rule across files).

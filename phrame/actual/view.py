@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from phrame.actual.beats import heartbeat_fields
 from phrame.actual.facts import resumed, with_heartbeat, with_status
 from phrame.actual.items import next_report, same_state
 from phrame.actual.judging import is_settled, is_unconfirmed, judge, missed_after
@@ -65,6 +66,11 @@ class ActualView:
         """MQTT callback: one actual-plane message; anything else or invalid is ignored."""
         try:
             topic = self._parse(msg.topic)
+            if topic.kind == "heartbeat" and msg.payload and topic.plane == "actual" and topic.node:
+                # every node's, every few seconds: only the two fields read (phrame.actual.beats)
+                ts, interval = heartbeat_fields(msg.payload)
+                self._heard(topic.node, ts, interval, retained=msg.retain, received_at=None)
+                return
             doc = load_json(msg.payload) if msg.payload else None
             if doc is not None:
                 check_payload(topic.schema_name, doc)
@@ -101,10 +107,15 @@ class ActualView:
         """A valid heartbeat. A live one counts from its arrival (immune to clock skew); a
         retained one from its own ``ts``, never later than its arrival, and not at all when
         dated past the timeout or ahead of its arrival (:data:`phrame.actual.Trust`)."""
+        ts, interval = float(doc["ts"]), float(doc.get("interval_s") or 0) or None
+        self._heard(node, ts, interval, retained=retained, received_at=received_at)
+
+    def _heard(
+        self, node: str, ts: float, interval: float | None, *, retained: bool, received_at: float | None
+    ) -> None:
         now = self.clock() if received_at is None else received_at
         if not retained:
             self.silence.heard(node, now)
-        ts, interval = float(doc["ts"]), float(doc.get("interval_s") or 0) or None
         wall_now = now if self.wall is None or received_at is not None else self.wall()
         with self._lock:
             facts = self._nodes.get(node) or NodeFacts(node)

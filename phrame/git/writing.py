@@ -71,7 +71,11 @@ class GitWriter(GitCache):
                     blob = repo.odb.store(IStream("blob", len(content), BytesIO(content)))
                     g.update_index("--add", "--cacheinfo", f"100644,{blob.hexsha.decode()},{path}", env=env)
                 tree = g.write_tree(env=env)
-                sha: str = g.commit_tree(tree, "-p", parent, "-m", message, env=env)
+                # from a file: a message may pass the kernel's 128 KiB limit on one argument
+                # (placement lists every move; a lost shard of 1,000 nodes is that long)
+                listing = Path(tmp, "message")
+                listing.write_text(message, "utf-8")
+                sha: str = g.commit_tree(tree, "-p", parent, "-F", str(listing), env=env)
             except (git.GitError, ValueError) as e:
                 raise GitError(f"cannot commit {what} on {parent[:12]}: {self.why(e)}") from e
         return sha.strip()

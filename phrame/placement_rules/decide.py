@@ -98,15 +98,20 @@ def decide(
     notes: dict[str, list[str]] = {}
     for svc in placed:  # pass 2: place what pass 1 left empty
         row = new[svc.name]
+        why_none: str | None = None  # set once no node could take a replica of svc
         for i in range(svc.replicas):
             if row[i] is not None:
                 continue
-            exclude = {n for n in row if n is not None} if svc.spread else set()
-            chosen = ledger.pick(svc, exclude)
             source = old.get(svc.name, [])[i] if i < len(old.get(svc.name, [])) else None
             cause = causes.get((svc.name, i), "new replica")
+            # once no node takes one replica, none takes the next: nothing was added to the
+            # ledger or the row since, so pick and why_not (each a walk over every matching
+            # node) would answer the same; a lost shard of 1,000 nodes asked them 1,000 times
+            chosen = None if why_none is not None else ledger.pick(svc, exclude := _taken(svc, row))
             if chosen is None:
-                why = ledger.why_not(svc, exclude, now)
+                if why_none is None:
+                    why_none = ledger.why_not(svc, exclude, now)
+                why = why_none
                 unassigned.append(Unassigned(svc.name, i, why))
                 notes.setdefault(svc.name, []).append(f"{svc.name}.{i} unassigned: {why}")
             else:
@@ -120,6 +125,11 @@ def decide(
     doc = _document(environment, placed, new, old, old_reasons, notes)
     is_changed = doc != _normalised(environment, current) and (current is not None or bool(placed))
     return Decision(doc, tuple(moves), tuple(pending), tuple(unassigned), is_changed)
+
+
+def _taken(svc: ServiceSpec, row: list[str | None]) -> set[str]:
+    """The nodes a new replica of ``svc`` must avoid: those of its other replicas (spread)."""
+    return {n for n in row if n is not None} if svc.spread else set()
 
 
 def _leave_cause(

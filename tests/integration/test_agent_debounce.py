@@ -127,3 +127,48 @@ def test_a_generation_complete_with_its_manifest_runs_at_once(agent: tuple[Agent
         a, topics.manifest(a.node), spec.manifest([changed, *specs[1:]], generation=8, commit="d" * 40)
     )
     assert step(a) and a.passes == 2
+
+
+def stored_message(a: Agent, timer: FakeTimer, topic: str, doc: dict[str, Any]) -> None:
+    """A desired message as the network thread takes it: into the store, then the key."""
+    a.store.apply(topic, json.dumps(doc).encode())
+    message(a, timer)
+
+
+def test_an_item_ahead_of_its_manifest_waits_for_the_manifest_and_makes_one_pass(
+    agent: tuple[Agent, FakeTimer],
+) -> None:
+    """config-sync publishes a node's items, then its manifest: a pass between them would find
+    the new item against the old manifest and report "not converged" before the real status.
+    With 1,000 nodes the manifests follow their items by more than the 0.2 s debounce."""
+    a, timer = agent
+    a._next_resync = timer.now + 30
+    t = Topics()
+    old, new = spec.container("prod", "edge", image="img:1"), spec.container("prod", "edge", image="img:2")
+    item = t.desired_item("debounce-1", "containers", old["name"])
+    stored_message(a, timer, item, old)
+    stored_message(a, timer, t.manifest("debounce-1"), spec.manifest([old]))
+    timer.now += 0.2
+    assert step(a) and a.passes == 1  # a complete desired state: one pass after the debounce
+    step(a)  # (the failed pass's retry, queued: not due yet)
+
+    a._next_resync = timer.now + 30
+    stored_message(a, timer, item, new)  # the new item, its manifest still the old one
+    timer.now += 0.2
+    assert step(a) and a.passes == 1, "a pass ran between the item and its manifest"
+    timer.now += 1.0
+    assert not step(a) and a.passes == 1  # still within the manifest wait
+    stored_message(a, timer, t.manifest("debounce-1"), spec.manifest([new], generation=2))
+    timer.now += 0.2
+    assert step(a) and a.passes == 2  # the whole change: one pass
+
+
+def test_a_manifest_that_never_comes_is_waited_for_only_so_long(agent: tuple[Agent, FakeTimer]) -> None:
+    a, timer = agent
+    a._next_resync = timer.now + 30
+    t = Topics()
+    old, new = spec.container("prod", "edge", image="img:1"), spec.container("prod", "edge", image="img:2")
+    stored_message(a, timer, t.manifest("debounce-1"), spec.manifest([old]))
+    stored_message(a, timer, t.desired_item("debounce-1", "containers", old["name"]), new)
+    timer.now += a.settings.manifest_wait_s
+    assert step(a) and a.passes == 1  # the wait is over: the pass runs, and says not converged

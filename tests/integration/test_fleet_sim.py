@@ -1,9 +1,11 @@
 """The fleet benchmark's simulation at 20 nodes, so its code cannot rot unnoticed.
 
 Real mosquitto, a real bare repository with the dev stack's post-receive hook, real
-``phrame config-sync`` and ``phrame placement`` processes, and 20 real node agents over
-``benchmarks/sim_docker.py`` in two worker processes (``benchmarks/fleet_sim.py``). It
-asserts convergence and placement's move, never timing (that is ``fleet_scale.py``'s job).
+``phrame config-sync`` and ``phrame placement`` processes, and 20 simulated nodes in two
+worker processes: real node agents over ``benchmarks/sim_docker.py``
+(``benchmarks/fleet_sim.py``), and the light asyncio nodes ``fleet_scale.py`` uses past
+1,000 nodes (``benchmarks/fleet_lite.py``), each asserted the same way. It asserts
+convergence and placement's move, never timing (that is ``fleet_scale.py``'s job).
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from repo_gen import dump  # noqa: E402
 NODES = 20
 
 
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    f = Fleet(tmp_path, fleet_files(NODES), node_names(NODES), workers=2)
+@pytest.fixture(params=["real", "lite"])
+def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
+    f = Fleet(tmp_path, fleet_files(NODES), node_names(NODES), workers=2, agents=request.param)
     try:
         f.start_broker()
         yield f
@@ -59,8 +61,12 @@ def test_twenty_simulated_nodes_converge_and_a_lost_one_loses_only_its_replicas(
     wait(lambda: fleet.observer.doc(state_topic), "placement's first state", 60)
 
     path = f"environments/{ENV}/services/{FLEET_SERVICE}.yaml"
+    fleet.observer.start_recording()
     sha, _ = fleet.commit_and_push({path: dump(path, fleet_service(NODES, "2.0"))}, "edge-agent 2.0")
     wait(lambda: converged_on(fleet, sha), "20 nodes converged on the new commit", 60)
+    statuses = [m for m in fleet.observer.stop_recording() if m[1].endswith("/status")]
+    # one status per node for the change: none reports the new item before its manifest
+    assert len(statuses) == NODES, sorted(m[1] for m in statuses)
     for i, node in enumerate(node_names(NODES)):
         item = fleet.observer.doc(f"phrame/actual/nodes/{node}/containers/{ENV}.{FLEET_SERVICE}.{i}")
         assert item["state"] == "running" and item["image"].endswith(":2.0"), (node, item)

@@ -66,3 +66,18 @@ def test_commit_files_deletes_a_path_given_none_and_reads_folders_back(tmp_path:
     assert {p: c for p, c in after.items() if p != f"{folder}/new.yaml"} == {
         p: c for p, c in before.items() if p != gone
     }
+
+
+def test_a_message_longer_than_one_command_line_argument_is_committed_whole(tmp_path: Path) -> None:
+    """Placement's message lists every move: a lost shard of 1,000 nodes makes one past the
+    kernel's 128 KiB limit on a single argument, which ``git commit-tree -m`` cannot take."""
+    remote = ConfigRemote.with_sample(tmp_path / "remote")
+    remote.work.close()
+    writer = GitWriter(str(remote.bare_path), tmp_path / "state" / "cache.git")
+    writer.fetch()
+    lines = [f"edge-agent.{i} node-{i:04d} → unassigned: node-{i:04d} offline for 61 s" for i in range(3000)]
+    message = "placement prod: 3000 replica moves\n\n" + "\n".join(lines) + "\n"
+    assert len(message.encode()) > 131_072
+    sha = writer.commit_files(writer.head("main"), FILES, message)
+    with git.Repo(writer.path) as repo:
+        assert repo.commit(sha).message == message

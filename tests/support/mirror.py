@@ -16,7 +16,12 @@ from phrame.mqtt import MqttSettings
 
 
 def mirror_settings(
-    url: str, folder: Path, *, debounce_s: float = 0.25, max_delay_s: float = 2.0
+    url: str,
+    folder: Path,
+    *,
+    debounce_s: float = 0.25,
+    max_delay_s: float = 2.0,
+    heartbeat_delay_s: float = 10.0,
 ) -> MirrorSettings:
     return MirrorSettings(
         plane="actual",
@@ -25,6 +30,7 @@ def mirror_settings(
         directory_is_default=False,
         debounce_s=debounce_s,
         max_delay_s=max_delay_s,
+        heartbeat_delay_s=heartbeat_delay_s,
     )
 
 

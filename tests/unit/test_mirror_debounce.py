@@ -47,3 +47,31 @@ def test_the_storm_cap_shortens_a_quiet_wait() -> None:
 def test_a_failed_write_holds_the_retry_back() -> None:
     assert decide(11.0, 10.0, 10.0, not_before=11.25) == 0.25
     assert decide(11.3, 10.0, 10.0, not_before=11.25) == 0.0
+
+
+B = 10.0  # PHRAME_MIRROR_HEARTBEAT_DELAY_S
+
+
+def beats(now: float, last: float | None, first: float | None, first_beat: float | None) -> float | None:
+    return wait_before_flush(
+        now, last, first, debounce_s=D, max_delay_s=M, first_beat_unflushed=first_beat, beat_delay_s=B
+    )
+
+
+def test_heartbeats_alone_are_written_every_heartbeat_delay_not_every_max_delay() -> None:
+    clock, first_beat, flushes = 0.0, None, []
+    while clock < 30.0:  # a heartbeat every 10 ms for 30 s, nothing else
+        first_beat = clock if first_beat is None else first_beat
+        if beats(clock, None, None, first_beat) == 0.0:
+            flushes.append(clock)
+            first_beat = None
+        clock = round(clock + 0.01, 6)
+    assert len(flushes) == 2  # at 10 and 20 s; without the split, 14 (every 2 s)
+    assert all(abs(b - a - B) < 0.02 for a, b in itertools.pairwise(flushes))
+
+
+def test_a_change_among_heartbeats_waits_only_for_the_quiet_window() -> None:
+    # heartbeats never stop, but they are not changes: the change is written a debounce later
+    assert beats(10.0, 10.0, 10.0, 5.0) == D
+    assert beats(10.25, 10.0, 10.0, 5.0) == 0.0
+    assert beats(10.0, None, None, 5.0) == 5.0  # only heartbeats: due 10 s after the first one

@@ -46,3 +46,11 @@ def test_a_given_folder_prefix_and_windows() -> None:
 def test_bad_settings_are_refused_by_name(env: dict, plane: str, says: str) -> None:
     with pytest.raises(SettingsError, match=says.replace("(", r"\(").replace(")", r"\)")):
         MirrorSettings.from_env(plane, env)
+
+
+def test_the_heartbeat_delay_defaults_to_10_s_and_is_never_under_the_debounce() -> None:
+    assert MirrorSettings.from_env("actual", {"PHRAME_STATE_DIR": "/s"}).heartbeat_delay_s == 10.0
+    env = {"PHRAME_STATE_DIR": "/s", "PHRAME_MIRROR_HEARTBEAT_DELAY_MS": "5000"}
+    assert MirrorSettings.from_env("actual", env).heartbeat_delay_s == 5.0
+    with pytest.raises(SettingsError, match=r"PHRAME_MIRROR_HEARTBEAT_DELAY_MS \(100\) must be at least"):
+        MirrorSettings.from_env("actual", env | {"PHRAME_MIRROR_HEARTBEAT_DELAY_MS": "100"})

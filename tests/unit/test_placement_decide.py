@@ -295,3 +295,19 @@ def test_full_disruption_moves_nothing_and_says_so() -> None:
 def test_no_label_placed_services_and_no_node_json_is_no_change() -> None:
     d = run(EDGES, [ServiceSpec("pinned", 1, pin="edge-01")])
     assert not d.is_changed and d.doc["assignments"] == {}
+
+
+def test_a_lost_spread_shard_leaves_each_of_its_replicas_unassigned_with_the_same_reason() -> None:
+    """Once no node can take a replica of a service nothing changes before its next one, so
+    every later replica is unassigned with the reason the first was given (asked once: a lost
+    shard of 1,000 nodes asked every node why, once per replica)."""
+    nodes = [node(f"edge-{i:02d}") for i in range(8)]
+    current = doc(agent=[n.name for n in nodes])
+    lost = {n.name: offline(120) for n in nodes[2:]}
+    d = run(nodes, [svc("agent", replicas=8, spread=True)], current, health=lost)
+    assert d.doc["assignments"]["agent"] == ["edge-00", "edge-01", *[None] * 6]
+    assert [(u.service, u.index) for u in d.unassigned] == [("agent", i) for i in range(2, 8)]
+    reasons = {u.reason for u in d.unassigned}
+    assert len(reasons) == 1
+    (reason,) = reasons
+    assert "edge-00 already runs a replica (spread)" in reason and "edge-02 offline" in reason

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -395,3 +396,24 @@ def test_a_commit_published_again_for_one_node_still_waits_for_the_other() -> No
     watcher.view.on_message(status("edge-01", commit=SHA, generation=4, converged=True))
     watcher.check()
     assert deploys(reporter)[-1] == ("a", "success", "2 node(s) converged on aaaaaaaaaaaa")
+
+
+def test_a_costly_check_is_not_run_again_before_four_times_its_cpu_has_passed() -> None:
+    """News wakes the watcher at once; at 10,000 nodes a check costs a large part of a
+    second, so checks back to back held a core. A tick woken right after a costly check
+    waits instead of checking again."""
+    watcher = DeployWatcher(LocalReporter(), T, timeout_s=60, clock=Clock())
+    checks: list[float] = []
+
+    def costly_check() -> None:  # burns 20 ms of this thread's CPU, as a big fleet's check does
+        start = time.thread_time()
+        while time.thread_time() - start < 0.02:
+            pass
+        checks.append(start)
+
+    watcher.check = costly_check  # type: ignore[method-assign]
+    first_wait = watcher._tick()
+    assert len(checks) == 1 and first_wait >= 0.2  # at least the tick
+    second_wait = watcher._tick()  # woken by news at once
+    assert len(checks) == 1, "a second check ran right after a costly one"
+    assert 0 < second_wait <= 4 * 0.5
