@@ -264,19 +264,31 @@ def test_4_a_canary_waits_for_a_promotion(stack: DevStackProcess, sampler: Sampl
 def test_5_the_dashboard_shows_the_rollout_waiting(stack: DevStackProcess, tmp_path: Path) -> None:
     from tests.support.browser import LAPTOP, launch, wait_js
 
+    def api_rollout() -> Any:  # the topic API's view, which the page renders
+        return (stack.api(f"api/environments/{stack.environment}").get("rollouts") or {}).get(SERVICE)
+
+    # the API first: a page that shows nothing then says whether the data or the page lagged
+    stack.wait(
+        lambda: (api_rollout() or {}).get("state") == "waiting-promotion",
+        "the topic API to show the rollout waiting for promotion",
+        60,
+        observe=api_rollout,
+    )
     with launch(tmp_path / "chromium", LAPTOP) as browser:
         page = browser.new_page()
         page.set_default_timeout(15_000)
         page.goto(stack.api_url)
-        item = page.locator(
+        selector = (
             f'#env-list article[data-env="{stack.environment}"] ul.rollouts li[data-service="{SERVICE}"]'
         )
-        item.wait_for()
+        item = page.locator(selector)
         wait_js(
             page,
             "sel => (document.querySelector(sel) || {}).textContent?.includes('waiting-promotion')",
-            "the rollout waiting for promotion",
-            arg=f'article[data-env="{stack.environment}"] li[data-service="{SERVICE}"]',
+            "the page to show the rollout waiting for promotion",
+            arg=selector,
+            timeout=30,
+            observe="(document.getElementById('env-list') || {}).innerText?.slice(0, 800)",
         )
         text = item.text_content() or ""
         assert "wave 1/4" in text and "1/4 healthy" in text, text

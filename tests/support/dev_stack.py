@@ -177,8 +177,16 @@ class DevStackProcess:
             out += [f"--- {log.name}", *text[-lines:]]
         return "\n".join(out)
 
-    def wait(self, condition: Callable[[], object], what: str, timeout: float = 60.0) -> float:
-        """Poll until ``condition``; the seconds it took. Fails with the stack's log tails."""
+    def wait(
+        self,
+        condition: Callable[[], object],
+        what: str,
+        timeout: float = 60.0,
+        *,
+        observe: Callable[[], object] | None = None,
+    ) -> float:
+        """Poll until ``condition``; the seconds it took. Fails with the stack's log tails
+        (and what ``observe`` returned last: what was seen instead)."""
         start = time.monotonic()
 
         def done() -> bool:
@@ -189,7 +197,7 @@ class DevStackProcess:
             return bool(condition())
 
         try:
-            wait_for(done, what, timeout, interval=0.05)
+            wait_for(done, what, timeout, interval=0.05, observe=observe)
         except AssertionError as e:
             if self.proc.poll() is not None:
                 raise
