@@ -26,6 +26,14 @@ def beat(seq: int) -> bytes:
     return json.dumps({"ts": time.time(), "seq": seq, "interval_s": 0.02}).encode()
 
 
+def start_writer(mosquitto: Mosquitto, clients: list) -> MqttClient:
+    """A connected client publishing as the agents do (stopped by the ``clients`` fixture)."""
+    writer = MqttClient(MqttSettings(url=mosquitto.url, reconnect_max_s=1), "writer")
+    writer.start(timeout=5)
+    clients.append(writer)
+    return writer
+
+
 def held(path: Path, topic: str) -> object:
     try:
         return json.loads(path.read_text())["topics"].get(topic) if path.exists() else None
@@ -40,9 +48,7 @@ def test_a_storm_of_heartbeats_writes_no_snapshot_and_a_change_carries_the_last_
     settings = mirror_settings(
         mosquitto.url, tmp_path, debounce_s=0.05, max_delay_s=0.2, heartbeat_delay_s=60
     )
-    writer = MqttClient(MqttSettings(url=mosquitto.url, reconnect_max_s=1), "writer")
-    writer.start(timeout=5)
-    clients.append(writer)
+    writer = start_writer(mosquitto, clients)
     with running_mirror(settings) as mirror:
         writer.publish_batch([(STATUS, b'{"state":"online"}')])
         wait_for(lambda: held(settings.snapshot_path, STATUS) == {"state": "online"}, "the status", 5)
@@ -68,9 +74,7 @@ def test_heartbeats_alone_are_written_after_the_heartbeat_delay(
     settings = mirror_settings(
         mosquitto.url, tmp_path, debounce_s=0.05, max_delay_s=0.2, heartbeat_delay_s=0.5
     )
-    writer = MqttClient(MqttSettings(url=mosquitto.url, reconnect_max_s=1), "writer")
-    writer.start(timeout=5)
-    clients.append(writer)
+    writer = start_writer(mosquitto, clients)
     with running_mirror(settings):
         writer.publish_batch([(HB, beat(7))], retain=False)
         wait_for(
