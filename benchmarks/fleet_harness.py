@@ -31,7 +31,7 @@ from fleet_repo import write_files  # noqa: E402
 
 from dev_stack.git_host import HOOK  # noqa: E402
 from phrame.mqtt import Message, MqttClient, MqttSettings  # noqa: E402
-from phrame.mqtt.broker_config import MAX_QUEUED_MESSAGES  # noqa: E402
+from phrame.mqtt.broker_config import MAX_INFLIGHT_MESSAGES, MAX_QUEUED_MESSAGES  # noqa: E402
 from tests.support.mosquitto import Mosquitto  # noqa: E402
 from tests.support.services import free_port, stop_process, wait_for_port  # noqa: E402
 
@@ -43,9 +43,15 @@ GIT_ENV = {
 }
 # max_connections -1: no limit but the open-file limit, which mosquitto inherits from the
 # benchmark (raised to its hard limit in fleet_scale.py: 10,000 nodes need 10,000 sockets).
-# max_queued_messages as `phrame broker-config` writes it: at 10,000 nodes config-sync's read
-# back of its 20,000 desired topics passed 10,000 and the rest were dropped
-BROKER_LINES = ["sys_interval 1", "max_connections -1", f"max_queued_messages {MAX_QUEUED_MESSAGES}"]
+# max_queued_messages and max_inflight_messages as `phrame broker-config` writes them: at
+# 10,000 nodes config-sync's read back of its 20,000 desired topics passed 10,000 and the
+# rest were dropped, and its push of 10,001 messages moved 20 per PUBACK round trip
+BROKER_LINES = [
+    "sys_interval 1",
+    "max_connections -1",
+    f"max_queued_messages {MAX_QUEUED_MESSAGES}",
+    f"max_inflight_messages {MAX_INFLIGHT_MESSAGES}",
+]
 
 
 def git(*args: str, cwd: Path) -> str:

@@ -15,7 +15,7 @@ import shutil
 from dev_stack.errors import DevError
 from dev_stack.files import write_private
 from dev_stack.settings import DevSettings
-from phrame.mqtt.broker_config import CLIENT_ID_IS_USER, MAX_QUEUED_MESSAGES
+from phrame.mqtt.broker_config import CLIENT_ID_IS_USER, MAX_INFLIGHT_MESSAGES, MAX_QUEUED_MESSAGES
 
 
 def find_mosquitto() -> str | None:
@@ -44,6 +44,7 @@ def mosquitto_config(settings: DevSettings) -> str:
         "log_type notice",
         "set_tcp_nodelay true",
         f"max_queued_messages {MAX_QUEUED_MESSAGES}",  # as the generated production config
+        f"max_inflight_messages {MAX_INFLIGHT_MESSAGES}",
     ]
     if os.geteuid() == 0:
         lines.append("user root")  # else mosquitto drops to 'mosquitto' and cannot write the state

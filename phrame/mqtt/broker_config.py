@@ -75,6 +75,9 @@ SERVICE_ACCOUNTS: dict[str, tuple[tuple[str, str], ...]] = {
 CLIENT_ID_IS_USER = "use_username_as_clientid true"
 STANDBY_ACCOUNT = "config-sync-standby"  # the second config-sync's (see SERVICE_ACCOUNTS)
 MAX_QUEUED_MESSAGES = 100_000  # per client, QoS 1: a whole plane's burst fits
+# QoS 1 messages unacknowledged at once, each way: mosquitto's default 20 is also the
+# Receive Maximum it announces, which caps a client's batch (phrame.mqtt.paho_setup)
+MAX_INFLIGHT_MESSAGES = 1000
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,7 @@ def mosquitto_conf(options: BrokerOptions) -> str:
         # a mirror or config-sync reading a whole plane gets a burst of every node's items at
         # once; mosquitto's default of 1000 queued messages per client drops the rest
         f"max_queued_messages {MAX_QUEUED_MESSAGES}",
+        f"max_inflight_messages {MAX_INFLIGHT_MESSAGES}",
         "allow_anonymous false",
         f"password_file {o.conf_dir}/passwd",
         f"acl_file {o.conf_dir}/acl",

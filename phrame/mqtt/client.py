@@ -77,6 +77,7 @@ class MqttClient:
         self._connected_at: float | None = None
         self._short = ShortConnections()
         self.session_resumed = False  # the last connect found our session (see _on_connect)
+        self.send_window = paho_setup.MAX_INFLIGHT  # set from each CONNACK (see _on_connect)
 
     def _build_paho(self) -> paho.Client:
         client = paho_setup.build_paho(self._speaks, self.client_id, self._will)
@@ -352,7 +353,7 @@ class MqttClient:
         password = self._tokens.current if self._tokens else self.settings.static_password
         client.username_pw_set(self.settings.mqtt_username, password)
 
-    def _on_connect(self, client: paho.Client, _u: Any, flags: Any, reason: Any, _p: Any) -> None:
+    def _on_connect(self, client: paho.Client, _u: Any, flags: Any, reason: Any, props: Any) -> None:
         if reason.is_failure:
             self._move_on = True
             if reason.value == paho_setup.UNSUPPORTED_PROTOCOL and self.settings.negotiates:
@@ -370,6 +371,8 @@ class MqttClient:
                     self._refused = str(reason)
                 self._state.notify_all()
             return
+        # QoS 1 messages this connection keeps unacknowledged at once (a batch's pace)
+        self.send_window = paho_setup.apply_receive_maximum(client, props)
         filters = self._subs.filters()
         if filters:
             # A resumed session still holds our subscriptions: renew them without

@@ -1,0 +1,83 @@
+"""Subscriptions: each filter split once, each message matched as the broker would."""
+
+from __future__ import annotations
+
+import pytest
+
+from phrame.mqtt import Message
+from phrame.mqtt import subscriptions as subs_module
+from phrame.mqtt.paho_setup import topic_matches_sub
+from phrame.mqtt.subscriptions import FilterMatch, Subscriptions
+
+FILTERS = [
+    "#",
+    "+",
+    "+/+",
+    "a/#",
+    "a/+",
+    "a/+/c",
+    "a/b/c",
+    "a/b/#",
+    "+/b/#",
+    "a//c",
+    "a/+/#",
+    "$SYS/#",
+    "/+",
+    "+/",
+]
+TOPICS = [
+    "a",
+    "a/b",
+    "a/b/c",
+    "a/b/c/d",
+    "a//c",
+    "/a",
+    "a/",
+    "b/b/x",
+    "$SYS/broker/load",
+    "$SYS",
+    "x",
+    "/",
+    "",
+]
+
+
+@pytest.mark.parametrize("topic_filter", FILTERS)
+def test_a_compiled_filter_matches_as_paho_does(topic_filter: str) -> None:
+    match = FilterMatch(topic_filter)
+    for topic in TOPICS:
+        assert match.matches(topic, topic.split("/")) == bool(topic_matches_sub(topic_filter, topic)), topic
+
+
+def test_dispatch_uses_the_filters_compiled_once_not_a_matcher_per_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    subs = Subscriptions()
+    got: list[tuple[str, str]] = []
+    subs.add("phrame/actual/nodes/+/heartbeat", lambda m: got.append(("beat", m.topic)))
+    subs.add("phrame/actual/nodes/#", lambda m: got.append(("all", m.topic)))
+    subs.add_temporary(1, "phrame/desired/#", lambda m: got.append(("read", m.topic)))
+
+    def per_message(*_: object) -> bool:  # paho's builds a matcher tree per call
+        raise AssertionError("a matcher per message and filter")
+
+    monkeypatch.setattr(subs_module, "topic_matches_sub", per_message)
+    subs.dispatch(Message(topic="phrame/actual/nodes/n1/heartbeat", payload=b"{}", retain=False))
+    subs.dispatch(Message(topic="phrame/desired/nodes/n1/manifest", payload=b"{}", retain=False))
+    assert not subs.remove_temporary(1)
+    subs.dispatch(Message(topic="phrame/desired/nodes/n1/manifest", payload=b"{}", retain=False))
+    assert got == [
+        ("beat", "phrame/actual/nodes/n1/heartbeat"),
+        ("all", "phrame/actual/nodes/n1/heartbeat"),
+        ("read", "phrame/desired/nodes/n1/manifest"),
+    ]
+
+
+def test_a_read_of_a_permanent_filter_leaves_it_matching() -> None:
+    subs = Subscriptions()
+    got: list[str] = []
+    subs.add("a/#", lambda m: got.append("kept"))
+    subs.add_temporary(7, "a/#", lambda m: got.append("read"))
+    assert subs.remove_temporary(7)
+    subs.dispatch(Message(topic="a/b", payload=b"", retain=False))
+    assert got == ["kept"]
