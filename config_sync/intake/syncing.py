@@ -38,6 +38,7 @@ from phrame.config_repo.update_policy import policies
 from phrame.git import GitError, RefMissing
 from phrame.gitlab import GitLabError
 from phrame.placement_rules.preview import Placed, preview
+from phrame.runtime.gc_pause import gc_paused
 from schemas import Topics
 
 log = logging.getLogger(__name__)
@@ -152,7 +153,12 @@ class Syncer:
         A ref no longer tracked (the default ref took its environments back) publishes,
         reports and records nothing: the outcome says ``tracked=False``. ``fetch=False``:
         the head already fetched, again (a rollout's re-evaluation: no git traffic, and
-        ``phrame/validate`` is not reported again)."""
+        ``phrame/validate`` is not reported again). Python's cyclic collector is held off
+        while it runs (:func:`~phrame.runtime.gc_pause.gc_paused`)."""
+        with gc_paused():
+            return self._sync_ref(ref, fetch=fetch)
+
+    def _sync_ref(self, ref: str, *, fetch: bool) -> SyncOutcome:
         if ref not in self.tracked:
             return _untracked(ref)
         if fetch:

@@ -25,6 +25,7 @@ from config_sync.publication.order import json_object, publication_order
 from config_sync.publication.plane import decode
 from config_sync.rollouts.gate import Gated
 from phrame.mqtt import MqttError, topic_matches
+from phrame.runtime.gc_pause import gc_paused
 from schemas import Topics
 
 log = logging.getLogger(__name__)
@@ -174,7 +175,23 @@ class DesiredPublisher:
         ``errors``, only the sync topics that report them, in the order
         :func:`~config_sync.publication.order.publication_order` decides. ``gate`` (staged
         rollouts) sees what the broker holds and may hold replicas back; the rollout topics
-        it returns go out after the manifests."""
+        it returns go out after the manifests. Python's cyclic collector is held off while
+        it runs (:func:`~phrame.runtime.gc_pause.gc_paused`)."""
+        with gc_paused():
+            return self._publish_commit(
+                ref=ref, commit=commit, claim=claim, rendered=rendered, errors=errors, gate=gate
+            )
+
+    def _publish_commit(
+        self,
+        *,
+        ref: str,
+        commit: str,
+        claim: Claim,
+        rendered: Mapping[str, dict[str, Any]] | None,
+        errors: list[dict[str, Any]],
+        gate: Gate | None,
+    ) -> SyncOutcome:
         started = time.monotonic()
         with self._lock:  # one publication at a time: each diffs against the last
             if self._stale.is_set():
