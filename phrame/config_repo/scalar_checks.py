@@ -9,6 +9,7 @@ never found later as a traceback. Never raises for bad content.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 from typing import Any
@@ -57,6 +58,31 @@ class CheckedConstructor(RoundTripConstructor):
             msg = _too_long(f"{len(digits)} {kind}digits", " (counted in decimal)")
             raise ConstructorError(problem=msg, problem_mark=node.start_mark)
         return super().construct_yaml_int(node)
+
+    def construct_document(self, node: Any) -> Any:
+        """ruamel's, closing on a failure the generators it leaves suspended: those for
+        unknown tags (``!!str`` on a mapping) catch everything at their yield, GeneratorExit
+        included, and then raise, so one left to the collector raises again on whatever
+        thread collects ("Exception ignored in ...")."""
+        running: list[Any] = []
+        try:
+            data = self.construct_object(node)
+            while self.state_generators:
+                running, self.state_generators = self.state_generators, []
+                while running:
+                    for _ in running[0]:
+                        pass
+                    running.pop(0)
+        except BaseException:
+            pending, self.state_generators = [*running, *self.state_generators], []
+            for generator in pending:
+                with contextlib.suppress(Exception):
+                    generator.close()
+            raise
+        self.constructed_objects = {}
+        self.recursive_objects = {}
+        self.deep_construct = False
+        return data
 
     def construct_object(self, node: Any, deep: bool = False) -> Any:
         try:

@@ -229,3 +229,27 @@ def test_too_many_values_are_refused_without_reading_twice(
     monkeypatch.setattr(yaml_reading, "parse_ruamel", lambda *_: pytest.fail("read twice"))
     doc, problems = parse_yaml("f.yaml", text.encode())
     assert doc is None and problems == expected and expected[0].rule == "file-too-large"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[&a !!str {? name : *a}, *a, !!int {? node : x}]\n",
+        "[[[], x, !!int {? node : y}], &a !!str {? name : *a}]\n",
+    ],
+)
+def test_a_refused_file_leaves_no_generator_to_raise_in_the_collector(text: str) -> None:
+    """ruamel's generator for an unknown tag (``!!str`` on a mapping) catches everything at
+    its yield and raises: left suspended by a later error, it raised again when collected,
+    on whatever thread collected (found by fuzzing). The reader closes it itself."""
+    import gc
+    import sys
+
+    seen: list[object] = []
+    hook, sys.unraisablehook = sys.unraisablehook, seen.append
+    try:
+        assert refused(text)
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert seen == []
