@@ -30,13 +30,6 @@ from phrame.git import GitError
 from phrame.mqtt import MqttError
 from schemas import Topics, canonical_json
 
-# The newest finished deployment is judged again at most this often (wall seconds): each
-# judgement reads every node and replica of it, and at 10,000 nodes judging it on every
-# tick of the deploy watcher (each status wakes it) was an eighth of config-sync's samples
-# during the next push (py-spy), competing with its MQTT thread for the GIL. A verdict word
-# that changes long after the deployment (degraded, healthy again) is news within this.
-FOLLOW_EVERY_S = 5.0
-
 log = logging.getLogger(__name__)
 
 
@@ -60,7 +53,6 @@ class DeployHistory:
         self.restored = False
         self.annotations: dict[str, dict[str, Any]] = {}  # commit -> plan_changed (the merge check)
         self._resend = False  # every list to be sent again (after a reconnect)
-        self._followed: dict[str, tuple[str, float]] = {}  # env -> (commit, wall time) judged
         # told of each record that stops being pending here (metrics); must not raise
         self.on_finished: Callable[[str, DeployRecord], None] | None = None
         # a record's health word changed (the record, the word before): a pending one's
@@ -228,11 +220,6 @@ class DeployHistory:
         newest = recs[0] if recs else None
         if health is None or newest is None or newest.is_pending:
             return
-        now = self.wall()
-        last = self._followed.get(env)
-        if last is not None and last[0] == newest.commit and now - last[1] < FOLLOW_EVERY_S:
-            return
-        self._followed[env] = (newest.commit, now)
         followed = records.follow(newest, health(env, newest, self.held.get(env, [])))
         if followed is newest:
             return

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from config_sync.deploys.history import FOLLOW_EVERY_S, DeployHistory
-from config_sync.deploys.records import DeployRecord
+from config_sync.deploys.history import DeployHistory
 from config_sync.publication.sender import SyncOutcome
 from phrame.git import GitError
 from phrame.mqtt import MqttError
@@ -122,9 +121,9 @@ def test_an_unreadable_commit_is_still_recorded_and_a_removed_environment_cleare
 
 
 def test_the_newest_finished_record_is_followed_and_each_new_word_told_once() -> None:
-    """After its deployment converged the environment's health is still judged (each
-    FOLLOW_EVERY_S): a new verdict word is published in the record and told once (with
-    the word before); a passing word or the same word again is not."""
+    """After its deployment converged the environment's health is still judged each tick:
+    a new verdict word is published in the record and told once (with the word before);
+    a passing word or the same word again is not."""
     from phrame.actual.health import Health, Reason
 
     broker, clock = Broker(), Clock()
@@ -137,7 +136,6 @@ def test_the_newest_finished_record_is_followed_and_each_new_word_told_once() ->
     words = [Health("healthy"), Health("healthy"), crash, crash, Health("unknown"), crash, Health("healthy")]
     for word in words:
         h.check({}, {}, lambda nodes: {}, lambda env, r, held, w=word: w)
-        clock.now += FOLLOW_EVERY_S
     assert told == [
         ("prod", "converged", "healthy", "degraded"),
         ("prod", "converged", "degraded", "healthy"),
@@ -176,31 +174,3 @@ def test_the_deployment_of_a_commit_is_found_again_unless_its_verdict_was_a_fail
     assert h.deployment_of("main", SHA, ["prod", "qa"]) is None  # qa's failure was reported
     assert h.deployment_of("main", "b" * 40, ["prod"]) is None
     assert h.deployment_of("main", SHA, []) is None
-
-
-def test_the_finished_deployment_is_judged_again_only_every_few_seconds() -> None:
-    """Each judgement reads every node and replica of the deployment: on every tick (each
-    status wakes the watcher) it competed with the MQTT thread at 10,000 nodes. Ticks
-    closer than FOLLOW_EVERY_S judge the same finished record once; a newer record at once."""
-    from phrame.actual.health import Health
-
-    broker, clock = Broker(), Clock()
-    h = history(broker, clock)
-    h.restore({})
-    h.record(outcome(SHA))
-    judged: list[str] = []
-
-    def judge(env: str, r: DeployRecord, held: object) -> Health:
-        judged.append(r.commit)
-        return Health("healthy")
-
-    h.check({}, {}, lambda nodes: {}, judge)  # converges: the record is finished
-    clock.now += FOLLOW_EVERY_S
-    judged.clear()
-    for _ in range(10):
-        h.check({}, {}, lambda nodes: {}, judge)
-        clock.now += FOLLOW_EVERY_S / 10 - 0.01
-    assert len(judged) == 1
-    clock.now += 0.2
-    h.check({}, {}, lambda nodes: {}, judge)
-    assert len(judged) == 2
