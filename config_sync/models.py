@@ -64,6 +64,32 @@ class PublicationOrder:
     def steps(self) -> tuple[list[Message], list[Message]]:
         return [*self.items, *((t, None) for t in self.clears)], [*self.manifests, *self.sync]
 
+    def batches(self, topics: Topics, nodes_per_batch: int) -> list[list[Message]]:
+        """The two steps cut by node into acknowledged batches that overlap: the first holds
+        the items and clears of the first ``nodes_per_batch`` nodes (and every topic of no
+        node: service declarations), each next one the manifests of the nodes before and the
+        items of the next nodes, the last the last manifests and the ``sync`` topics. A
+        manifest still goes out only once its own node's items are acknowledged, but a node's
+        manifest follows its items by one batch, not by the whole fleet's items (at 10,000
+        nodes that was 20 s, and an agent passed in between), and agents start while the rest
+        is sent. With no more nodes than ``nodes_per_batch`` it is :meth:`steps`."""
+        first, second = self.steps()
+        if len({topics.node_of(t) for t, _ in self.manifests}) <= nodes_per_batch:
+            return [step for step in (first, second) if step]
+        node_batch: dict[str, int] = {}  # node -> its batch, in the order of the manifests
+        for topic, _ in self.manifests:
+            node = topics.node_of(topic)
+            if node is not None and node not in node_batch:
+                node_batch[node] = len(node_batch) // nodes_per_batch
+        last = max(node_batch.values(), default=0) + 1
+        batches: list[list[Message]] = [[] for _ in range(last + 1)]
+        for message in first:  # a node without a changed manifest: its items in the first batch
+            batches[node_batch.get(topics.node_of(message[0]) or "", 0)].append(message)
+        for message in self.manifests:
+            batches[node_batch.get(topics.node_of(message[0]) or "", last - 1) + 1].append(message)
+        batches[last].extend(self.sync)
+        return [batch for batch in batches if batch]
+
     def publication_messages(self) -> list[Message]:
         first, second = self.steps()
         return first + second

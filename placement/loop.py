@@ -103,8 +103,8 @@ class PlacementLoop:
         self.listening.resume()  # before subscribing: waiting for the broker is no evidence
         start = time.monotonic()
         self.triggers.last_retained = start
-        for topic_filter in self.triggers.actual_filters():
-            self.actual.subscribe(topic_filter, self.triggers.on_actual)
+        for topic_filter, qos in self.triggers.actual_filters():
+            self.actual.subscribe(topic_filter, self.triggers.on_actual, qos=qos)
         self.desired.subscribe(self.triggers.sync_filter(), self.triggers.on_sync)
         while time.monotonic() - start < max_wait_s and not self._stop.is_set():
             if time.monotonic() - self.triggers.last_retained >= settle_s:

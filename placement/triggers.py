@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from phrame.actual import Change
+from phrame.actual import HEARTBEAT_QOS, Change
 from phrame.mqtt import Message
 from placement.health import PlacementHealth
 from schemas import PayloadError, Topics, check_payload, load_json
@@ -38,8 +38,9 @@ class Triggers:
         self._lock = threading.Lock()
         liveness.view.listen(self._on_change)
 
-    def actual_filters(self) -> list[str]:
-        return [self.topics.heartbeat_filter(), self.topics.node_status_filter()]
+    def actual_filters(self) -> list[tuple[str, int]]:
+        """The actual plane's filters placement reads, each with the QoS to subscribe with."""
+        return [(self.topics.heartbeat_filter(), HEARTBEAT_QOS), (self.topics.node_status_filter(), 1)]
 
     def sync_filter(self) -> str:
         return f"{self.topics.prefix}/desired/environments/+/sync"

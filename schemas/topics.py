@@ -207,6 +207,14 @@ class Topics:
         except ValueError:
             return False
 
+    def node_of(self, topic: str) -> str | None:
+        """The node a topic of either plane is about (``None``: an environment's topic, or not
+        one of this prefix's)."""
+        try:
+            return self.parse(topic).node
+        except ValueError:
+            return None
+
     def parse(self, topic: str) -> Topic:
         """Parse ``topic``; raise ``ValueError`` when it does not fit the layout."""
         head = self.prefix + "/"

@@ -29,6 +29,9 @@ from phrame.runtime.gc_pause import gc_paused
 from schemas import Topics
 
 log = logging.getLogger(__name__)
+# a push to more nodes than this goes out in overlapping batches of this many nodes each
+# (items, then their manifests with the next nodes' items): see PublicationOrder.batches
+NODES_PER_BATCH = 500
 
 
 class Sender(Protocol):
@@ -225,11 +228,12 @@ class DesiredPublisher:
                 order = replace(order, sync=(*order.sync, *gated.messages))
             messages = order.publication_messages()
             sending = time.monotonic()
-            items, manifests = order.steps()  # two acknowledged steps: manifests only after their items
-            self._send(items, commit, published)
-            if items and order.manifests and self.before_manifests is not None:
-                self.before_manifests()
-            self._send(manifests, commit, published)
+            # acknowledged batches: a node's manifest only after its items (PublicationOrder.batches);
+            # the second is the first to hold manifests, when any follow items
+            for i, batch in enumerate(order.batches(self.topics, NODES_PER_BATCH)):
+                if i == 1 and order.manifests and self.before_manifests is not None:
+                    self.before_manifests()
+                self._send(batch, commit, published)
             self._note_generations(order.manifests)
             changed = order.changed_nodes(self.topics)
             generations = {n: self.generations[n] for n in changed}

@@ -21,6 +21,10 @@ from typing import Any
 from schemas import MAX_JSON_DEPTH, check_payload, load_json
 
 SCHEMA = "actual-heartbeat"
+# what a liveness reader subscribes to heartbeats with: at most once, no acknowledgement per
+# beat (a lost beat is a late one: the next comes within its interval, and liveness allows
+# several), so neither the broker nor the reader handles a PUBACK for each of thousands a second
+HEARTBEAT_QOS = 0
 
 
 def _refuse(name: str) -> Any:

@@ -229,8 +229,12 @@ class MqttClient:
             return self._last_error
 
     # -- subscribing and reading
-    def subscribe(self, topic_filter: str, callback: Callback, timeout: float = 5.0) -> bool:
+    def subscribe(self, topic_filter: str, callback: Callback, timeout: float = 5.0, *, qos: int = 1) -> bool:
         """Deliver every message matching ``topic_filter`` to ``callback``, across reconnects.
+
+        ``qos`` 0 asks the broker to deliver without acknowledgements (at most once, and
+        nothing queued while disconnected): for reports where a lost one is as good as a
+        late one, such as heartbeats.
 
         When connected (and not called from an MQTT callback) it returns once the broker
         acknowledged the subscription, so a message published afterwards is delivered:
@@ -238,10 +242,12 @@ class MqttClient:
         (the subscription is still renewed on every reconnect). Offline it returns ``False``
         at once; the subscription is sent on connect.
         """
-        self._subs.add(check_filter(topic_filter), callback)
+        if qos not in (0, 1):
+            raise ValueError(f"subscription QoS {qos} for {topic_filter!r}: 0 or 1")
+        self._subs.add(check_filter(topic_filter), callback, qos)
         if not self.is_connected:
             return False
-        mid = self._send_subscribe([topic_filter])
+        mid = self._send_subscribe([topic_filter], qos=self._subs.qos_of(topic_filter) or 0)
         if threading.current_thread() is self._network_thread:
             return False  # only this thread reads the SUBACK; do not wait for it
         refused = self._acks.wait_suback(mid, timeout)
@@ -261,12 +267,11 @@ class MqttClient:
             if not self._wait_connected(collector.remaining()):
                 raise MqttError(f"not connected to {self._where}; cannot read {topic_filter}")
             # retain-as-published off: only the replay carries the retain flag (see RetainedCollector).
-            # QoS 0 unless a permanent subscription has this very filter (a SUBSCRIBE replaces
+            # QoS 0, or a permanent subscription's own on this very filter (a SUBSCRIBE replaces
             # its QoS): a read needs no delivery guarantee beyond its connection, and a QoS 1
             # subscription costs a clustered broker a replicated consumer (NATS: a JetStream
             # durable, whose creation times out into SUBACK 0x80 while a node is down)
-            qos = 1 if topic_filter in self._subs.filters() else 0
-            mid = self._send_subscribe([topic_filter], qos=qos)
+            mid = self._send_subscribe([topic_filter], qos=self._subs.qos_of(topic_filter) or 0)
             refused = self._acks.wait_suback(mid, collector.remaining())
             if refused is None:
                 raise MqttError(f"no SUBACK for {topic_filter} from {self._where}")
@@ -279,7 +284,9 @@ class MqttClient:
                 self._paho.unsubscribe(topic_filter)
             elif self.is_connected and self._speaks.protocol == "5":
                 # restore the permanent subscription's options, without a retained replay
-                self._send_subscribe([topic_filter], retain_handling=1)
+                self._send_subscribe(
+                    [topic_filter], retain_handling=1, qos=self._subs.qos_of(topic_filter) or 0
+                )
 
     # -- publishing
     def publish(self, topic: str, payload: bytes | None, retain: bool = True, qos: int = 1) -> None:
@@ -373,11 +380,12 @@ class MqttClient:
             return
         # QoS 1 messages this connection keeps unacknowledged at once (a batch's pace)
         self.send_window = paho_setup.apply_receive_maximum(client, props)
-        filters = self._subs.filters()
-        if filters:
+        groups = self._subs.by_qos()
+        filters = [f for group in groups.values() for f in group]
+        for qos, group in sorted(groups.items()):
             # A resumed session still holds our subscriptions: renew them without
             # replaying every retained message (v5 retain handling 1).
-            self._send_subscribe(filters, retain_handling=1 if flags.session_present else 0)
+            self._send_subscribe(group, retain_handling=1 if flags.session_present else 0, qos=qos)
         # Whether the broker kept our session: then QoS 1 messages sent while we were away
         # were queued for us and nothing was missed (3.1.1 with a clean session: never).
         self.session_resumed = bool(flags.session_present)
@@ -425,7 +433,9 @@ class MqttClient:
 
     def _on_message(self, _c: paho.Client, _u: Any, msg: paho.MQTTMessage) -> None:
         try:
-            message = Message(topic=msg.topic, payload=bytes(msg.payload), retain=bool(msg.retain))
+            message = Message(
+                topic=msg.topic, payload=bytes(msg.payload), retain=bool(msg.retain), qos=msg.qos
+            )
         except UnicodeDecodeError:
             log.warning("ignoring a message with a non-UTF-8 topic from %s", self._where)
             return
@@ -456,8 +466,9 @@ class MqttClient:
 
     def _resubscribe(self, topic_filter: str) -> None:
         """A refused subscription's retry (on the retry timer's thread)."""
-        if self._running and self.is_connected and topic_filter in set(self._subs.filters()):
-            self._send_subscribe([topic_filter])
+        qos = self._subs.qos_of(topic_filter)
+        if self._running and self.is_connected and qos is not None:
+            self._send_subscribe([topic_filter], qos=qos)
 
     def _on_connect_fail(self, _c: paho.Client, _u: Any) -> None:
         self._move_on = True

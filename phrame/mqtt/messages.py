@@ -17,6 +17,7 @@ class Message:
     topic: str
     payload: bytes
     retain: bool
+    qos: int = 1  # as delivered: the lower of the publication's and the subscription's
 
 
 @dataclass(frozen=True)

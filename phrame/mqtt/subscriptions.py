@@ -58,6 +58,10 @@ class Subscriptions:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._permanent: dict[str, list[Callback]] = {}
+        # QoS asked of the broker per permanent filter: 0 for reports where a lost one is as
+        # good as a late one (heartbeats: the next comes within its interval), so neither the
+        # broker nor this client handles an acknowledgement for each of thousands a second
+        self._qos: dict[str, int] = {}
         self._temporary: dict[int, tuple[str, Callback]] = {}
         self._compiled: dict[str, FilterMatch] = {}  # by filter, kept while any uses it
 
@@ -65,10 +69,12 @@ class Subscriptions:
         if topic_filter not in self._compiled:
             self._compiled[topic_filter] = FilterMatch(topic_filter)
 
-    def add(self, topic_filter: str, callback: Callback) -> None:
+    def add(self, topic_filter: str, callback: Callback, qos: int = 1) -> None:
+        """Remember ``callback`` for ``topic_filter``; a filter added twice keeps the higher QoS."""
         with self._lock:
             self._compile(topic_filter)
             self._permanent.setdefault(topic_filter, []).append(callback)
+            self._qos[topic_filter] = max(qos, self._qos.get(topic_filter, 0))
 
     def add_temporary(self, key: int, topic_filter: str, callback: Callback) -> None:
         with self._lock:
@@ -87,6 +93,19 @@ class Subscriptions:
     def filters(self) -> list[str]:
         with self._lock:
             return list(self._permanent)
+
+    def qos_of(self, topic_filter: str) -> int | None:
+        """The QoS a permanent filter is subscribed with (``None``: no permanent one)."""
+        with self._lock:
+            return self._qos.get(topic_filter)
+
+    def by_qos(self) -> dict[int, list[str]]:
+        """The permanent filters grouped by their QoS (one SUBSCRIBE each on a reconnect)."""
+        with self._lock:
+            groups: dict[int, list[str]] = {}
+            for topic_filter in self._permanent:
+                groups.setdefault(self._qos[topic_filter], []).append(topic_filter)
+            return groups
 
     def dispatch(self, message: Message) -> None:
         topic = message.topic

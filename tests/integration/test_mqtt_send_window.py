@@ -13,6 +13,7 @@ import pytest
 from phrame.mqtt import MqttClient, MqttSettings
 from phrame.mqtt.broker_config import MAX_INFLIGHT_MESSAGES
 from tests.support.mosquitto import Mosquitto
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture
@@ -38,3 +39,27 @@ def test_the_window_is_the_brokers_receive_maximum(mosquitto: Mosquitto, wide_br
     finally:
         for c in (wide, narrow, old):
             c.stop()
+
+
+def test_messages_beyond_the_window_leave_in_order(mosquitto: Mosquitto) -> None:
+    """The window moves on from its front (not by paho's walk past every message in flight):
+    what waited beyond it still goes out in the order it was published, so the last value
+    published to a topic is the one the broker keeps."""
+    writer = MqttClient(MqttSettings(url=mosquitto.url), "window-order")  # a window of 20
+    reader = MqttClient(MqttSettings(url=mosquitto.url), "window-order-reader")
+    seen: list[bytes] = []
+    try:
+        writer.start(timeout=10)
+        reader.start(timeout=10)
+        assert writer.send_window == 20
+        assert reader.subscribe("order/same", lambda m: seen.append(m.payload))
+        items: list[tuple[str, bytes | None]] = []
+        for i in range(500):  # 1,000 messages, 25 windows: one topic written 500 times
+            items += [("order/same", str(i).encode()), (f"order/other/{i}", b"x")]
+        writer.publish_batch(items, timeout=30)
+        wait_for(lambda: len(seen) >= 500, "the reader heard all 500 writes of one topic", 10)
+        assert seen == [str(i).encode() for i in range(500)]
+        assert writer.collect_retained("order/same") == {"order/same": b"499"}
+    finally:
+        writer.stop()
+        reader.stop()
