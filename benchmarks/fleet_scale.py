@@ -208,7 +208,8 @@ print(n[0], flush=True)
 
 
 def profile(fleet: Fleet, names: list[str], seconds: float) -> list[subprocess.Popen[bytes]]:
-    """With BENCH_FLEET_PROFILE=DIR: py-spy records these processes (speedscope files in DIR)."""
+    """With BENCH_FLEET_PROFILE=DIR: py-spy records these processes (raw files in DIR) for
+    BENCH_FLEET_PROFILE_S seconds (25) of the first push."""
     out = os.environ.get("BENCH_FLEET_PROFILE")
     if not out:
         return []
@@ -230,7 +231,8 @@ def measure_change(fleet: Fleet, sampler: Sampler, tag: str, *, spy: bool) -> di
     log_mark = len(fleet.log_text("config-sync"))
     load = os.getloadavg()[0]
     obs.start_recording()
-    profiles = profile(fleet, ["config-sync", "nodes-0"], seconds=25) if spy else []
+    spy_s = float(os.environ.get("BENCH_FLEET_PROFILE_S", "25"))  # from the push
+    profiles = profile(fleet, ["config-sync", "nodes-0"], seconds=spy_s) if spy else []
     sha, pushed_at = fleet.commit_and_push(fleet_change(NODES, tag), f"edge-agent {tag}")
     obs.aim(sha)
     wait(lambda: len(obs.converged_at) == NODES, f"{NODES} nodes converged on {sha[:12]}", 120)
@@ -247,7 +249,7 @@ def measure_change(fleet: Fleet, sampler: Sampler, tag: str, *, spy: bool) -> di
             (r for r in doc.get("deploys", []) if r["commit"] == sha and r["state"] == "converged"), None
         )
 
-    wait(record, "the deploys record converged", 30)
+    wait(record, "the deploys record converged", 90)  # duty-limited checks at 10,000 nodes
     cpu = {name: sampler.cpu(name) - cpu0[name] for name in sampler.procs}
     for recorder in profiles:
         recorder.wait(60)

@@ -158,6 +158,7 @@ class ConfigSync:
         self.deployer.history = self.history
         self.history.on_finished = self._deploy_finished
         self.history.on_health = self._deploy_health
+        self.history.busy = self.publisher.is_publishing
         # with GitLab: each deployment as a GitLab deployment of its environment
         self.environments = (
             GitLabEnvironments(self.reporter.gitlab.deployments)

@@ -60,6 +60,10 @@ class DeployHistory:
         self.on_health: Callable[[str, DeployRecord, str], None] | None = None
         # told of every record made, superseded or judged (under the lock: they only note)
         self.watchers: list[Callable[[str, DeployRecord], None]] = []
+        # True while a publication runs: the newest finished deployment is not followed then
+        # (the one being published supersedes it; judging it again on every tick took a
+        # third of config-sync's samples during a 10,000-node push, beside the publication)
+        self.busy: Callable[[], bool] = lambda: False
         # (env, commit) -> who approved it (config_sync.approvals), for a new record
         self.approvals_of: Callable[[str, str], tuple[dict[str, Any], ...]] | None = None
         self._lock = threading.RLock()  # held while publishing too: never an older list after a newer
@@ -214,11 +218,12 @@ class DeployHistory:
         recs: list[DeployRecord],
         health: Callable[[str, DeployRecord, list[dict[str, Any]]], Health] | None,
     ) -> None:
-        """The environment's newest deployment, once finished, is judged on every tick too:
-        a new verdict word (degraded long after it converged, healthy again) goes into the
-        record (so a restart knows it) and to ``on_health``."""
+        """The environment's newest deployment, once finished, is judged on every tick too
+        (but not while a publication runs: :attr:`busy`): a new verdict word (degraded long
+        after it converged, healthy again) goes into the record (so a restart knows it) and
+        to ``on_health``."""
         newest = recs[0] if recs else None
-        if health is None or newest is None or newest.is_pending:
+        if health is None or newest is None or newest.is_pending or self.busy():
             return
         followed = records.follow(newest, health(env, newest, self.held.get(env, [])))
         if followed is newest:

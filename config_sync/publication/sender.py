@@ -155,6 +155,10 @@ class DesiredPublisher:
             return None
         return parsed.node if parsed.plane == "desired" and parsed.kind == "manifest" else None
 
+    def is_publishing(self) -> bool:
+        """Whether a publication (or a read-back's comparison) holds the publisher now."""
+        return self._lock.locked()
+
     def invalidate(self) -> None:
         """Forget what is published; the next publication re-reads it from the broker.
 

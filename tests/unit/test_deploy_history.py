@@ -174,3 +174,30 @@ def test_the_deployment_of_a_commit_is_found_again_unless_its_verdict_was_a_fail
     assert h.deployment_of("main", SHA, ["prod", "qa"]) is None  # qa's failure was reported
     assert h.deployment_of("main", "b" * 40, ["prod"]) is None
     assert h.deployment_of("main", SHA, []) is None
+
+
+def test_the_newest_finished_record_is_not_followed_while_a_publication_runs() -> None:
+    """A publication supersedes the newest finished deployment: it is not judged again while
+    one runs (at 10,000 nodes each judgement took seconds beside the publication), and is
+    judged at the first tick after it."""
+    from phrame.actual.health import Health, Reason
+
+    broker, clock = Broker(), Clock()
+    h = history(broker, clock)
+    h.restore({})
+    publishing = [False]
+    h.busy = lambda: publishing[0]
+    judged: list[str] = []
+
+    def judge(env: str, r: object, held: object) -> Health:
+        judged.append(env)
+        return Health("degraded", (Reason("n1", "prod.web.0", "crash-looping: restarted 5 times"),))
+
+    h.record(outcome(SHA))
+    h.check({}, {}, lambda nodes: {}, lambda env, r, held: Health("healthy"))  # converged
+    publishing[0] = True
+    h.check({}, {}, lambda nodes: {}, judge)
+    assert judged == [] and h.by_env["prod"][0].health == "healthy"
+    publishing[0] = False
+    h.check({}, {}, lambda nodes: {}, judge)
+    assert judged == ["prod"] and h.by_env["prod"][0].health == "degraded"
