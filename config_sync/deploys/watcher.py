@@ -126,6 +126,13 @@ class DeployWatcher:
                 generation = doc.get("generation")
                 if isinstance(generation, int) and not isinstance(generation, bool):
                     self.applied[node] = max(self.applied.get(node, 0), generation)
+            self._news()
+
+    def _news(self) -> None:
+        """Wake the watcher thread for news, unless it is pausing after a check (the duty
+        gap: it checks when that ends anyway): at 10,000 nodes a status a few hundred
+        microseconds apart each woke it only to wait again."""
+        if time.monotonic() >= self._next_check_at:
             self._loop.wake()
 
     def on_placement(self, msg: Any) -> None:
@@ -146,7 +153,7 @@ class DeployWatcher:
                 self.placement.pop(parsed.environment, None)
             else:
                 self.placement[parsed.environment] = dict(doc)
-            self._loop.wake()
+            self._news()
 
     def health_of(
         self,
