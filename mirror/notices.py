@@ -56,6 +56,8 @@ class ChangeNotices:
 
     def changed(self, seq: int, topic: str, payload: Any, *, cleared: bool) -> None:
         """Message ``seq`` set ``topic`` to ``payload`` (parsed JSON), or ``cleared`` it."""
+        if not self._has_readers():  # no one to tell: the encoding is the cost (every heartbeat)
+            return
         note = {"plane": self.plane, "instance": self.instance, "seq": seq, "topic": topic,
                 "payload": None if cleared else payload, "cleared": cleared}  # fmt: skip
         data = json.dumps(note, separators=(",", ":")).encode()
@@ -68,6 +70,13 @@ class ChangeNotices:
         """A snapshot holding the first ``seq`` messages was written: read it now."""
         note = {"plane": self.plane, "instance": self.instance, "seq": seq, "written": True}
         self._send(json.dumps(note).encode())
+
+    def _has_readers(self) -> bool:
+        with self._lock:
+            if self._server is None:
+                return False
+            self._accept()
+            return bool(self._readers)
 
     def _send(self, data: bytes) -> None:
         with self._lock:
