@@ -5,7 +5,6 @@ through sets, updates, clears and invalid payloads; and the loop's wake-ups of i
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from mirror.encoding import REMOVED, SnapshotEncoder, encode_document
 from mirror.loop import MirrorLoop
 from phrame.mqtt import Message
 from tests.support.mirror import mirror_settings
+from tests.unit.test_mqtt_parts import CountingCondition
 
 NODES = "phrame/actual/nodes/"
 
@@ -79,7 +79,7 @@ changes_of = st.dictionaries(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     steps=st.lists(changes_of, max_size=6),
     head=st.dictionaries(st.sampled_from(["invalid", "plane", "m"]), json_values),
@@ -96,16 +96,6 @@ def test_any_changes_give_the_bytes_of_one_dumps(steps: list[dict[str, Any]], he
         assert len(encoder) == len(held)
 
 
-class CountingCondition(threading.Condition):
-    def __init__(self) -> None:
-        super().__init__()
-        self.notified = 0
-
-    def notify_all(self) -> None:
-        self.notified += 1
-        super().notify_all()
-
-
 def test_the_writer_is_woken_by_the_first_unwritten_change_or_heartbeat_only(tmp_path: Path) -> None:
     loop = MirrorLoop(mirror_settings("mqtt://127.0.0.1:1", tmp_path))
     loop._cond = cond = CountingCondition()
@@ -113,9 +103,9 @@ def test_the_writer_is_woken_by_the_first_unwritten_change_or_heartbeat_only(tmp
     for i in range(100):  # a write is due by the first of each kind; the rest change no due time sooner
         feed(loop, f"{NODES}n{i}/heartbeat", beat)
         feed(loop, f"{NODES}n{i}/status", b'{"state":"online"}')
-    assert cond.notified == 2
+    assert cond.wakeups == 2
     with cond:
         loop._take()
     feed(loop, f"{NODES}n1/heartbeat", beat)
     feed(loop, f"{NODES}n1/heartbeat", beat)
-    assert cond.notified == 3  # the next snapshot's first heartbeat
+    assert cond.wakeups == 3  # the next snapshot's first heartbeat
