@@ -2,7 +2,8 @@
 
 ``phrame mirror`` builds one :class:`MirrorLoop` and calls :meth:`run` until SIGTERM. The MQTT
 callback only updates the in-memory state (network thread); the writer thread decides with
-:func:`mirror.debounce.wait_before_flush` and writes outside the lock. Each payload is read
+:func:`mirror.debounce.wait_before_flush` and encodes (only the topics changed since the last
+snapshot: :mod:`mirror.encoding`) and writes outside the lock. Each payload is read
 with the strict reader (``schemas.load_json``: no NaN or Infinity, at most 64 levels deep):
 an invalid one never stops the loop and never reaches ``topics`` (where it would break
 every reader of the snapshot); it is listed under ``invalid`` with the reason.
@@ -22,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mirror.debounce import wait_before_flush
+from mirror.encoding import REMOVED, SnapshotEncoder
 from mirror.notices import ChangeNotices
 from mirror.settings import MirrorSettings
 from mirror.snapshot import SnapshotWriter
@@ -51,6 +53,8 @@ class MirrorLoop:
         self._nodes_head = f"{settings.topic_prefix}/actual/nodes/"
         self._cond = threading.Condition()
         self._topics: dict[str, Any] = {}
+        self._changed: dict[str, Any] = {}  # topic → value (REMOVED: gone) since the last snapshot
+        self._encoder = SnapshotEncoder()  # the writer thread's
         self._invalid: dict[str, dict[str, str]] = {}
         self._last_change: float | None = None
         self._first_unflushed: float | None = None
@@ -80,19 +84,26 @@ class MirrorLoop:
                     valid = False
             now = self._clock()
             self.messages += 1
-            seq, payload = self.messages, self._topics.get(topic)
+            seq, payload = self.messages, self._topics.get(topic, REMOVED)
+            self._changed[topic] = payload
             self.last_message_at = now
+            # The writer is woken only when a write becomes due sooner than it waits for: the
+            # first unwritten change or heartbeat. A later change only moves the quiet time
+            # on, which the writer reads when it wakes (not 2,000 wake-ups a second).
             if valid and message.payload and self._is_heartbeat(topic):
                 # never quiet, never a change worth a write of its own: see mirror.debounce
                 if self._first_beat_unflushed is None:
                     self._first_beat_unflushed = now
+                    self._cond.notify_all()
             else:
                 self._last_change = now
                 if self._first_unflushed is None:
                     self._first_unflushed = now
-            self._cond.notify_all()
+                    self._cond.notify_all()
         if valid:  # one network thread: notices go out in message order; an invalid one waits for the file
-            self.notices.changed(seq, topic, payload, cleared=not message.payload)
+            self.notices.changed(
+                seq, topic, None if payload is REMOVED else payload, cleared=not message.payload
+            )
 
     def _is_heartbeat(self, topic: str) -> bool:
         """A node's heartbeat (``<prefix>/actual/nodes/<node>/heartbeat``)."""
@@ -172,8 +183,8 @@ class MirrorLoop:
                     self._cond.wait(SIGNAL_CHECK_S if wait is None else min(wait, SIGNAL_CHECK_S))
                 if self._stopping and self._first_unflushed is None and self._first_beat_unflushed is None:
                     return
-                document, held = self._take()
-            ok = self.writer.write(document)
+                head, changes, held = self._take()
+            ok = self.writer.write(self._encoder.encode(head, changes))
             if ok:
                 self.notices.written(held)
             with self._cond:
@@ -197,16 +208,18 @@ class MirrorLoop:
             beat_delay_s=self.settings.heartbeat_delay_s,
         )
 
-    def _take(self) -> tuple[dict[str, Any], int]:
-        """The snapshot document of the current state; marks it flushed (caller holds the lock)."""
+    def _take(self) -> tuple[dict[str, Any], dict[str, Any], int]:
+        """The snapshot of the current state: its head (every key but ``topics``), the topics
+        changed since the last one, and the messages it holds; marks it flushed (caller holds
+        the lock). The writer thread encodes it (:class:`mirror.encoding.SnapshotEncoder`)."""
         self._first_unflushed = self._first_beat_unflushed = None
-        document = {
+        changes, self._changed = self._changed, {}
+        head = {
             "plane": self.settings.plane,
             "prefix": self.settings.topic_prefix,
             "generated_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "messages": self.messages,
             "instance": self.instance,
-            "topics": dict(self._topics),
             "invalid": dict(self._invalid),
         }
-        return document, self.messages
+        return head, changes, self.messages

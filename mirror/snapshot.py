@@ -1,6 +1,7 @@
 """Writing one snapshot file atomically, and saying once when the disk refuses it.
 
-:class:`SnapshotWriter` is used by the mirror loop. A write goes to a temp file in the same
+:class:`SnapshotWriter` is used by the mirror loop (the bytes come from
+:mod:`mirror.encoding`). A write goes to a temp file in the same
 folder, is fsynced and then ``os.replace``d over the old one, so a reader sees the old file
 or the new one, never half of one. It never removes or truncates the last good snapshot:
 on any ``OSError`` (a full disk, a read-only folder) the temp file is removed and the
@@ -10,12 +11,10 @@ failure counted and logged once per condition until a write succeeds again.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +29,8 @@ class SnapshotWriter:
         self.last_bytes = 0  # size of the last snapshot written (for metrics)
         self.last_error: str | None = None  # the condition last logged; None: healthy
 
-    def write(self, document: dict[str, Any]) -> bool:
-        """Replace the snapshot with ``document``; whether it was written."""
-        data = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+    def write(self, data: bytes) -> bool:
+        """Replace the snapshot with ``data`` (an encoded document); whether it was written."""
         tmp: str | None = None
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)

@@ -62,7 +62,9 @@ class PlacementHealth:
         first node back, while a node already silent for a timeout before it began stays offline."""
         if not nodes:
             return
-        if not any(h.alive for h in self.health(nodes, now).values()):
+        # alive is online (see health): the first online node ends the question, where the
+        # whole fleet's health was judged for it each pass (10,000 verdicts, then again)
+        if not any(self.view.verdict(n, now).is_online for n in nodes):
             if scope not in self._disrupted:
                 beats = [f.heard_at for n in nodes if (f := self.view.facts(n)) is not None]
                 last = max((b for b in beats if b is not None), default=None)

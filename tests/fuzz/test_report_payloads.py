@@ -70,9 +70,9 @@ def test_hostile_reports_reach_only_their_senders_row(tmp_path: Path) -> None:
     def check(topic: str, payload: bytes) -> None:
         loop.on_message(Message(T.heartbeat("good"), good, True))
         loop.on_message(Message(topic, payload, True))
-        document, _ = loop._take()
+        head, changes, _ = loop._take()
         writer = SnapshotWriter(tmp_path / "actual.json")
-        assert writer.write(document)
+        assert writer.write(loop._encoder.encode(head, changes))
         state = ApiState("phrame")
         now = time.time()
         state.apply("actual", read_document(writer.path), now)
@@ -84,7 +84,7 @@ def test_hostile_reports_reach_only_their_senders_row(tmp_path: Path) -> None:
         strict(ApiJSON({"nodes": list(rows.values())}).body)
         strict(ApiJSON({"topics": state.all_topics()}).body)
         assert rows["good"]["online"] and rows["good"]["errors"] == [], rows["good"]
-        if topic in document["invalid"]:
+        if topic in head["invalid"]:
             assert topic not in state.all_topics()
             assert any(topic in e for e in rows["bad"]["errors"]), rows["bad"]
         loop.on_message(Message(topic, b"", True))  # cleared: the next example starts clean

@@ -65,3 +65,21 @@ def test_a_socket_left_by_a_mirror_that_died_is_replaced(tmp_path: Path) -> None
         sock.close()
     finally:
         notices.close()
+
+
+class Unencodable:
+    """A payload whose encoding would raise: shows whether a notice was encoded at all."""
+
+
+def test_no_reader_means_no_notice_is_encoded(tmp_path: Path) -> None:
+    notices = ChangeNotices(tmp_path, "actual", "run3")
+    notices.open()
+    try:  # every heartbeat of the fleet comes here: with no reader it costs no json.dumps
+        notices.changed(1, "phrame/actual/nodes/n/heartbeat", Unencodable(), cleared=False)
+        sock = reader(tmp_path / "actual.sock")  # a reader that connects gets the next change
+        notices.changed(2, "phrame/actual/nodes/n/status", {"state": "online"}, cleared=False)
+        assert json.loads(sock.recv(1024))["seq"] == 2
+        assert (notices.sent, notices.dropped) == (1, 0)
+        sock.close()
+    finally:
+        notices.close()

@@ -42,6 +42,14 @@ TOPICS = [
 ]
 
 
+def recording(**filters: str) -> tuple[Subscriptions, list[tuple[str, str]]]:
+    """Subscriptions whose callbacks record (name, topic) of each message, in order."""
+    subs, got = Subscriptions(), []
+    for name, topic_filter in filters.items():
+        subs.add(topic_filter, lambda m, name=name: got.append((name, m.topic)))  # type: ignore[misc]
+    return subs, got
+
+
 @pytest.mark.parametrize("topic_filter", FILTERS)
 def test_a_compiled_filter_matches_as_paho_does(topic_filter: str) -> None:
     match = FilterMatch(topic_filter)
@@ -52,10 +60,7 @@ def test_a_compiled_filter_matches_as_paho_does(topic_filter: str) -> None:
 def test_dispatch_uses_the_filters_compiled_once_not_a_matcher_per_message(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    subs = Subscriptions()
-    got: list[tuple[str, str]] = []
-    subs.add("phrame/actual/nodes/+/heartbeat", lambda m: got.append(("beat", m.topic)))
-    subs.add("phrame/actual/nodes/#", lambda m: got.append(("all", m.topic)))
+    subs, got = recording(beat="phrame/actual/nodes/+/heartbeat", all="phrame/actual/nodes/#")
     subs.add_temporary(1, "phrame/desired/#", lambda m: got.append(("read", m.topic)))
 
     def per_message(*_: object) -> bool:  # paho's builds a matcher tree per call
@@ -81,3 +86,31 @@ def test_a_read_of_a_permanent_filter_leaves_it_matching() -> None:
     assert subs.remove_temporary(7)
     subs.dispatch(Message(topic="a/b", payload=b"", retain=False))
     assert got == ["kept"]
+
+
+def test_a_topic_seen_before_is_not_matched_again_until_a_filter_is_added(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    subs, got = recording(beat="phrame/actual/nodes/+/heartbeat", status="phrame/actual/nodes/+/status")
+    tried: list[str] = []
+    matches = FilterMatch.matches
+
+    def counted(self: FilterMatch, topic: str, parts: list[str]) -> bool:
+        tried.append(topic)
+        return matches(self, topic, parts)
+
+    monkeypatch.setattr(FilterMatch, "matches", counted)
+    beat = Message(topic="phrame/actual/nodes/n1/heartbeat", payload=b"{}", retain=False)
+    for _ in range(100):  # a node's heartbeats: the same topic every few seconds
+        subs.dispatch(beat)
+    assert len(tried) == 2  # both filters, once
+    subs.add_temporary(1, "phrame/actual/#", lambda m: got.append(("read", m.topic)))
+    subs.dispatch(beat)  # a read is matched while it lasts
+    subs.remove_temporary(1)
+    subs.add("phrame/actual/#", lambda m: got.append(("all", m.topic)))  # a new filter: matched again
+    subs.dispatch(beat)
+    assert got == [("beat", beat.topic)] * 101 + [
+        ("read", beat.topic),
+        ("beat", beat.topic),
+        ("all", beat.topic),
+    ]

@@ -104,3 +104,17 @@ def test_a_node_that_never_answered_gets_a_timeout_from_the_end_of_the_disruptio
     assert [p.to_dict() for p in back.pending] == [
         {"replica": "mixer.0", "node": "edge-02", "offline_for_s": 0.0, "moves_in_s": TIMEOUT + GRACE}
     ]
+
+
+def test_noting_a_decision_judges_nodes_only_until_one_is_alive() -> None:
+    live = fleet()
+    judged: list[str] = []
+    verdict = live.view.verdict
+
+    def counted(node: str, now: float | None = None):  # type: ignore[no-untyped-def]
+        judged.append(node)
+        return verdict(node, now)
+
+    live.view.verdict = counted  # type: ignore[method-assign]
+    live.note_decision("lab", ["edge-04", *NODES], T0 + 1)  # edge-04 is offline, the next one alive
+    assert judged == ["edge-04", "edge-01"]
