@@ -21,7 +21,8 @@ from dev_stack.errors import DevError
 from dev_stack.files import write_private
 from dev_stack.settings import DevSettings
 
-HOOK = """#!{python}
+# -S: the hook is standard library only, and a push waits for it: no site-packages to set up
+HOOK = """#!{python} -S
 # Installed by `phrame dev` (rewritten at every start): posts a GitLab-shaped Push Hook
 # to config-sync for every updated branch; never fails or holds a push.
 import sys

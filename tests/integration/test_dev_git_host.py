@@ -149,3 +149,71 @@ def test_with_ha_each_push_is_posted_to_both_config_syncs(tmp_path: Path) -> Non
     assert pushed.stderr.count("config-sync notified (202)") == 2, pushed.stderr
     assert len(to_active) == len(to_standby) == 1
     assert to_active[0][1]["after"] == to_standby[0][1]["after"]
+
+
+def _described_commit(sha: str, repo: Path) -> dict[str, Any]:
+    """A commit as the hook describes it, read here with one git process per field group."""
+    fields = git("show", "-s", "--format=%H%x00%s%x00%B%x00%aI%x00%an%x00%ae", sha, cwd=repo).stdout
+    id_, title, message, timestamp, name, email = fields.split("\0")
+    changes: dict[str, list[str]] = {"added": [], "modified": [], "removed": []}
+    listed = git("diff-tree", "--root", "--no-commit-id", "--name-status", "-r", sha, cwd=repo).stdout
+    for line in listed.splitlines():
+        status, _, path = line.partition("\t")
+        changes[{"A": "added", "D": "removed"}.get(status, "modified")].append(path)
+    author = {"name": name, "email": email.strip()}
+    return {
+        "id": id_,
+        "title": title,
+        "message": message,
+        "timestamp": timestamp,
+        "author": author,
+        **changes,
+    }
+
+
+def test_the_hook_describes_a_push_in_one_git_process(tmp_path: Path, monkeypatch: Any) -> None:
+    """A push of several commits (the first push of a branch included: all added) is
+    described commit by commit as GitLab does, with one git process: the pusher waits for
+    the hook, and a process per commit and field was most of its time after Python's start."""
+    from dev_stack import hook
+
+    bare, work = tmp_path / "repo.git", tmp_path / "work"
+    git("init", "--quiet", "--bare", str(bare), cwd=tmp_path)
+    git("clone", "--quiet", str(bare), str(work), cwd=tmp_path)
+    (work / "a.yaml").write_text("a: 1\n")
+    (work / "odd name é.yaml").write_text("b: 1\n")
+    git("add", "--all", cwd=work)
+    git("commit", "--quiet", "-m", "first", cwd=work)
+    root = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    (work / "a.yaml").write_text("a: 2\n")
+    (work / "c.yaml").write_text("c: 1\n")
+    (work / "odd name é.yaml").unlink()
+    git("add", "--all", cwd=work)
+    git("commit", "--quiet", "-m", "second\n\nwith a body\nof two lines", cwd=work)
+    git("mv", "c.yaml", "d.yaml", cwd=work)  # a rename is a removal and an addition, as in diff-tree
+    git("commit", "--quiet", "--allow-empty", "-m", "third", cwd=work)
+    git("commit", "--quiet", "--allow-empty", "-m", "empty", cwd=work)
+    head = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    shas = git("rev-list", "--reverse", "HEAD", cwd=work).stdout.split()
+
+    runs: list[list[str]] = []
+    real_run = subprocess.run
+
+    def counted(args: list[str], **kwargs: Any) -> Any:
+        runs.append(list(args))
+        return real_run(args, **kwargs)
+
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(hook.subprocess, "run", counted)
+    first_push = hook.push_event("0" * 40, head, "refs/heads/main", project="p")
+    assert len(runs) == 1, runs
+    assert first_push["commits"] == [_described_commit(sha, work) for sha in shas]
+    assert first_push["commits"][0]["added"] == ["a.yaml", '"odd name \\303\\251.yaml"']
+    assert first_push["commits"][2]["removed"] == ["c.yaml"] and first_push["commits"][2]["added"] == [
+        "d.yaml"
+    ]
+    runs.clear()
+    later = hook.push_event(root, head, "refs/heads/main", project="p")
+    assert len(runs) == 1, runs
+    assert later["commits"] == first_push["commits"][1:]
+    assert later["user_name"] == "Ada" and later["total_commits_count"] == 3

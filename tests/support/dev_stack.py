@@ -57,6 +57,8 @@ class DevStackProcess:
         self.statuses: dict[str, dict[str, Any]] = {}
         self.placement: dict[str, Any] = {}
         self._lock = threading.Lock()
+        # set by each status or placement message: a wait on them looks again at once
+        self._news = threading.Event()
         self.mqtt: MqttClient | None = None
         self.child_env = {k: v for k, v in os.environ.items() if not k.startswith("PHRAME_")}
         # the sample runs a host process, as root where the tests run as root: a node policy allowing it
@@ -197,21 +199,29 @@ class DevStackProcess:
             return bool(condition())
 
         try:
-            wait_for(done, what, timeout, interval=0.05, observe=observe)
+            wait_for(done, what, timeout, interval=0.05, observe=observe, pause=self._pause)
         except AssertionError as e:
             if self.proc.poll() is not None:
                 raise
             raise AssertionError(f"{e}\n{self.log_tails()}") from None
         return time.monotonic() - start
 
+    def _pause(self, seconds: float) -> None:
+        """Until the next status or placement message, at most ``seconds`` (a wait on
+        anything else, the console or the page, looks again after ``seconds``)."""
+        self._news.wait(seconds)
+        self._news.clear()  # what it announced is stored already: the next look sees it
+
     def _on_status(self, msg: Message) -> None:
         node = msg.topic.split("/")[-2]
         with self._lock:
             self.statuses[node] = json.loads(msg.payload) if msg.payload else {}
+        self._news.set()
 
     def _on_placement(self, msg: Message) -> None:
         with self._lock:
             self.placement = json.loads(msg.payload) if msg.payload else {}
+        self._news.set()
 
     def node_status(self, node: str) -> dict[str, Any]:
         with self._lock:

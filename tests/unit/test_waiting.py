@@ -27,3 +27,12 @@ def test_observe_replaces_the_bare_false_in_the_message() -> None:
 def test_an_error_of_the_condition_is_not_swallowed() -> None:
     with pytest.raises(ZeroDivisionError):
         wait_for(lambda: 1 / 0, "a broken condition", 1)
+
+
+def test_pause_is_what_waits_between_two_looks() -> None:
+    """A caller that hears of progress (an MQTT message) ends the pause early: the wait
+    looks again at once instead of after the rest of its interval."""
+    pauses: list[float] = []
+    counter = itertools.count()
+    assert wait_for(lambda: next(counter) >= 2, "two looks", 5, interval=0.5, pause=pauses.append)
+    assert pauses == [0.5, 0.5]
