@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -134,25 +133,63 @@ def describe(old: str, new: str, ref: str, *, project: str) -> tuple[str, dict[s
 
 def deliver(url: str, secret: str, body: dict[str, Any], *, event: str = "Push Hook") -> str:
     """POST one delivery; the outcome as a line for the pusher (never raises)."""
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "X-Gitlab-Event": event,
-            "X-Gitlab-Token": secret,
-            "Idempotency-Key": str(uuid.uuid4()),
-            "User-Agent": "phrame-dev-hook",
-        },
-    )
+    headers = {
+        "Content-Type": "application/json",
+        "X-Gitlab-Event": event,
+        "X-Gitlab-Token": secret,
+        "Idempotency-Key": str(uuid.uuid4()),
+        "User-Agent": "phrame-dev-hook",
+    }
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            return f"config-sync notified ({response.status}): deploying {body['ref']}"
-    except urllib.error.HTTPError as e:
-        return f"config-sync answered {e.code} for {body['ref']}: {e.read()[:200].decode(errors='replace')}"
+        status, text = post(url, json.dumps(body).encode(), headers)
     except (OSError, ValueError) as e:
         return f"config-sync at {url} did not answer ({e}); it picks the push up at its next poll"
+    if 200 <= status < 300:
+        return f"config-sync notified ({status}): deploying {body['ref']}"
+    return f"config-sync answered {status} for {body['ref']}: {text[:200]}"
+
+
+def post(url: str, data: bytes, headers: dict[str, str]) -> tuple[int, str]:
+    """POST ``data`` to an ``http://host:port/path`` URL over a plain socket (``Connection:
+    close``): the status and the body as text. ``urllib`` (with ``http.client`` and
+    ``email``) was most of the hook's own time, and every push waits for the hook; it is
+    imported only for another scheme (``https``)."""
+    scheme, _, rest = url.partition("://")
+    if scheme != "http":
+        return _post_urllib(url, data, headers)
+    authority, _, path = rest.partition("/")
+    host, port = authority, 80
+    if authority.startswith("["):  # [::1]:8080
+        host, _, tail = authority[1:].partition("]")
+        port = int(tail[1:]) if tail.startswith(":") else 80
+    elif ":" in authority:
+        host, _, number = authority.rpartition(":")
+        port = int(number)
+    head = [f"POST /{path} HTTP/1.1", f"Host: {authority}", "Connection: close"]
+    head.append(f"Content-Length: {len(data)}")
+    head += [f"{name}: {value}" for name, value in headers.items()]
+    with socket.create_connection((host, port), timeout=TIMEOUT_S) as sock:
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+        reply = bytearray()
+        while chunk := sock.recv(65536):  # the server closes after its answer
+            reply += chunk
+    status_line, _, rest_of_reply = bytes(reply).partition(b"\r\n")
+    parts = status_line.split(b" ", 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+        raise ValueError(f"not an HTTP answer: {status_line[:80]!r}")
+    return int(parts[1]), rest_of_reply.partition(b"\r\n\r\n")[2].decode(errors="replace")
+
+
+def _post_urllib(url: str, data: bytes, headers: dict[str, str]) -> tuple[int, str]:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=data, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            return int(response.status), ""
+    except urllib.error.HTTPError as e:
+        return int(e.code), e.read()[:200].decode(errors="replace")
 
 
 def main() -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -217,3 +218,50 @@ def test_the_hook_describes_a_push_in_one_git_process(tmp_path: Path, monkeypatc
     assert len(runs) == 1, runs
     assert later["commits"] == first_push["commits"][1:]
     assert later["user_name"] == "Ada" and later["total_commits_count"] == 3
+
+
+def test_the_hook_imports_no_http_library() -> None:
+    """The pusher waits for the hook: it posts over a plain socket, without urllib's imports
+    (``http.client``, ``email``), which were most of its own time after Python's start."""
+    root = Path(__file__).resolve().parents[2]
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import dev_stack.hook; "
+        "print(sorted(m for m in ('urllib.request', 'http.client', 'email') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", probe, str(root)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_refused_delivery_says_the_status_and_the_answer() -> None:
+    """An answer other than 2xx is said with its status and the start of its body."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from dev_stack import hook
+
+    seen: list[tuple[str, str, bytes]] = []
+
+    class Refuse(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers["Content-Length"])
+            seen.append((self.path, self.headers["X-Gitlab-Token"], self.rfile.read(length)))
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"detail": "bad token"}')
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/webhooks/gitlab"
+        said = hook.deliver(url, "s3cret", {"ref": "refs/heads/main"})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert said == 'config-sync answered 401 for refs/heads/main: {"detail": "bad token"}'
+    assert seen == [("/webhooks/gitlab", "s3cret", b'{"ref": "refs/heads/main"}')]
