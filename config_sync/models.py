@@ -74,19 +74,19 @@ class PublicationOrder:
         nodes that was 20 s, and an agent passed in between), and agents start while the rest
         is sent. With no more nodes than ``nodes_per_batch`` it is :meth:`steps`."""
         first, second = self.steps()
-        if len({topics.node_of(t) for t, _ in self.manifests}) <= nodes_per_batch:
-            return [step for step in (first, second) if step]
-        node_batch: dict[str, int] = {}  # node -> its batch, in the order of the manifests
-        for topic, _ in self.manifests:
-            node = topics.node_of(topic)
+        owners = [topics.node_of(t) for t, _ in self.manifests]  # each manifest's node
+        node_batch: dict[str | None, int] = {}  # node -> its batch, in the order of the manifests
+        for node in owners:
             if node is not None and node not in node_batch:
                 node_batch[node] = len(node_batch) // nodes_per_batch
-        last = max(node_batch.values(), default=0) + 1
+        if len(node_batch) <= nodes_per_batch:
+            return [step for step in (first, second) if step]
+        last = max(node_batch.values()) + 1
         batches: list[list[Message]] = [[] for _ in range(last + 1)]
         for message in first:  # a node without a changed manifest: its items in the first batch
-            batches[node_batch.get(topics.node_of(message[0]) or "", 0)].append(message)
-        for message in self.manifests:
-            batches[node_batch.get(topics.node_of(message[0]) or "", last - 1) + 1].append(message)
+            batches[node_batch.get(topics.node_of(message[0]), 0)].append(message)
+        for node, message in zip(owners, self.manifests, strict=True):
+            batches[node_batch.get(node, last - 1) + 1].append(message)
         batches[last].extend(self.sync)
         return [batch for batch in batches if batch]
 

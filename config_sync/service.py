@@ -47,7 +47,7 @@ from config_sync.rollbacks.runner import Rollbacks
 from config_sync.rollouts.controller import RolloutController
 from config_sync.settings import SyncSettings
 from config_sync.status_views import full_view, public_view
-from phrame.actual import HEARTBEAT_QOS, ActualView
+from phrame.actual import ActualView, liveness_filters
 from phrame.mqtt import MqttClient, MqttError
 from phrame.runtime import Backoff, backoff
 from schemas import Topics
@@ -328,9 +328,8 @@ class ConfigSync:
                 log.error("config-sync cannot start: %s", e)
                 self._start_error = e
             return
-        self.actual.subscribe(self.topics.node_status_filter(), self.view.on_message)
-        # heartbeats at QoS 0: thousands a second at fleet scale, and a lost one is a late one
-        self.actual.subscribe(self.topics.heartbeat_filter(), self.view.on_message, qos=HEARTBEAT_QOS)
+        for topic_filter, qos in liveness_filters(self.topics):  # heartbeats at QoS 0
+            self.actual.subscribe(topic_filter, self.view.on_message, qos=qos)
         self.actual.subscribe(self.topics.actual_containers_filter(), self.view.on_message)
         self.notifier.start()
         if self.environments is not None:

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from phrame.actual import HEARTBEAT_QOS, Change
+from phrame.actual import Change, liveness_filters
 from phrame.mqtt import Message
 from placement.health import PlacementHealth
 from schemas import PayloadError, Topics, check_payload, load_json
@@ -40,7 +40,7 @@ class Triggers:
 
     def actual_filters(self) -> list[tuple[str, int]]:
         """The actual plane's filters placement reads, each with the QoS to subscribe with."""
-        return [(self.topics.heartbeat_filter(), HEARTBEAT_QOS), (self.topics.node_status_filter(), 1)]
+        return liveness_filters(self.topics)
 
     def sync_filter(self) -> str:
         return f"{self.topics.prefix}/desired/environments/+/sync"

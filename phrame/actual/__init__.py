@@ -4,8 +4,17 @@ Services feed :class:`ActualView` the actual plane's messages and read verdicts,
 and items from it; listeners are told of changes. It never subscribes or publishes itself.
 """
 
-from phrame.actual.beats import HEARTBEAT_QOS
+from phrame.actual.beats import HEARTBEAT_QOS, liveness_filters
 from phrame.actual.records import Change, ItemReport, NodeFacts, Report, Trust
 from phrame.actual.view import ActualView
 
-__all__ = ["HEARTBEAT_QOS", "ActualView", "Change", "ItemReport", "NodeFacts", "Report", "Trust"]
+__all__ = [
+    "HEARTBEAT_QOS",
+    "ActualView",
+    "Change",
+    "ItemReport",
+    "NodeFacts",
+    "Report",
+    "Trust",
+    "liveness_filters",
+]

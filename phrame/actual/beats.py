@@ -18,13 +18,19 @@ import json
 import math
 from typing import Any
 
-from schemas import MAX_JSON_DEPTH, check_payload, load_json
+from schemas import MAX_JSON_DEPTH, Topics, check_payload, load_json
 
 SCHEMA = "actual-heartbeat"
 # what a liveness reader subscribes to heartbeats with: at most once, no acknowledgement per
 # beat (a lost beat is a late one: the next comes within its interval, and liveness allows
 # several), so neither the broker nor the reader handles a PUBACK for each of thousands a second
 HEARTBEAT_QOS = 0
+
+
+def liveness_filters(topics: Topics) -> list[tuple[str, int]]:
+    """What a liveness reader subscribes to, each filter with its QoS: every node's status
+    (QoS 1) and heartbeat (:data:`HEARTBEAT_QOS`)."""
+    return [(topics.node_status_filter(), 1), (topics.heartbeat_filter(), HEARTBEAT_QOS)]
 
 
 def _refuse(name: str) -> Any:

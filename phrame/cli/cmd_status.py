@@ -22,7 +22,7 @@ import sys
 import time
 from dataclasses import asdict
 
-from phrame.actual import HEARTBEAT_QOS, ActualView
+from phrame.actual import ActualView, liveness_filters
 from phrame.cli.status_text import render_node, render_text
 from phrame.cli.status_view import DEFAULT_NODE_TIMEOUT_S, Summary, summarize
 from phrame.settings.env import EnvReader
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             clients.append(client)
             client.start(timeout=args.timeout)
             if plane == "actual":  # listening from here on
-                for f, qos in ((topics.node_status_filter(), 1), (topics.heartbeat_filter(), HEARTBEAT_QOS)):
+                for f, qos in liveness_filters(topics):
                     client.subscribe(f, view.on_message, timeout=args.timeout, qos=qos)
                 view.resume(time.time())
             for f in filters:
