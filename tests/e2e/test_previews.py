@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 
 from tests.support.dev_stack import DevStackProcess
 from tests.support.services import free_port, require_binary
+from tests.support.web import page_text
 
 pytestmark = [pytest.mark.docker, pytest.mark.mqtt, pytest.mark.slow]
 HOOKS = Path(__file__).resolve().parents[2] / "fixtures" / "webhooks" / "quickstart"
@@ -55,11 +55,7 @@ def networks_of(client: docker.DockerClient, environment: str) -> list[Any]:
 
 
 def page(port: int) -> str:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1) as r:
-            return str(r.read().decode())
-    except OSError:
-        return ""
+    return page_text(f"http://127.0.0.1:{port}/")
 
 
 def replay(stack: DevStackProcess, name: str) -> None:

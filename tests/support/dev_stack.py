@@ -29,6 +29,7 @@ from phrame.mqtt.broker_config import node_account, node_acl
 from tests.support.agent_support import open_policy_file
 from tests.support.services import free_port
 from tests.support.waiting import wait_for
+from tests.support.web import page_text
 
 # Short grace periods so a node loss is decided in seconds (placement's defaults are 20 s + 60 s).
 FAST = {
@@ -265,11 +266,7 @@ class DevStackProcess:
         return None
 
     def page(self) -> str:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/", timeout=1) as r:
-                return str(r.read().decode())
-        except OSError:
-            return ""
+        return page_text(f"http://127.0.0.1:{self.web_port}/")
 
     # -- pushing
     def git(self, *args: str, cwd: Path | None = None) -> str:
