@@ -5,9 +5,11 @@ Used by config-sync (fetch, head, merge_base, load), placement (through
 fetches: nothing here writes to the remote. Branches, GitLab MR heads and tags come in
 with forced refspecs and ``--prune`` (``phrame.git.refs``). Credentials and a private CA
 reach git through its environment only (``phrame.settings.git_remote``), every message is
-redacted, the cache's ``origin`` follows the URL setting before every fetch, and git is
-killed after ``timeout_s`` (PHRAME_GIT_TIMEOUT_S). Every Repo is closed after use: an open
-one keeps ``git cat-file`` processes alive until garbage collection.
+redacted, the cache's ``origin`` follows the URL setting (checked with git once per URL),
+and git is killed after ``timeout_s`` (PHRAME_GIT_TIMEOUT_S). Every Repo is closed after
+use: an open one keeps ``git cat-file`` processes alive until garbage collection. Refs are
+resolved and commits read for loading through one long-lived ``git cat-file``
+(:class:`phrame.git.objects.ObjectReader`): a sync starts no git process besides its fetch.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ import git
 from gitdb.exc import BadName, BadObject
 
 from phrame.config_repo import ConfigRepo, Problem, ReadCache, load
-from phrame.config_repo.sources import GitSource
 from phrame.git import refs
 from phrame.git.errors import GitError, RefMissing
+from phrame.git.objects import CommitSource, ObjectReader
 from phrame.settings.git_remote import GitRemote, follow_origin, hint
 from phrame.settings.state import private_dir
 
@@ -51,6 +53,9 @@ class GitCache:
         self.path = Path(path)
         self.timeout_s = timeout_s
         self._lock = threading.RLock()
+        # refs, listings and blobs for sync passes: one git process for the cache's life
+        self.objects = ObjectReader(self.path)
+        self._origin: str | None = None  # the URL origin was last seen to point at
 
     @contextmanager
     def opened(self) -> Iterator[git.Repo]:
@@ -59,12 +64,17 @@ class GitCache:
             try:
                 private_dir(self.path.parent)  # <state>/<service>: 0700, tightened once if looser
                 if not (self.path / "HEAD").is_file():
+                    self.objects.close()  # it read a repository that is gone
+                    self._origin = None
                     self.path.mkdir(parents=True, exist_ok=True)
                     git.Repo.init(self.path, bare=True).close()
                     log.info("created the clone cache %s for %s", self.path, self.url)
-                # cheap (one `git config`): a URL changed since the cache was made takes
-                # effect, and the "+" refspecs with --prune then replace every old ref
-                old = follow_origin(self.path, self.remote)
+                # a URL changed since the cache was made takes effect, and the "+" refspecs
+                # with --prune then replace every old ref; asked of git once per URL
+                old = None
+                if self._origin != self.remote.url:
+                    old = follow_origin(self.path, self.remote)
+                    self._origin = self.remote.url
             except (git.GitError, OSError) as e:
                 raise GitError(f"cannot open the clone cache {self.path}: {self.why(e)}") from e
             if old is not None:
@@ -106,14 +116,9 @@ class GitCache:
                 raise GitError(f"cannot fetch {self.url} into {self.path}: {why}") from e
 
     def resolve(self, name: str) -> str | None:
-        """The commit a local ref of the cache points at (tags peeled), or None."""
-        with self.reading() as repo:  # a cache that cannot be opened is a (transient) GitError
-            try:
-                return str(repo.commit(name).hexsha)
-            except (BadName, BadObject, ValueError):  # gitdb's "no such ref"
-                return None
-            except (git.GitError, OSError) as e:
-                raise GitError(f"cannot read {name} in {self.path}: {self.why(e)}") from e
+        """The commit a local ref of the cache points at (tags peeled), or None. A cache
+        that cannot be read is a (transient) GitError."""
+        return self.objects.commit_of(name)
 
     def head(self, ref: str) -> str:
         """The commit ``ref`` (``main``, ``refs/heads/main``, ``refs/tags/v1``) points to as
@@ -220,11 +225,7 @@ class GitCache:
 
     def load(self, sha: str, *, cache: ReadCache | None = None) -> tuple[ConfigRepo, list[Problem]]:
         """The repository's tree at ``sha`` (read from objects, no checkout)."""
-        source = GitSource(self.path, sha)
-        try:
-            return load(source, cache=cache)  # reads every file it needs before returning
-        finally:
-            source.repo.close()  # its git cat-file processes end now, not at garbage collection
+        return load(CommitSource(self.objects, sha), cache=cache)
 
     def timeout_message(self) -> str:
         return f"timed out after {self.timeout_s:g} s (PHRAME_GIT_TIMEOUT_S); git was stopped"
