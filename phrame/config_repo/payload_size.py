@@ -45,9 +45,7 @@ def payload_problems(
     reported: set[tuple[str, str]] = set()
     for name, node in sorted(rendered.nodes.items()):
         for key, payload in node.items.items():
-            size = rendered.sizes.get((name, key))
-            if size is None:  # a network: measured here
-                size = len(canonical_json(payload))
+            size = rendered.sizes[(name, key)]
             env, service = payload["environment"], payload.get("service")
             if size <= limit or service is None or (env, service) in reported:
                 continue  # a network is small: its fields are few and short

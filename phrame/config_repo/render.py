@@ -20,6 +20,7 @@ from phrame.config_repo.container_fields import container_fields
 from phrame.config_repo.model import ConfigRepo, Environment
 from phrame.config_repo.problems import ConfigError
 from phrame.config_repo.quantities import memory_bytes, parse_ports
+from phrame.config_repo.rules import environment_key, inventory_key
 from phrame.config_repo.secrets import item_secrets
 from schemas import Topics, canonical_json, digest
 
@@ -40,7 +41,8 @@ class Rendered:
     nodes: dict[str, NodeDesired]
     services: dict[tuple[str, str], dict[str, Any]]
     unassigned: list[str]  # item ids with no node yet
-    # (node, "containers/<id>") -> the size of the item's canonical JSON (payload_size's check)
+    # (node, "containers/<id>") -> the size of the item's canonical JSON (payload_size's check;
+    # networks too)
     sizes: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def topics(self, topics: Topics | None = None) -> dict[str, dict[str, Any]]:
@@ -186,10 +188,6 @@ def network_spec(env: Environment, name: str) -> dict[str, Any]:
     }
 
 
-def _stamp(spec: dict[str, Any], commit: str) -> dict[str, Any]:
-    return {**spec, "digest": digest(spec), "commit": commit}
-
-
 def _item_key(rep: Replica, env: Environment, index: ReplicaIndex) -> tuple[Any, ...] | None:
     """Everything a replica's item is made of, by content: its service file and environment
     file (blob shas), the environment's SOPS files, the replica's place and the item ids its
@@ -212,23 +210,86 @@ def _item_key(rep: Replica, env: Environment, index: ReplicaIndex) -> tuple[Any,
 
 
 def _item(
-    rep: Replica, env: Environment, index: ReplicaIndex, sha: str, cache: ReadCache | None
+    rep: Replica, env: Environment, index: ReplicaIndex, cache: ReadCache | None
 ) -> tuple[dict[str, Any], int]:
-    """The replica's stamped payload and the size of its canonical JSON (what
-    ``payload_size`` checks); with ``cache``, those made before from the same inputs (the
-    spec and digest; the commit is this rendering's; the size is with a sha of 40 characters)."""
+    """The replica's payload without its commit (spec and digest) and the size of its
+    canonical JSON with a commit (what ``payload_size`` checks; a sha has 40 characters
+    whatever the commit); with ``cache``, those made before from the same inputs."""
     key = _item_key(rep, env, index) if cache is not None else None
     made = cache.get(key) if cache is not None and key is not None else None
     if made is None:
         make = process_spec if rep.spec.get("kind") == "process" else container_spec
         spec = make(rep, env, index)
         stamped = {**spec, "digest": digest(spec)}
-        # the payload with a commit: a sha has 40 characters whatever the commit
-        size = len(canonical_json({**stamped, "commit": "0" * 40}))
-        made = (stamped, size)
+        made = (stamped, len(canonical_json({**stamped, "commit": "0" * 40})))
         if cache is not None and key is not None:
             cache.put(key, made)
-    return {**made[0], "commit": sha}, made[1]
+    return made
+
+
+@dataclass(frozen=True)
+class _EnvironmentItems:
+    """What one environment renders to, without a commit: (node, key, payload, size) of
+    each item and network, the item ids no node is assigned to, its declared services."""
+
+    items: tuple[tuple[str, str, dict[str, Any], int], ...]
+    unassigned: tuple[str, ...]
+    services: tuple[tuple[tuple[str, str], dict[str, Any]], ...]
+
+
+def _environment_items(repo: ConfigRepo, env: Environment, cache: ReadCache | None) -> _EnvironmentItems:
+    view = ConfigRepo(nodes=repo.nodes, environments={env.name: env}, commit=repo.commit)
+    env_replicas = replicas(view)
+    index = ReplicaIndex(env_replicas)  # depends_on and replaces resolve within the environment
+    items: list[tuple[str, str, dict[str, Any], int]] = []
+    unassigned = []
+    used_networks: dict[str, set[str]] = defaultdict(set)
+    for rep in env_replicas:
+        if rep.node is None:
+            unassigned.append(rep.item_id)
+            continue
+        key = f"{'processes' if rep.spec.get('kind') == 'process' else 'containers'}/{rep.item_id}"
+        items.append((rep.node, key, *_item(rep, env, index, cache)))
+        if key.startswith("containers/"):
+            used_networks[rep.node].update(rep.spec.get("networks", []))
+    stamped_networks: dict[str, tuple[dict[str, Any], int]] = {}
+    for node, nets in sorted(used_networks.items()):
+        for net in sorted(nets):
+            if net not in stamped_networks:
+                spec = network_spec(env, net)
+                stamped = {**spec, "digest": digest(spec)}
+                stamped_networks[net] = (stamped, len(canonical_json({**stamped, "commit": "0" * 40})))
+            items.append((node, f"networks/{env.name}.{net}", *stamped_networks[net]))
+    services = tuple(
+        (
+            (env.name, name),
+            {
+                "name": name,
+                "environment": env.name,
+                "kind": doc.data.get("kind", "container"),
+                "file": doc.file,
+                "declared": doc.data,
+            },
+        )
+        for name, doc in sorted(env.services.items())
+    )
+    return _EnvironmentItems(tuple(items), tuple(unassigned), services)
+
+
+def _environment_items_once(
+    repo: ConfigRepo, env: Environment, nodes: tuple[Any, ...] | None, cache: ReadCache | None
+) -> _EnvironmentItems:
+    """:func:`_environment_items`, from ``cache`` when the environment's files and the
+    inventory are the very blobs rendered before."""
+    key = environment_key(env) if cache is not None and nodes is not None else None
+    if cache is None or key is None:
+        return _environment_items(repo, env, cache)
+    cache_key = ("environment-items", nodes, key)
+    made: _EnvironmentItems | None = cache.get(cache_key)
+    if made is None:
+        made = _environment_items(repo, env, cache)
+        cache.put(cache_key, made)
+    return made
 
 
 def render(repo: ConfigRepo, *, commit: str | None = None) -> Rendered:
@@ -248,32 +309,23 @@ def render(repo: ConfigRepo, *, commit: str | None = None) -> Rendered:
 def render_checked(repo: ConfigRepo, sha: str, cache: ReadCache | None = None) -> Rendered:
     """:func:`render` of a repository whose schemas and rules passed; ``validate`` calls it
     before it has finished (to measure payloads), so it does not look at ``repo.problems``.
-    With ``cache`` (``validate``'s), an item whose inputs are unchanged since a rendering
-    before is not rendered nor digested again: equal by construction (tested against a
-    rendering without it)."""
+    With ``cache`` (``validate``'s), an environment whose files and the inventory are the
+    blobs rendered before is not rendered again, and in one that changed an item whose
+    inputs are unchanged is not rendered nor digested again: equal by construction
+    (tested against a rendering without it). Each payload gets ``sha`` as its commit."""
     nodes = {n: NodeDesired(n) for n in sorted(repo.nodes)}
-    all_replicas = replicas(repo)
-    index = ReplicaIndex(all_replicas)
-    unassigned = []
+    inventory = inventory_key(repo) if cache is not None else None
+    unassigned: list[str] = []
     sizes: dict[tuple[str, str], int] = {}
+    services: dict[tuple[str, str], dict[str, Any]] = {}
     sha_size = len(canonical_json(sha)) - 2  # items are measured with a sha of 40 characters
-    used_networks: dict[str, set[tuple[str, str]]] = defaultdict(set)
-    for rep in all_replicas:
-        if rep.node is None:
-            unassigned.append(rep.item_id)
-            continue
-        env = repo.environments[rep.environment]
-        key = f"{'processes' if rep.spec.get('kind') == 'process' else 'containers'}/{rep.item_id}"
-        nodes[rep.node].items[key], size = _item(rep, env, index, sha, cache)
-        sizes[(rep.node, key)] = size + sha_size - 40
-        if key.startswith("processes/"):
-            continue
-        for net in rep.spec.get("networks", []):
-            used_networks[rep.node].add((rep.environment, net))
-    for node, nets in used_networks.items():
-        for env_name, net in sorted(nets):
-            spec = network_spec(repo.environments[env_name], net)
-            nodes[node].items[f"networks/{env_name}.{net}"] = _stamp(spec, sha)
+    for env_name in sorted(repo.environments):
+        made = _environment_items_once(repo, repo.environments[env_name], inventory, cache)
+        for node, key, payload, size in made.items:
+            nodes[node].items[key] = {**payload, "commit": sha}
+            sizes[(node, key)] = size + sha_size - 40
+        unassigned += made.unassigned
+        services.update(made.services)
     for nd in nodes.values():
         nd.items = dict(sorted(nd.items.items()))
         nd.manifest = {
@@ -281,16 +333,6 @@ def render_checked(repo: ConfigRepo, sha: str, cache: ReadCache | None = None) -
             "commit": sha,
             "items": {k: v["digest"] for k, v in nd.items.items()},
         }
-    services = {}
-    for env_name, env in sorted(repo.environments.items()):
-        for name, doc in sorted(env.services.items()):
-            services[(env_name, name)] = {
-                "name": name,
-                "environment": env_name,
-                "kind": doc.data.get("kind", "container"),
-                "file": doc.file,
-                "declared": doc.data,
-            }
     return Rendered(sha, nodes, services, unassigned, sizes)
 
 

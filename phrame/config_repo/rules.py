@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from phrame.config_repo.assignment import Replica, replicas
@@ -51,14 +52,24 @@ def _sound_items(doc: Document, key: str) -> list[tuple[int, Any]]:
     return [(i, v) for i, v in enumerate(value) if doc.is_sound(key, i)]
 
 
+def node_names(repo: ConfigRepo) -> Iterator[Problem]:
+    """Each node file's ``name`` is its file name."""
+    yield from _table_names(repo.nodes)
+
+
+def _table_names(table: dict[str, Document]) -> Iterator[Problem]:
+    for stem, named in _valid(table):
+        if named.is_sound("name") and named.data["name"] != stem:
+            msg = f"name {named.data['name']!r} must equal the file name {stem!r}"
+            yield at(named, ["name"], "name-mismatch", msg)
+
+
 def names(repo: ConfigRepo) -> Iterator[Problem]:
-    tables = [repo.nodes] + [t for e in repo.environments.values() for t in (e.networks, e.services)]
-    for table in tables:
-        for stem, named in _valid(table):
-            if named.is_sound("name") and named.data["name"] != stem:
-                msg = f"name {named.data['name']!r} must equal the file name {stem!r}"
-                yield at(named, ["name"], "name-mismatch", msg)
+    """Networks and services are named as their files, each environment as its folder
+    (the node files: :func:`node_names`)."""
     for env in repo.environments.values():
+        yield from _table_names(env.networks)
+        yield from _table_names(env.services)
         pairs: list[tuple[Document | None, str]] = [
             (env.doc, "name"),
             (env.placement, "environment"),
@@ -269,12 +280,23 @@ def _published_once(doc: Document, cache: ReadCache | None) -> _Published:
     return made
 
 
-def ports(repo: ConfigRepo, all_replicas: list[Replica], cache: ReadCache | None = None) -> Iterator[Problem]:
+def port_specs(
+    env: Environment, cache: ReadCache | None = None
+) -> tuple[list[Problem], dict[tuple[str, str], list[tuple[int, PortMapping]]]]:
+    """The port spec problems of ``env``'s services, and per (environment, service) the
+    mappings that publish a host port."""
+    problems: list[Problem] = []
     published: dict[tuple[str, str], list[tuple[int, PortMapping]]] = {}
-    for env in repo.environments.values():
-        for name, doc in _valid(env.services):
-            problems, published[(env.name, name)] = _published_once(doc, cache)
-            yield from problems
+    for name, doc in _valid(env.services):
+        found, published[(env.name, name)] = _published_once(doc, cache)
+        problems += found
+    return problems, published
+
+
+def port_conflicts(
+    all_replicas: list[Replica], published: dict[tuple[str, str], list[tuple[int, PortMapping]]]
+) -> Iterator[Problem]:
+    """Two replicas on one node publishing the same host port (all environments together)."""
     # (node, host port, protocol) -> host ip (None: all addresses) -> the replica holding it
     taken: dict[tuple[str, int, str], dict[str | None, Replica]] = defaultdict(dict)
     first_here: dict[tuple[str, str, str], Replica] = {}
@@ -332,17 +354,86 @@ def capacity(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]
             yield at(doc, ["capacity", "memory"], "capacity-exceeded", msg)
 
 
+@dataclass(frozen=True)
+class EnvironmentCheck:
+    """What the rules make of one environment (with the inventory): its problems, its
+    replicas (``replicas(partial=True)``) and the host ports its services publish."""
+
+    problems: tuple[Problem, ...]
+    replicas: tuple[Replica, ...]
+    published: dict[tuple[str, str], list[tuple[int, PortMapping]]]
+
+
+def _documents_key(docs: Iterable[Document]) -> tuple[tuple[str, str], ...] | None:
+    """The files and blobs of ``docs``; None when one has no content id (not from git, or
+    unreadable): nothing is kept then."""
+    out = []
+    for doc in docs:
+        if doc.content_id is None:
+            return None
+        out.append((doc.file, doc.content_id))
+    return tuple(out)
+
+
+def environment_key(env: Environment) -> tuple[Any, ...] | None:
+    """Every file of ``env`` by path and blob (None: not all from git)."""
+    docs = [d for d in (env.doc, env.placement) if d is not None]
+    key = _documents_key([*docs, *env.networks.values(), *env.services.values(), *env.secrets.values()])
+    return None if key is None else (env.name, env.doc is not None, env.placement is not None, key)
+
+
+def inventory_key(repo: ConfigRepo) -> tuple[tuple[str, str], ...] | None:
+    """Every node file by path and blob (None: not all from git)."""
+    return _documents_key(repo.nodes.values())
+
+
+def check_environment(repo: ConfigRepo, env: Environment, cache: ReadCache | None = None) -> EnvironmentCheck:
+    """Every rule that reads one environment and the inventory only, over ``env``."""
+    view = ConfigRepo(nodes=repo.nodes, environments={env.name: env}, commit=repo.commit)
+    problems = [*names(view), *environment_settings(view), *notify_targets(view), *update_problems(view)]
+    problems += freeze_windows(view)
+    problems += secret_problems(view)
+    problems += preview_problems(view)
+    problems += image_policy_problems(view)
+    problems += [*references(view, env), *cycles(env)]
+    env_replicas = replicas(view, partial=True)
+    port_problems, published = port_specs(env, cache)
+    problems += port_problems
+    problems += replacements(view, env_replicas)
+    return EnvironmentCheck(tuple(problems), tuple(env_replicas), published)
+
+
+def _environment_once(
+    repo: ConfigRepo, env: Environment, nodes: tuple[Any, ...] | None, cache: ReadCache | None
+) -> EnvironmentCheck:
+    """:func:`check_environment`, from ``cache`` when the environment's files and the
+    inventory are the very blobs checked before (a function of those files alone: their
+    schema verdicts too)."""
+    key = environment_key(env) if cache is not None and nodes is not None else None
+    if cache is None or key is None:
+        return check_environment(repo, env, cache)
+    cache_key = ("environment-rules", nodes, key)
+    made: EnvironmentCheck | None = cache.get(cache_key)
+    if made is None:
+        made = check_environment(repo, env, cache)
+        cache.put(cache_key, made)
+    return made
+
+
 def semantic_problems(repo: ConfigRepo, cache: ReadCache | None = None) -> list[Problem]:
-    """Every rule's problems; with ``cache`` (``validate``'s), what a rule makes of one file
-    alone is kept by the file's path and content."""
-    problems = [*names(repo), *environment_settings(repo), *notify_targets(repo), *update_problems(repo)]
-    problems += freeze_windows(repo)
-    problems += secret_problems(repo)
-    problems += preview_problems(repo)
-    problems += image_policy_problems(repo)
-    for env in repo.environments.values():
-        problems += [*references(repo, env), *cycles(env)]
-    all_replicas = replicas(repo, partial=True)
-    problems += ports(repo, all_replicas, cache)
-    problems += [*replacements(repo, all_replicas), *capacity(repo, all_replicas)]
+    """Every rule's problems: per environment (with the inventory), then what spans them
+    (host ports and capacity per node). With ``cache`` (``validate``'s), an environment
+    whose files and the inventory are unchanged since a check before is not checked
+    again, and what a rule makes of one file alone is kept by the file's path and content."""
+    problems = list(node_names(repo))
+    nodes = inventory_key(repo) if cache is not None else None
+    all_replicas: list[Replica] = []
+    published: dict[tuple[str, str], list[tuple[int, PortMapping]]] = {}
+    for name in sorted(repo.environments):
+        checked = _environment_once(repo, repo.environments[name], nodes, cache)
+        problems += checked.problems
+        all_replicas += checked.replicas
+        published.update(checked.published)
+    problems += port_conflicts(all_replicas, published)
+    problems += capacity(repo, all_replicas)
     return problems

@@ -1,0 +1,117 @@
+"""The rules and the rendering per environment, kept across commits: an environment whose
+files and the inventory are the blobs checked before is not checked nor rendered again,
+and what spans environments (host ports, capacity per node) and what the inventory
+changes are still found."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import git
+
+from phrame.config_repo import ReadCache, load, render, validate
+from phrame.config_repo.rules import environment_key, inventory_key
+from phrame.config_repo.sources import GitSource
+from schemas import canonical_json
+
+SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
+STUDIO_B = {
+    "environments/studio-b/environment.yaml": "name: studio-b\ntrack: main\nplacement: review\n",
+    "environments/studio-b/services/recorder.yaml": (
+        "name: recorder\nimage: registry.studio.test/media/recorder:1.0\n"
+        'ports:\n  - "127.0.0.1:7000:7000"\nresources:\n  cpus: 2\n  memory: 4Gi\n'
+        "placement:\n  node: core-01\n"
+    ),
+}
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_rules_kept_per_environment_equal_a_fresh_check_over_a_series_of_commits(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    _write(root, STUDIO_B)
+    repo = git.Repo.init(root)
+    a, b = root / "environments/studio-a", root / "environments/studio-b"
+    originals = {p: p.read_text() for p in root.rglob("*.yaml") if ".git" not in p.parts}
+
+    def restore() -> None:
+        for p, text in originals.items():
+            p.write_text(text)
+
+    # (change, the rule expected to fail, or None)
+    changes = [
+        (lambda: None, None),
+        (lambda: _edit(a / "services/mixer.yaml", "mixer:3.1.0", "mixer:3.2.0"), None),
+        # studio-a takes a host port studio-b's recorder holds on core-01: studio-b unchanged
+        (
+            lambda: _edit(a / "services/tams.yaml", '"127.0.0.1:8000:8000"', '"127.0.0.1:7000:8000"'),
+            "port-conflict",
+        ),
+        (restore, None),
+        # the inventory changes under studio-b's unchanged files: its pin is now cordoned
+        (
+            lambda: _edit(root / "nodes/core-01.yaml", "name: core-01", "name: core-01\ncordoned: true"),
+            "cordoned-node",
+        ),
+        (restore, None),
+        # studio-b alone outgrows core-01 beside studio-a's unchanged services
+        (lambda: _edit(b / "services/recorder.yaml", "cpus: 2", "cpus: 12"), "capacity-exceeded"),
+        (restore, None),
+        (lambda: _edit(b / "services/recorder.yaml", "recorder:1.0", "recorder:1.1"), None),
+    ]
+    cache = ReadCache()
+    for i, (change, rule) in enumerate(changes):
+        change()
+        repo.git.add(A=True)
+        sha = repo.index.commit(f"commit {i}").hexsha
+        cached, read_cached = load(GitSource(root, sha), cache=cache)
+        fresh, read_fresh = load(GitSource(root, sha))
+        problems = validate(cached, read_cached, cache=cache)
+        assert problems == validate(fresh, read_fresh), i
+        assert sorted({p.rule for p in problems}) == ([rule] if rule else []), (i, problems)
+        if problems:
+            continue
+        kept, made = render(cached, commit=sha), render(fresh, commit=sha)
+        assert kept.topics() == made.topics() and kept.unassigned == made.unassigned, i
+        for (node, key), size in kept.sizes.items():  # what the payload check measures
+            assert size == len(canonical_json(kept.nodes[node].items[key])), (i, node, key)
+
+
+def test_an_environment_unchanged_since_a_check_is_not_checked_again(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    _write(root, STUDIO_B)
+    repo = git.Repo.init(root)
+    cache = ReadCache()
+
+    def check(message: str) -> tuple[object, ...]:
+        repo.git.add(A=True)
+        sha = repo.index.commit(message).hexsha
+        loaded, read = load(GitSource(root, sha), cache=cache)
+        assert validate(loaded, read, cache=cache) == []  # and rendered, for the payload sizes
+        nodes = inventory_key(loaded)
+        return tuple(
+            cache.get((kept, nodes, environment_key(loaded.environments[env])))
+            for kept in ("environment-rules", "environment-items")
+            for env in ("studio-a", "studio-b")
+        )
+
+    first = check("one")
+    assert all(made is not None for made in first)
+    _edit(root / "environments/studio-a/services/mixer.yaml", "mixer:3.1.0", "mixer:3.2.0")
+    rules_a, rules_b, items_a, items_b = check("two")
+    # studio-b's check and rendering of the first commit, not new ones
+    assert rules_b is first[1] and items_b is first[3]
+    assert None not in (rules_a, items_a) and rules_a is not first[0] and items_a is not first[2]
