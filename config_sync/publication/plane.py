@@ -58,7 +58,7 @@ def decode(
         if _parse(topics, topic) is None:
             continue
         hit = cache.get(topic) if cache is not None else None
-        if hit is not None and hit[0] == raw:
+        if hit is not None and (hit[0] is raw or hit[0] == raw):
             out[topic] = hit[1]
             continue
         try:
@@ -99,6 +99,13 @@ def desired_state(
 
     items: dict[str, dict[str, Any]] = {}
     fleet: set[str] = set(nodes or ())
+    placed: list[tuple[str, str, str]] = []  # (node, "<kind>/<item id>", digest) of each item
+
+    def take(topic: str, parsed: Topic, payload: dict[str, Any]) -> None:
+        items[topic] = payload
+        if parsed.node is not None:
+            placed.append((parsed.node, f"{parsed.kind}/{parsed.item_id}", str(payload.get("digest"))))
+
     for topic, payload in rendered.items():
         parsed = _parse(topics, topic)
         if parsed is None:
@@ -107,18 +114,14 @@ def desired_state(
             if nodes is None:
                 fleet.add(str(parsed.node))
         elif in_scope(parsed):
-            items[topic] = payload
+            take(topic, parsed, payload)
     for topic, payload in previous.items():
         parsed = _parse(topics, topic)
         if parsed is not None and parsed.kind != "manifest" and not in_scope(parsed):
-            items[topic] = payload
+            take(topic, parsed, payload)
     per_node: dict[str, dict[str, str]] = {n: {} for n in fleet}
-    for topic, payload in items.items():
-        parsed = _parse(topics, topic)
-        if parsed is not None and parsed.node is not None:
-            per_node.setdefault(parsed.node, {})[f"{parsed.kind}/{parsed.item_id}"] = str(
-                payload.get("digest")
-            )
+    for node, key, item_digest in placed:
+        per_node.setdefault(node, {})[key] = item_digest
     new = dict(items)
     for node, node_items in per_node.items():
         new[topics.manifest(node)] = {
@@ -148,20 +151,22 @@ def desired_diff(
     (``previous``) is unchanged."""
     items: list[tuple[str, bytes]] = []
     manifests: list[tuple[str, bytes]] = []
-    for topic in sorted(desired):
+    for topic, wanted in desired.items():
+        if previous is not None and previous.get(topic) is wanted:
+            continue  # carried forward untouched: byte for byte what is published
         parsed = _parse(topics, topic)
         if parsed is None:
             continue
-        if previous is not None and previous.get(topic) is desired[topic]:
-            continue  # carried forward untouched: byte for byte what is published
-        payload = canonical_json(desired[topic])
+        payload = canonical_json(wanted)
         if published.get(topic) == payload:
             continue
         (manifests if parsed.kind == "manifest" else items).append((topic, payload))
-    clears = [
-        t for t in sorted(published) if t not in desired and published[t] and _parse(topics, t) is not None
-    ]
-    return PublicationOrder(items=tuple(items), clears=tuple(clears), manifests=tuple(manifests))
+    clears = sorted(
+        t for t, raw in published.items() if raw and t not in desired and _parse(topics, t) is not None
+    )
+    return PublicationOrder(
+        items=tuple(sorted(items)), clears=tuple(clears), manifests=tuple(sorted(manifests))
+    )
 
 
 def sync_payload(

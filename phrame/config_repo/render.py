@@ -8,6 +8,7 @@ commits. Only call on a repository that validated clean.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections import defaultdict
 from collections.abc import Mapping
@@ -54,10 +55,15 @@ class Rendered:
         for name in sorted(self.nodes):
             nd = self.nodes[name]
             for key in sorted(nd.items):
-                kind, item_id = key.split("/", 1)
-                out[t.desired_item(name, kind, item_id)] = nd.items[key]
+                out[_item_topic(t, name, key)] = nd.items[key]
             out[t.manifest(name)] = nd.manifest
         return out
+
+
+@functools.lru_cache(maxsize=1 << 16)  # every rendering names the same items' topics again
+def _item_topic(topics: Topics, node: str, key: str) -> str:
+    kind, item_id = key.split("/", 1)
+    return topics.desired_item(node, kind, item_id)
 
 
 def _text(value: Any) -> str:
@@ -346,20 +352,20 @@ def carry_forward(
     is the very value the old one holds (config-sync's read cache shares a parsed file
     between readings): equal bytes without encoding either."""
     out: dict[str, dict[str, Any]] = {}
+    manifests: list[str] = []
     for topic, payload in new.items():
-        old = previous.get(topic)
-        parsed = topics.parse(topic)
-        if parsed.kind == "manifest":
+        if topic.endswith("/manifest") and topics.parse(topic).kind == "manifest":
+            manifests.append(topic)  # after the items, as they depend on them
             continue
-        if old is not None and _unchanged(old, payload):
+        old = previous.get(topic)
+        if old is not None and (old is payload or _unchanged(old, payload)):
             out[topic] = old
         else:
             out[topic] = payload
-    for topic, payload in new.items():
-        if topics.parse(topic).kind != "manifest":
-            continue
+    for topic in manifests:
+        payload = new[topic]
         old = previous.get(topic)
-        if old is not None and old.get("items") == payload["items"]:
+        if old is not None and (old is payload or old.get("items") == payload["items"]):
             out[topic] = old
         else:
             generation = int(old.get("generation", 0)) + 1 if old else payload["generation"]

@@ -293,17 +293,25 @@ def port_specs(
     return problems, published
 
 
-def port_conflicts(
-    all_replicas: list[Replica], published: dict[tuple[str, str], list[tuple[int, PortMapping]]]
-) -> Iterator[Problem]:
+def placed_ports(
+    env_replicas: Iterable[Replica], published: dict[tuple[str, str], list[tuple[int, PortMapping]]]
+) -> tuple[tuple[Replica, list[tuple[int, PortMapping]]], ...]:
+    """The replicas on a node that publish host ports, with their mappings."""
+    out = []
+    for rep in env_replicas:
+        mappings = published.get((rep.environment, rep.service), [])
+        if rep.node is not None and mappings:
+            out.append((rep, mappings))
+    return tuple(out)
+
+
+def port_conflicts(placed: Iterable[tuple[Replica, list[tuple[int, PortMapping]]]]) -> Iterator[Problem]:
     """Two replicas on one node publishing the same host port (all environments together)."""
     # (node, host port, protocol) -> host ip (None: all addresses) -> the replica holding it
     taken: dict[tuple[str, int, str], dict[str | None, Replica]] = defaultdict(dict)
     first_here: dict[tuple[str, str, str], Replica] = {}
-    for rep in all_replicas:
-        mappings = published.get((rep.environment, rep.service), [])
-        if rep.node is None or not mappings:
-            continue
+    for rep, mappings in placed:
+        assert rep.node is not None
         twin = first_here.setdefault((rep.environment, rep.service, rep.node), rep)
         if twin is not rep:  # two replicas of one service on one node: every port clashes
             i, m = mappings[0]
@@ -329,39 +337,52 @@ def _clash(rep: Replica, i: int, mapping: PortMapping, owner: Replica) -> Proble
     return at(rep.doc, ["ports", i], "port-conflict", msg)
 
 
-def capacity(repo: ConfigRepo, all_replicas: list[Replica]) -> Iterator[Problem]:
-    used: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
-    for rep in all_replicas:
+# per node: (CPUs, memory in bytes, item id) of each replica there that reserves resources
+ResourceUses = dict[str, list[tuple[float, int, str]]]
+
+
+def resource_uses(env_replicas: Iterable[Replica]) -> ResourceUses:
+    used: ResourceUses = defaultdict(list)
+    for rep in env_replicas:
         res = rep.spec.get("resources", {}) if rep.doc.is_sound("resources") else {}
         if rep.node is not None and res:
             used[rep.node].append(
                 (float(res.get("cpus", 0)), memory_bytes(res.get("memory", "0")), rep.item_id)
             )
+    return dict(used)
+
+
+def capacity(repo: ConfigRepo, used: ResourceUses) -> Iterator[Problem]:
+    """What the replicas on each node reserve (all environments together) against its capacity."""
     for node, uses in sorted(used.items()):
         doc = repo.nodes[node]
         cap = doc.data.get("capacity", {}) if doc.is_sound("capacity") else {}
-        top = ", ".join(i for _, _, i in sorted(uses, reverse=True)[:3])
         cpus = sum(u[0] for u in uses)
         if "cpus" in cap and cpus > cap["cpus"] + 1e-9:
             msg = f"node {node}: replicas here need {cpus:g} CPUs, capacity is {cap['cpus']:g}"
-            msg += f" (largest: {top})"
+            msg += f" (largest: {_largest(uses)})"
             yield at(doc, ["capacity", "cpus"], "capacity-exceeded", msg)
         mem = sum(u[1] for u in uses)
         if "memory" in cap and mem > memory_bytes(cap["memory"]):
             need = format_bytes(mem)
             msg = f"node {node}: replicas here need {need} memory, capacity is {cap['memory']}"
-            msg += f" (largest: {top})"
+            msg += f" (largest: {_largest(uses)})"
             yield at(doc, ["capacity", "memory"], "capacity-exceeded", msg)
+
+
+def _largest(uses: list[tuple[float, int, str]]) -> str:
+    return ", ".join(i for _, _, i in sorted(uses, reverse=True)[:3])
 
 
 @dataclass(frozen=True)
 class EnvironmentCheck:
-    """What the rules make of one environment (with the inventory): its problems, its
-    replicas (``replicas(partial=True)``) and the host ports its services publish."""
+    """What the rules make of one environment (with the inventory): its problems, and what
+    the rules spanning environments need of it: its placed replicas that publish host
+    ports, and what its replicas reserve on each node."""
 
     problems: tuple[Problem, ...]
-    replicas: tuple[Replica, ...]
-    published: dict[tuple[str, str], list[tuple[int, PortMapping]]]
+    ports: tuple[tuple[Replica, list[tuple[int, PortMapping]]], ...]
+    uses: ResourceUses
 
 
 def _documents_key(docs: Iterable[Document]) -> tuple[tuple[str, str], ...] | None:
@@ -400,7 +421,9 @@ def check_environment(repo: ConfigRepo, env: Environment, cache: ReadCache | Non
     port_problems, published = port_specs(env, cache)
     problems += port_problems
     problems += replacements(view, env_replicas)
-    return EnvironmentCheck(tuple(problems), tuple(env_replicas), published)
+    return EnvironmentCheck(
+        tuple(problems), placed_ports(env_replicas, published), resource_uses(env_replicas)
+    )
 
 
 def _environment_once(
@@ -427,13 +450,14 @@ def semantic_problems(repo: ConfigRepo, cache: ReadCache | None = None) -> list[
     again, and what a rule makes of one file alone is kept by the file's path and content."""
     problems = list(node_names(repo))
     nodes = inventory_key(repo) if cache is not None else None
-    all_replicas: list[Replica] = []
-    published: dict[tuple[str, str], list[tuple[int, PortMapping]]] = {}
+    ports: list[tuple[Replica, list[tuple[int, PortMapping]]]] = []
+    used: ResourceUses = defaultdict(list)
     for name in sorted(repo.environments):
         checked = _environment_once(repo, repo.environments[name], nodes, cache)
         problems += checked.problems
-        all_replicas += checked.replicas
-        published.update(checked.published)
-    problems += port_conflicts(all_replicas, published)
-    problems += capacity(repo, all_replicas)
+        ports += checked.ports
+        for node, uses in checked.uses.items():
+            used[node] += uses
+    problems += port_conflicts(ports)
+    problems += capacity(repo, used)
     return problems

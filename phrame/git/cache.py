@@ -60,6 +60,12 @@ class GitCache:
     @contextmanager
     def opened(self) -> Iterator[git.Repo]:
         """The cache's Repo (created on first use), closed on exit; ``origin`` follows the URL."""
+        with self._prepared(), self.reading() as repo:
+            yield repo
+
+    @contextmanager
+    def _prepared(self) -> Iterator[None]:
+        """Locked: the cache exists (created on first use) and ``origin`` follows the URL."""
         with self._lock:
             try:
                 private_dir(self.path.parent)  # <state>/<service>: 0700, tightened once if looser
@@ -79,8 +85,7 @@ class GitCache:
                 raise GitError(f"cannot open the clone cache {self.path}: {self.why(e)}") from e
             if old is not None:
                 log.info("repository URL changed from %s to %s", old, self.url)
-            with self.reading() as repo:
-                yield repo
+            yield
 
     @contextmanager
     def reading(self) -> Iterator[git.Repo]:
@@ -95,10 +100,11 @@ class GitCache:
 
     def fetch(self) -> None:
         """Bring every branch, MR head and tag up to date, pruning deleted ones."""
-        with self.opened() as repo:
+        with self._prepared():
             try:
-                # --no-tags: tags come through their forced refspec only
-                repo.git.fetch(
+                # --no-tags: tags come through their forced refspec only; git runs in the
+                # bare cache (no Repo object: nothing of it is read here)
+                git.Git(str(self.path)).fetch(
                     "--prune",
                     "--no-tags",
                     "--quiet",
