@@ -10,6 +10,7 @@ the model and the problems found while reading; never raises for bad content, on
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from phrame.config_repo.cache import ReadCache
@@ -162,10 +163,24 @@ class _Reader:
 
 def load(source: Source, *, cache: ReadCache | None = None) -> tuple[ConfigRepo, list[Problem]]:
     """Read every file of ``source``; with ``cache``, files already read (same path and
-    blob) are not parsed again."""
+    blob) are not parsed again, and an environment folder whose files are all the same
+    blobs as in a reading before is that reading's :class:`Environment` (nothing mutates
+    one after loading; validation marks its documents the same way again)."""
     reader = _Reader(source, cache)
-    for path, size in source.files():
-        reader.read(path, size)
+    for group, members in _folders(source.files()).items():
+        kept = _kept_environment(reader, group, members)
+        if kept is not None:
+            env, problems = kept
+            if env is not None:
+                reader.repo.environments[env.name] = env
+            reader.problems += problems
+            continue
+        start = len(reader.problems)
+        for path, size in members:
+            reader.read(path, size)
+        key = _environment_key(reader, group, members) if group is not None else None
+        if key is not None and reader.cache is not None:
+            reader.cache.put(key, (reader.repo.environments.get(str(group)), reader.problems[start:]))
     for env in reader.repo.environments.values():
         if env.doc is None:
             reader.problem(
@@ -174,3 +189,40 @@ def load(source: Source, *, cache: ReadCache | None = None) -> tuple[ConfigRepo,
                 f"environment {env.name!r} has no environment.yaml",
             )
     return reader.repo, reader.problems
+
+
+def _folders(files: Iterable[tuple[str, int]]) -> dict[str | None, list[tuple[str, int]]]:
+    """The files of each environment folder (by its name) and the rest (None), each in
+    the order listed."""
+    out: dict[str | None, list[tuple[str, int]]] = {}
+    for path, size in files:
+        parts = path.split("/", 2)
+        here = parts[1] if len(parts) == 3 and parts[0] == "environments" else None
+        out.setdefault(here, []).append((path, size))
+    return out
+
+
+def _environment_key(
+    reader: _Reader, group: str, members: list[tuple[str, int]]
+) -> tuple[object, ...] | None:
+    if reader.cache is None:
+        return None
+    ids = []
+    for path, size in members:
+        cid = reader.source.content_id(path)
+        if cid is None:
+            return None  # a link, a gitlink or a file on disk: read it every time
+        ids.append((path, size, cid))
+    return ("loaded-environment", group, tuple(ids))
+
+
+def _kept_environment(
+    reader: _Reader, group: str | None, members: list[tuple[str, int]]
+) -> tuple[Environment | None, list[Problem]] | None:
+    if group is None or reader.cache is None:
+        return None
+    key = _environment_key(reader, group, members)
+    found: tuple[Environment | None, list[Problem]] | None = (
+        reader.cache.get(key) if key is not None else None
+    )
+    return found

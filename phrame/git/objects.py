@@ -25,14 +25,14 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from phrame.config_repo.problems import ConfigError
 from phrame.config_repo.sources import MAX_FILE_BYTES, NotAFile
 from phrame.git.errors import GitError
 
 TREE_MODE, LINK_MODE, GITLINK_MODE = 0o040000, 0o120000, 0o160000
-TREES_KEPT = 4096  # listed trees kept by sha (a repository's folders, over several commits)
+TREES_KEPT = 200_000  # paths of listed trees kept (a 2,000-file repository's folders, ~40 commits)
 SIZES_KEPT = 1 << 17  # blob sizes kept by sha
 ASK_AT_ONCE = 256  # `info` requests written before their answers are read (well under a pipe)
 
@@ -46,16 +46,23 @@ class Entry:
     size: int
 
 
-class _Bounded(OrderedDict[str, object]):
+class _Bounded(OrderedDict[Any, Any]):
+    """Least recently used first out, once the weights of what it holds pass ``limit``."""
+
     def __init__(self, limit: int) -> None:
         super().__init__()
         self.limit = limit
+        self._weights: dict[Any, int] = {}
+        self._total = 0
 
-    def keep(self, key: str, value: object) -> None:
+    def keep(self, key: Any, value: Any, weight: int = 1) -> None:
+        self._total += weight - self._weights.get(key, 0)
+        self._weights[key] = weight
         self[key] = value
         self.move_to_end(key)
-        while len(self) > self.limit:
-            self.popitem(last=False)
+        while self._total > self.limit and len(self) > 1:
+            old, _ = self.popitem(last=False)
+            self._total -= self._weights.pop(old)
 
 
 def _tree_entries(data: bytes) -> list[tuple[int, str, str]]:
@@ -99,7 +106,7 @@ class ObjectReader:
         self.git_dir = Path(git_dir)
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
-        self._trees = _Bounded(TREES_KEPT)  # tree sha -> {relative path: (mode, blob sha)}
+        self._trees = _Bounded(TREES_KEPT)  # (tree sha, its path) -> {path: Entry}
         self._sizes = _Bounded(SIZES_KEPT)  # blob sha -> size
         self.started = 0  # processes started (a test reads it: one serves many syncs)
 
@@ -194,40 +201,37 @@ class ObjectReader:
             assert isinstance(data, bytes)
             if not data.startswith(b"tree "):
                 raise self._broken(f"commit {commit[:12]} names no tree")
-            flat = self._flat(data[5:45].decode("ascii"))
-            blobs = (sha for mode, sha in flat.values() if mode != GITLINK_MODE)
-            unknown = list(dict.fromkeys(sha for sha in blobs if sha not in self._sizes))
-            for sha, answer in zip(unknown, self._ask(unknown, contents=False), strict=True):
-                if answer is None:
-                    raise self._broken(f"blob {sha[:12]} of {commit[:12]} is missing")
-                self._sizes.keep(sha, answer[2])
-            out = {}
-            for path, (mode, sha) in flat.items():
-                size = 0 if mode == GITLINK_MODE else self._sizes[sha]
-                assert isinstance(size, int)
-                out[path] = Entry(mode, sha, size)
-        return out
+            return self._flat(data[5:45].decode("ascii"), "")
 
-    def _flat(self, tree: str) -> dict[str, tuple[int, str]]:
-        """The files under ``tree``, by path relative to it (lock held); kept by tree sha."""
-        kept = self._trees.get(tree)
+    def _flat(self, tree: str, prefix: str) -> dict[str, Entry]:
+        """The files under ``tree`` (at ``prefix``), by path from the root (lock held); kept
+        by tree sha and place: an unchanged folder is neither read nor listed again."""
+        kept: dict[str, Entry] | None = self._trees.get((tree, prefix))
         if kept is not None:
-            self._trees.move_to_end(tree)
-            assert isinstance(kept, dict)
+            self._trees.move_to_end((tree, prefix))
             return kept
         found = self._ask([tree], contents=True)[0]
         if found is None or found[1] != "tree":
             raise self._broken(f"tree {tree[:12]} is missing")
         data = found[2]
         assert isinstance(data, bytes)
-        flat: dict[str, tuple[int, str]] = {}
-        for mode, name, sha in _tree_entries(data):
+        entries = _tree_entries(data)
+        blobs = (sha for mode, _name, sha in entries if mode not in (TREE_MODE, GITLINK_MODE))
+        unknown = list(dict.fromkeys(sha for sha in blobs if sha not in self._sizes))
+        for sha, answer in zip(unknown, self._ask(unknown, contents=False), strict=True):
+            if answer is None:
+                raise self._broken(f"blob {sha[:12]} of tree {tree[:12]} is missing")
+            size = answer[2]
+            assert isinstance(size, int)
+            self._sizes.keep(sha, size)
+        flat: dict[str, Entry] = {}
+        for mode, name, sha in entries:
             if mode == TREE_MODE:
-                for path, entry in self._flat(sha).items():
-                    flat[f"{name}/{path}"] = entry
+                flat.update(self._flat(sha, f"{prefix}{name}/"))
             else:
-                flat[name] = (mode, sha)
-        self._trees.keep(tree, flat)
+                size = 0 if mode == GITLINK_MODE else self._sizes[sha]
+                flat[prefix + name] = Entry(mode, sha, size)
+        self._trees.keep((tree, prefix), flat, weight=len(flat))
         return flat
 
     def read(self, sha: str, limit: int) -> bytes:

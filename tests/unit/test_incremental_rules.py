@@ -115,3 +115,29 @@ def test_an_environment_unchanged_since_a_check_is_not_checked_again(tmp_path: P
     # studio-b's check and rendering of the first commit, not new ones
     assert rules_b is first[1] and items_b is first[3]
     assert None not in (rules_a, items_a) and rules_a is not first[0] and items_a is not first[2]
+
+
+def test_an_environment_folder_of_the_same_blobs_is_loaded_once(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    _write(root, STUDIO_B)
+    repo = git.Repo.init(root)
+    cache = ReadCache()
+
+    def loaded(message: str) -> dict[str, object]:
+        repo.git.add(A=True)
+        sha = repo.index.commit(message).hexsha
+        read, problems = load(GitSource(root, sha), cache=cache)
+        fresh, fresh_problems = load(GitSource(root, sha))
+        assert problems == fresh_problems and sorted(read.environments) == sorted(fresh.environments)
+        return dict(read.environments)
+
+    first = loaded("one")
+    _edit(root / "environments/studio-a/services/mixer.yaml", "mixer:3.1.0", "mixer:3.2.0")
+    second = loaded("two")
+    assert second["studio-b"] is first["studio-b"] and second["studio-a"] is not first["studio-a"]
+    # a file added to studio-b (an unknown one: a problem of the folder, reported again)
+    _write(root, {"environments/studio-b/stray.txt": "x\n"})
+    third = loaded("three")
+    assert third["studio-b"] is not second["studio-b"]
+    assert loaded("four")["studio-b"] is third["studio-b"]  # the same folder again
