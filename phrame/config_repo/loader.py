@@ -82,13 +82,16 @@ class _Reader:
             if len(raw) > MAX_FILE_BYTES:  # grew since it was listed, or its size was unknown
                 self.problem(path, "file-too-large", f"file is over {MAX_FILE_BYTES} bytes, the limit")
                 return None
-            cached = (parse_json if path.endswith(".json") else parse_yaml)(path, raw)
+            parsed, problems = (parse_json if path.endswith(".json") else parse_yaml)(path, raw)
+            made = None if parsed is None else Document(path, parsed.data, parsed.tree, content_id=cid)
+            cached = (made, problems)
             if self.cache is not None and cid:
                 self.cache.put(key, cached)
         doc, problems = cached
         self.problems += problems
-        # a fresh Document each time: validation marks it, the cached data stays shared
-        return None if doc is None else Document(path, doc.data, doc.tree, content_id=cid)
+        # one Document per path and blob, shared by the readings that hold it: validation
+        # marks it alike each time (its schema's verdict is a function of its content)
+        return doc
 
     def put(self, table: dict[str, Document], path: str, size: int, where: str) -> None:
         stem = _stem(path)

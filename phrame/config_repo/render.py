@@ -194,34 +194,43 @@ def network_spec(env: Environment, name: str) -> dict[str, Any]:
     }
 
 
-def _item_key(rep: Replica, env: Environment, index: ReplicaIndex) -> tuple[Any, ...] | None:
-    """Everything a replica's item is made of, by content: its service file and environment
-    file (blob shas), the environment's SOPS files, the replica's place and the item ids its
+def _environment_ids(env: Environment) -> tuple[Any, ...] | None:
+    """What every item of ``env`` is made of besides its service: its environment file and
+    SOPS files, by name and blob (None when one has no content id: nothing is cached)."""
+    secrets = tuple(sorted(env.secrets))
+    ids = [env.doc.content_id] if env.doc is not None else []
+    ids += [env.secrets[k].content_id for k in secrets]
+    if any(i is None for i in ids):
+        return None
+    return (env.name, env.doc is not None, secrets, *ids)
+
+
+def _item_key(rep: Replica, env_ids: tuple[Any, ...] | None, index: ReplicaIndex) -> tuple[Any, ...] | None:
+    """Everything a replica's item is made of, by content: its service file (blob sha), its
+    environment's files (``env_ids``), the replica's place and the item ids its
     ``depends_on``/``replaces`` resolve to on its node. None when a file has no content id
     (not read from git): nothing is cached then."""
-    ids = [rep.doc.content_id]
-    if env.doc is not None:
-        ids.append(env.doc.content_id)
-    ids += [env.secrets[k].content_id for k in sorted(env.secrets)]
-    if any(i is None for i in ids):
+    if env_ids is None or rep.doc.content_id is None:
         return None
     d, node = rep.spec, rep.node
     assert node is not None
-    deps = tuple(tuple(index.same_node(rep.environment, dep, node)) for dep in d.get("depends_on", []))
+    deps = tuple(tuple(index.same_node(rep.environment, dep, node)) for dep in d.get("depends_on", ()))
     replaced = d.get("replaces")
     replaces = tuple(index.same_node(rep.environment, replaced, node)) if replaced else ()
-    secrets = tuple(sorted(env.secrets))
-    return ("item", rep.environment, rep.doc.file, env.doc is not None, secrets, *ids,
-            rep.index, node, deps, replaces)  # fmt: skip
+    return ("item", env_ids, rep.doc.file, rep.doc.content_id, rep.index, node, deps, replaces)
 
 
 def _item(
-    rep: Replica, env: Environment, index: ReplicaIndex, cache: ReadCache | None
+    rep: Replica,
+    env: Environment,
+    env_ids: tuple[Any, ...] | None,
+    index: ReplicaIndex,
+    cache: ReadCache | None,
 ) -> tuple[dict[str, Any], int]:
     """The replica's payload without its commit (spec and digest) and the size of its
     canonical JSON with a commit (what ``payload_size`` checks; a sha has 40 characters
     whatever the commit); with ``cache``, those made before from the same inputs."""
-    key = _item_key(rep, env, index) if cache is not None else None
+    key = _item_key(rep, env_ids, index) if cache is not None else None
     made = cache.get(key) if cache is not None and key is not None else None
     if made is None:
         make = process_spec if rep.spec.get("kind") == "process" else container_spec
@@ -247,6 +256,7 @@ def _environment_items(repo: ConfigRepo, env: Environment, cache: ReadCache | No
     view = ConfigRepo(nodes=repo.nodes, environments={env.name: env}, commit=repo.commit)
     env_replicas = replicas(view)
     index = ReplicaIndex(env_replicas)  # depends_on and replaces resolve within the environment
+    env_ids = _environment_ids(env)
     items: list[tuple[str, str, dict[str, Any], int]] = []
     unassigned = []
     used_networks: dict[str, set[str]] = defaultdict(set)
@@ -255,7 +265,7 @@ def _environment_items(repo: ConfigRepo, env: Environment, cache: ReadCache | No
             unassigned.append(rep.item_id)
             continue
         key = f"{'processes' if rep.spec.get('kind') == 'process' else 'containers'}/{rep.item_id}"
-        items.append((rep.node, key, *_item(rep, env, index, cache)))
+        items.append((rep.node, key, *_item(rep, env, env_ids, index, cache)))
         if key.startswith("containers/"):
             used_networks[rep.node].update(rep.spec.get("networks", []))
     stamped_networks: dict[str, tuple[dict[str, Any], int]] = {}

@@ -83,3 +83,21 @@ def test_a_manifest_over_1_mib_is_refused_at_the_node(tmp_path: Path) -> None:
 def test_a_payload_just_under_the_limit_is_fine(tmp_path: Path) -> None:
     env = ["env:", f"  A0: &a {'x' * 9_000}", *[f"  A{i}: *a" for i in range(1, 100)]]
     assert problems_of(tmp_path, service("web", *env)) == []
+
+
+def test_a_manifest_is_measured_exactly_at_the_limit() -> None:
+    """The manifest check bounds a manifest's size without encoding it; near the limit it
+    measures exactly: refused one byte over, accepted at the limit."""
+    from phrame.config_repo.payload_size import payload_problems
+    from schemas import canonical_json
+
+    sample = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
+    repo, read = load_directory(sample)
+    repo.commit = "a" * 40
+    assert validate(repo, read) == []
+    manifests = {n: len(canonical_json(d.manifest)) for n, d in render(repo).nodes.items()}
+    node, size = max(manifests.items(), key=lambda kv: kv[1])
+    at_limit = [p for p in payload_problems(repo, limit=size) if "manifest" in p.message]
+    assert at_limit == []
+    over = [p for p in payload_problems(repo, limit=size - 1) if "manifest" in p.message]
+    assert [p.file for p in over] == [f"nodes/{node}.yaml"] and f"renders to {size} bytes" in over[0].message
