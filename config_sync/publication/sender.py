@@ -110,6 +110,11 @@ class DesiredPublisher:
         self.published: dict[str, bytes] | None = None  # None: rebuild from the broker first
         self.messages_total = 0
         self._decoded: dict[str, tuple[bytes, dict[str, Any]]] = {}  # topic -> (payload, its JSON)
+        # ``published`` decoded (the owned topics), for the very dict it was made of; the
+        # topics ``_send`` changed since are decoded again, not the whole plane on every pass
+        self._view: dict[str, dict[str, Any]] | None = None
+        self._view_of: dict[str, bytes] | None = None
+        self._view_changed: set[str] = set()
         # the highest manifest generation seen per node, kept across rebuilds: a manifest
         # cleared (node left the inventory) or lost (broker without persistence) comes back
         # above it, so generations only grow and the deploy watch can compare them
@@ -132,6 +137,21 @@ class DesiredPublisher:
             raise PublishError(f"cannot read the published desired state: {e}") from e
         self._note_generations(self.published.items())
         log.info("rebuilt the published state: %d retained desired topics", len(self.published))
+
+    def _decoded_view(self, published: dict[str, bytes]) -> dict[str, dict[str, Any]]:
+        """``published`` decoded: the view kept for this very dict, with what ``_send``
+        changed in it since decoded again (a rebuilt plane is a new dict: decoded whole)."""
+        view = self._view
+        if view is None or self._view_of is not published:
+            view = decode(published, self.topics, self._decoded)
+        elif self._view_changed:
+            changed = {t: published[t] for t in self._view_changed if t in published}
+            for topic in self._view_changed:
+                view.pop(topic, None)
+            view.update(decode(changed, self.topics, self._decoded))
+        self._view, self._view_of = view, published
+        self._view_changed = set()
+        return view
 
     def _note_generations(self, manifests: Iterable[tuple[str, bytes | None]]) -> None:
         for topic, raw in manifests:
@@ -208,7 +228,7 @@ class DesiredPublisher:
                 self.rebuild()
             published = self.published or {}
             fresh = not errors and rendered is not None
-            previous = decode(published, self.topics, self._decoded) if fresh else None
+            previous = self._decoded_view(published) if fresh else None
             gated = None
             if gate is not None and rendered is not None and previous is not None:
                 gated = gate(rendered, published, previous)
@@ -241,8 +261,9 @@ class DesiredPublisher:
             self._note_generations(order.manifests)
             changed = order.changed_nodes(self.topics)
             generations = {n: self.generations[n] for n in changed}
-            for topic, doc in decision.desired.items():  # just published: no decoding later
-                if topic in published:
+            for topic, _payload in messages:  # just published: no decoding later
+                doc = decision.desired.get(topic)
+                if doc is not None and topic in published:
                     self._decoded[topic] = (published[topic], doc)
             sent_s = time.monotonic() - sending
             self.published = published
@@ -285,6 +306,7 @@ class DesiredPublisher:
         self._sends += 1
         for topic, payload in step:
             self._sent[topic] = payload or None
+            self._view_changed.add(topic)
             if payload:
                 published[topic] = payload
             else:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from config_sync.errors import PublishError
+from config_sync.publication.plane import decode
 from config_sync.reporting import LocalReporter
 from config_sync.service import ConfigSync
 from phrame.cli import main as phrame_main
@@ -118,6 +119,34 @@ def test_removing_a_service_clears_its_topics_and_updates_manifests(
             assert after[topic] == payload
     assert outcome.messages[-1][0] == SYNC
     assert sorted(service.deployer.active["main"].nodes) == sorted(str(n) for n in nodes)
+
+
+def test_the_decoded_plane_kept_between_publications_is_the_broker_s(
+    remote: ConfigRemote, service: ConfigSync, mosquitto: Mosquitto
+) -> None:
+    """The publisher decodes only what it sent since its last publication; over changes,
+    a removal and a return, its view is what decoding the whole plane again gives, and
+    the plane is what the broker holds."""
+    publisher = service.syncer.publisher
+    egress = (SAMPLE / "environments/studio-a/services/egress.yaml").read_text()
+    steps = [
+        {"environments/studio-a/services/tams.yaml": TAMS_V2},
+        {"environments/studio-a/services/egress.yaml": None},
+        {"environments/studio-a/services/egress.yaml": egress},
+        {"environments/studio-a/services/tams.yaml": TAMS_V2.replace("1.0.4", "1.0.5")},
+    ]
+    kept = None
+    for i, files in enumerate(steps):
+        remote.commit(f"step {i}", files=files)
+        assert service.syncer.sync_ref("main").ok
+        published = publisher.published
+        assert published is not None
+        view = publisher._decoded_view(published)
+        assert view == decode(published, T), i  # no decoding cache: every payload read again
+        assert kept is None or view is kept, i  # the same view, brought up to date
+        kept = view
+        with reader(mosquitto.url) as client:  # the deploy records are the history's own
+            assert {t: p for t, p in desired_on_broker(client).items() if t != DEPLOYS} == published, i
 
 
 def carried(before: dict[str, bytes], rendered: dict[str, Any]) -> dict[str, Any]:
