@@ -33,6 +33,7 @@ from phrame.settings.git_remote import GitRemote, follow_origin, hint
 from phrame.settings.state import private_dir
 
 log = logging.getLogger(__name__)
+MAINTAIN_EVERY = 50  # fetches: the first of each 50 lets git check whether to pack
 COMMIT_TEXT_MAX = 200  # characters of a commit's author or message line kept for people
 
 
@@ -56,6 +57,7 @@ class GitCache:
         # refs, listings and blobs for sync passes: one git process for the cache's life
         self.objects = ObjectReader(self.path)
         self._origin: str | None = None  # the URL origin was last seen to point at
+        self._fetches = 0
 
     @contextmanager
     def opened(self) -> Iterator[git.Repo]:
@@ -104,10 +106,15 @@ class GitCache:
             try:
                 # --no-tags: tags come through their forced refspec only; git runs in the
                 # bare cache (no Repo object: nothing of it is read here)
+                # git's own housekeeping (`git maintenance run --auto`: packing what fetches
+                # left loose) is a process of its own: asked for once every MAINTAIN_EVERY
+                self._fetches += 1
+                maintain = [] if self._fetches % MAINTAIN_EVERY == 1 else ["--no-auto-maintenance"]
                 git.Git(str(self.path)).fetch(
                     "--prune",
                     "--no-tags",
                     "--quiet",
+                    *maintain,
                     "origin",
                     *refs.REFSPECS,
                     env=self.remote.env(),
