@@ -261,10 +261,12 @@ class DesiredPublisher:
             self._note_generations(order.manifests)
             changed = order.changed_nodes(self.topics)
             generations = {n: self.generations[n] for n in changed}
-            for topic, _payload in messages:  # just published: no decoding later
-                doc = decision.desired.get(topic)
-                if doc is not None and topic in published:
+            # just published, or published already as these very bytes: the desired object
+            # is the decoding from now on (the next pass finds its own payloads by identity)
+            for topic, doc in decision.desired.items():
+                if topic in published and (previous is None or previous.get(topic) is not doc):
                     self._decoded[topic] = (published[topic], doc)
+                    self._view_changed.add(topic)
             sent_s = time.monotonic() - sending
             self.published = published
             self.messages_total += len(messages)
