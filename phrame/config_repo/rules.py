@@ -22,8 +22,8 @@ from phrame.config_repo.model import ConfigRepo, Document, Environment, PathPart
 from phrame.config_repo.preview_rules import preview_problems
 from phrame.config_repo.problems import Problem
 from phrame.config_repo.quantities import PortMapping, format_bytes, memory_bytes, parse_ports
-from phrame.config_repo.secrets import secret_problems
-from phrame.config_repo.update_policy import update_problems
+from phrame.config_repo.secrets import secret_file_problems, service_secret_problems
+from phrame.config_repo.update_policy import dedupe_update_problems, service_update_problems
 from schemas.registry import pointer
 
 # One service's ports expand to at most this many mappings ("1-65535" would be 65,535
@@ -59,25 +59,23 @@ def node_names(repo: ConfigRepo) -> Iterator[Problem]:
 
 def _table_names(table: dict[str, Document]) -> Iterator[Problem]:
     for stem, named in _valid(table):
-        if named.is_sound("name") and named.data["name"] != stem:
-            msg = f"name {named.data['name']!r} must equal the file name {stem!r}"
-            yield at(named, ["name"], "name-mismatch", msg)
+        yield from _file_name(stem, named)
 
 
-def names(repo: ConfigRepo) -> Iterator[Problem]:
-    """Networks and services are named as their files, each environment as its folder
-    (the node files: :func:`node_names`)."""
-    for env in repo.environments.values():
-        yield from _table_names(env.networks)
-        yield from _table_names(env.services)
-        pairs: list[tuple[Document | None, str]] = [
-            (env.doc, "name"),
-            (env.placement, "environment"),
-        ]
-        for doc, key in pairs:
-            if doc is not None and doc.is_sound(key) and doc.data[key] != env.name:
-                msg = f"{key} {doc.data[key]!r} must equal the folder name {env.name!r}"
-                yield at(doc, [key], "name-mismatch", msg)
+def _file_name(stem: str, named: Document) -> Iterator[Problem]:
+    if isinstance(named.data, dict) and named.is_sound("name") and named.data["name"] != stem:
+        msg = f"name {named.data['name']!r} must equal the file name {stem!r}"
+        yield at(named, ["name"], "name-mismatch", msg)
+
+
+def environment_names(env: Environment) -> Iterator[Problem]:
+    """An environment's networks named as their files, and itself as its folder."""
+    yield from _table_names(env.networks)
+    pairs: list[tuple[Document | None, str]] = [(env.doc, "name"), (env.placement, "environment")]
+    for doc, key in pairs:
+        if doc is not None and doc.is_sound(key) and doc.data[key] != env.name:
+            msg = f"{key} {doc.data[key]!r} must equal the folder name {env.name!r}"
+            yield at(doc, [key], "name-mismatch", msg)
 
 
 def environment_settings(repo: ConfigRepo) -> Iterator[Problem]:
@@ -137,34 +135,36 @@ def freeze_windows(repo: ConfigRepo) -> Iterator[Problem]:
                 yield at(doc, ["freeze", i, "from"], "freeze-window", msg)
 
 
-def references(repo: ConfigRepo, env: Environment) -> Iterator[Problem]:
-    for _name, doc in _valid(env.services):
-        data = doc.data
-        pin = data.get("placement", {}).get("node") if doc.is_sound("placement") else None
-        if pin is not None:
-            node = repo.nodes.get(pin)
-            if node is None:
-                yield at(doc, ["placement", "node"], "unknown-node", f"node {pin!r} is not in nodes/")
-            elif node.is_sound("cordoned") and node.data.get("cordoned"):
-                msg = f"node {pin!r} is cordoned; pin the service elsewhere or uncordon the node"
-                yield at(doc, ["placement", "node"], "cordoned-node", msg)
-        for i, net in _sound_items(doc, "networks"):
-            if net not in env.networks:
-                msg = f"network {net!r} is not declared in {env.dir}/networks/"
-                yield at(doc, ["networks", i], "unknown-network", msg)
-        for i, dep in _sound_items(doc, "depends_on"):
-            if dep not in env.services:
-                msg = f"depends_on {dep!r}: no such service in {env.dir}/services/"
-                yield at(doc, ["depends_on", i], "unknown-dependency", msg)
-        target = data.get("replaces") if doc.is_sound("replaces") else None
-        if target is not None:
-            other = env.services.get(target)
-            if other is None:
-                msg = f"replaces {target!r}: no such service in {env.dir}/services/"
-                yield at(doc, ["replaces"], "replaces-unknown", msg)
-            elif _is_process(other):
-                msg = f"replaces {target!r}: that service is a process; only a container is replaced"
-                yield at(doc, ["replaces"], "replaces-unknown", msg)
+def service_references(repo: ConfigRepo, env: Environment, doc: Document) -> Iterator[Problem]:
+    """What one service names: its pinned node, networks, dependencies and the container it replaces."""
+    if not isinstance(doc.data, dict):
+        return
+    data = doc.data
+    pin = data.get("placement", {}).get("node") if doc.is_sound("placement") else None
+    if pin is not None:
+        node = repo.nodes.get(pin)
+        if node is None:
+            yield at(doc, ["placement", "node"], "unknown-node", f"node {pin!r} is not in nodes/")
+        elif node.is_sound("cordoned") and node.data.get("cordoned"):
+            msg = f"node {pin!r} is cordoned; pin the service elsewhere or uncordon the node"
+            yield at(doc, ["placement", "node"], "cordoned-node", msg)
+    for i, net in _sound_items(doc, "networks"):
+        if net not in env.networks:
+            msg = f"network {net!r} is not declared in {env.dir}/networks/"
+            yield at(doc, ["networks", i], "unknown-network", msg)
+    for i, dep in _sound_items(doc, "depends_on"):
+        if dep not in env.services:
+            msg = f"depends_on {dep!r}: no such service in {env.dir}/services/"
+            yield at(doc, ["depends_on", i], "unknown-dependency", msg)
+    target = data.get("replaces") if doc.is_sound("replaces") else None
+    if target is not None:
+        other = env.services.get(target)
+        if other is None:
+            msg = f"replaces {target!r}: no such service in {env.dir}/services/"
+            yield at(doc, ["replaces"], "replaces-unknown", msg)
+        elif _is_process(other):
+            msg = f"replaces {target!r}: that service is a process; only a container is replaced"
+            yield at(doc, ["replaces"], "replaces-unknown", msg)
 
 
 def _is_process(doc: Document) -> bool:
@@ -409,21 +409,70 @@ def inventory_key(repo: ConfigRepo) -> tuple[tuple[str, str], ...] | None:
 
 
 def check_environment(repo: ConfigRepo, env: Environment, cache: ReadCache | None = None) -> EnvironmentCheck:
-    """Every rule that reads one environment and the inventory only, over ``env``."""
+    """Every rule that reads one environment and the inventory only, over ``env``. With
+    ``cache``, what the rules of one service file make of it (its name, references,
+    update policy and SOPS references) is kept while what they read besides it is
+    unchanged (:func:`service_context`): a commit that changed a few services of a large
+    environment checks those again, and what spans its services (cycles, replicas,
+    replacements, host ports) over all of them."""
     view = ConfigRepo(nodes=repo.nodes, environments={env.name: env}, commit=repo.commit)
-    problems = [*names(view), *environment_settings(view), *notify_targets(view), *update_problems(view)]
+    problems = [*environment_names(env), *environment_settings(view), *notify_targets(view)]
     problems += freeze_windows(view)
-    problems += secret_problems(view)
+    problems += secret_file_problems(env)
     problems += preview_problems(view)
     problems += image_policy_problems(view)
-    problems += [*references(view, env), *cycles(env)]
+    updates: list[Problem] = []
+    context = service_context(repo, env) if cache is not None else None
+    kept: dict[tuple[str, str], tuple[tuple[Problem, ...], tuple[Problem, ...]]] = (
+        (cache.get(("service-rules", context)) or {}) if cache is not None and context is not None else {}
+    )
+    now: dict[tuple[str, str], tuple[tuple[Problem, ...], tuple[Problem, ...]]] = {}
+    for name in sorted(env.services):
+        doc = env.services[name]
+        key = (doc.file, doc.content_id) if doc.content_id is not None else None
+        found = kept.get(key) if key is not None else None
+        if found is None:
+            found = (tuple(service_update_problems(env, doc)), tuple(_service_rules(repo, env, name, doc)))
+        if key is not None:
+            now[key] = found
+        updates += found[0]
+        problems += found[1]
+    if cache is not None and context is not None:
+        cache.put(("service-rules", context), now)  # the services of this commit only
+    problems += dedupe_update_problems(updates)
+    problems += cycles(env)
     env_replicas = replicas(view, partial=True)
     port_problems, published = port_specs(env, cache)
     problems += port_problems
     problems += replacements(view, env_replicas)
-    return EnvironmentCheck(
-        tuple(problems), placed_ports(env_replicas, published), resource_uses(env_replicas)
-    )
+    ports = placed_ports(env_replicas, published)
+    return EnvironmentCheck(tuple(problems), ports, resource_uses(env_replicas))
+
+
+def _service_rules(repo: ConfigRepo, env: Environment, name: str, doc: Document) -> Iterator[Problem]:
+    """The rules of one service file but its update policy's (deduplicated across services)."""
+    yield from _file_name(name, doc)
+    yield from service_secret_problems(repo, env, doc)
+    yield from service_references(repo, env, doc)
+
+
+def _document_id(doc: Document | None) -> tuple[str, str | None] | None:
+    return None if doc is None else (doc.file, doc.content_id)
+
+
+def service_context(repo: ConfigRepo, env: Environment) -> tuple[Any, ...] | None:
+    """What the rules of one service file read besides it: the environment's file,
+    placement file and SOPS files, the names of its networks, the names and kinds of its
+    services (``depends_on``, ``replaces``) and the inventory. None when one of those files
+    has no content id (not from git): nothing is kept then."""
+    nodes = inventory_key(repo)
+    docs = [d for d in (env.doc, env.placement, *env.secrets.values()) if d is not None]
+    if nodes is None or any(d.content_id is None for d in docs):
+        return None
+    services = tuple((n, _is_process(d)) for n, d in sorted(env.services.items()))
+    secrets = tuple((n, d.content_id) for n, d in sorted(env.secrets.items()))
+    return (env.name, _document_id(env.doc), _document_id(env.placement), tuple(sorted(env.networks)),
+            services, secrets, nodes)  # fmt: skip
 
 
 def _environment_once(

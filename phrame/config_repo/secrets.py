@@ -7,7 +7,8 @@ that no value is in plaintext, that the referenced key exists, and that the file
 encrypted for the ``age_recipient`` of every node that may run a service using it. Nothing
 here decrypts, and nothing here ever holds a plaintext value.
 
-Called by the semantic rules (``secret_problems``) and the renderer (``item_secrets``).
+Called by the semantic rules (``secret_file_problems``, ``service_secret_problems``) and the
+renderer (``item_secrets``).
 """
 
 from __future__ import annotations
@@ -166,15 +167,17 @@ def _uses(env: Environment, service: Document) -> Iterator[tuple[Document, list[
             yield doc, ["defaults", "env", key, "secret"], SecretRef.parse(value["secret"])
 
 
-def secret_problems(repo: ConfigRepo) -> Iterator[Problem]:
-    for env in repo.environments.values():
-        for _name, doc in sorted(env.secrets.items()):
-            yield from file_problems(doc)
-        for _name, service in sorted(env.services.items()):
-            if not isinstance(service.data, dict):
-                continue
-            for where, path, ref in _uses(env, service):
-                yield from _reference_problems(repo, env, service, where, path, ref)
+def secret_file_problems(env: Environment) -> Iterator[Problem]:
+    for _name, doc in sorted(env.secrets.items()):
+        yield from file_problems(doc)
+
+
+def service_secret_problems(repo: ConfigRepo, env: Environment, service: Document) -> Iterator[Problem]:
+    """The problems of the SOPS references ``service`` gets (its own env's and the defaults')."""
+    if not isinstance(service.data, dict):
+        return
+    for where, path, ref in _uses(env, service):
+        yield from _reference_problems(repo, env, service, where, path, ref)
 
 
 def _reference_problems(

@@ -2,14 +2,15 @@
 
 config-sync's rollout controller asks :func:`update_policy` for each service (the service's
 own ``update`` keys merged over the environment's ``defaults.update``, key by key);
-``rules.semantic_problems`` runs :func:`update_problems`. Pure: reads documents that passed
+``rules.semantic_problems`` runs :func:`service_update_problems` for each service, then
+:func:`dedupe_update_problems`. Pure: reads documents that passed
 their schema, never renders and never changes a spec's digest (``update`` is not in any
 desired item, so adding or tuning it restarts nothing).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,44 +97,43 @@ def _where(env: Environment, doc: Document, key: str) -> tuple[Document, list[st
     return env.doc, ["defaults", "update", key]
 
 
-def update_problems(repo: ConfigRepo) -> Iterator[Problem]:
-    """``update-canary`` (more canaries than replicas) and ``update-deadline`` (a deadline
-    no replica can meet: not above ``min_healthy_s``), once per place in a file."""
+def dedupe_update_problems(problems: Iterable[Problem]) -> Iterator[Problem]:
+    """Each place in a file once (an environment default shared by many services)."""
     seen: set[tuple[str, int, int, str]] = set()
-    for problem in _update_problems(repo):
+    for problem in problems:
         key = (problem.file, problem.line, problem.column, problem.rule)
-        if key not in seen:  # an environment default shared by many services: said once
+        if key not in seen:
             seen.add(key)
             yield problem
 
 
-def _update_problems(repo: ConfigRepo) -> Iterator[Problem]:
-    for env in repo.environments.values():
-        defaults_ok = env.doc is None or env.doc.is_sound("defaults", "update")
-        for _name, doc in sorted(env.services.items()):
-            if not isinstance(doc.data, dict) or not doc.is_sound("update") or not defaults_ok:
-                continue
-            if doc.data.get("kind", "container") != "container" or not doc.is_sound("replicas"):
-                continue
-            update = merged_update(env, doc)
-            if update is None:
-                continue
-            policy = policy_from(update)
-            replicas = doc.data.get("replicas", 1)
-            if isinstance(replicas, int) and policy.canary > replicas:
-                where, path = _where(env, doc, "canary")
-                msg = f"canary {policy.canary} is more than the service's {replicas} replica(s)"
-                if where is not doc:
-                    msg += f" (service {doc.data.get('name', '?')!r}, from the environment's defaults)"
-                yield _at(where, path, "update-canary", msg)
-            if policy.healthy_deadline_s <= policy.min_healthy_s:
-                key = "healthy_deadline_s" if "healthy_deadline_s" in update else "min_healthy_s"
-                where, path = _where(env, doc, key)
-                msg = (
-                    f"healthy_deadline_s {policy.healthy_deadline_s:g} must be more than "
-                    f"min_healthy_s {policy.min_healthy_s:g}: no replica could be healthy in time"
-                )
-                yield _at(where, path, "update-deadline", msg)
+def service_update_problems(env: Environment, doc: Document) -> Iterator[Problem]:
+    """``update-canary`` and ``update-deadline`` of one service (its ``update:`` over the
+    environment's defaults), before :func:`dedupe_update_problems`."""
+    defaults_ok = env.doc is None or env.doc.is_sound("defaults", "update")
+    if not isinstance(doc.data, dict) or not doc.is_sound("update") or not defaults_ok:
+        return
+    if doc.data.get("kind", "container") != "container" or not doc.is_sound("replicas"):
+        return
+    update = merged_update(env, doc)
+    if update is None:
+        return
+    policy = policy_from(update)
+    replicas = doc.data.get("replicas", 1)
+    if isinstance(replicas, int) and policy.canary > replicas:
+        where, path = _where(env, doc, "canary")
+        msg = f"canary {policy.canary} is more than the service's {replicas} replica(s)"
+        if where is not doc:
+            msg += f" (service {doc.data.get('name', '?')!r}, from the environment's defaults)"
+        yield _at(where, path, "update-canary", msg)
+    if policy.healthy_deadline_s <= policy.min_healthy_s:
+        key = "healthy_deadline_s" if "healthy_deadline_s" in update else "min_healthy_s"
+        where, path = _where(env, doc, key)
+        msg = (
+            f"healthy_deadline_s {policy.healthy_deadline_s:g} must be more than "
+            f"min_healthy_s {policy.min_healthy_s:g}: no replica could be healthy in time"
+        )
+        yield _at(where, path, "update-deadline", msg)
 
 
 def _at(doc: Document, path: list[str | int], rule: str, message: str) -> Problem:

@@ -38,6 +38,16 @@ def _edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
+def _ptp_legacy_as_a_process(env: Path) -> None:
+    legacy = env / "services/ptp-monitor-legacy.yaml"
+    text = legacy.read_text().replace(
+        "image: registry.studio.test/infra/ptp-monitor:0.9.2", "kind: process\ncommand: [ptp]"
+    )
+    legacy.write_text(
+        text.replace('ports:\n  - "127.0.0.1:9300:9300"\n', "").replace("networks:\n  - control\n", "")
+    )
+
+
 def test_rules_kept_per_environment_equal_a_fresh_check_over_a_series_of_commits(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     shutil.copytree(SAMPLE, root)
@@ -70,6 +80,19 @@ def test_rules_kept_per_environment_equal_a_fresh_check_over_a_series_of_commits
         (lambda: _edit(b / "services/recorder.yaml", "cpus: 2", "cpus: 12"), "capacity-exceeded"),
         (restore, None),
         (lambda: _edit(b / "services/recorder.yaml", "recorder:1.0", "recorder:1.1"), None),
+        # what unchanged service files name goes away or changes beside them
+        (lambda: (a / "networks/control.yaml").unlink(), "unknown-network"),
+        (restore, None),
+        (lambda: (a / "services/input-proc.yaml").unlink(), "unknown-dependency"),  # mixer's
+        (restore, None),
+        # ptp-monitor replaces it (a process's fields besides: a schema problem of its own)
+        (lambda: _ptp_legacy_as_a_process(a), "replaces-unknown schema"),
+        (restore, None),
+        (
+            lambda: _edit(a / "environment.yaml", "defaults:", "defaults:\n  update: {canary: 2}"),
+            "update-canary",
+        ),
+        (restore, None),
     ]
     cache = ReadCache()
     for i, (change, rule) in enumerate(changes):
@@ -80,7 +103,7 @@ def test_rules_kept_per_environment_equal_a_fresh_check_over_a_series_of_commits
         fresh, read_fresh = load(GitSource(root, sha))
         problems = validate(cached, read_cached, cache=cache)
         assert problems == validate(fresh, read_fresh), i
-        assert sorted({p.rule for p in problems}) == ([rule] if rule else []), (i, problems)
+        assert sorted({p.rule for p in problems}) == (rule.split() if rule else []), (i, problems)
         if problems:
             continue
         kept, made = render(cached, commit=sha), render(fresh, commit=sha)
@@ -141,3 +164,29 @@ def test_an_environment_folder_of_the_same_blobs_is_loaded_once(tmp_path: Path) 
     third = loaded("three")
     assert third["studio-b"] is not second["studio-b"]
     assert loaded("four")["studio-b"] is third["studio-b"]  # the same folder again
+
+
+def test_in_a_changed_environment_only_the_changed_service_files_are_checked_again(tmp_path: Path) -> None:
+    from phrame.config_repo.rules import service_context
+
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    repo = git.Repo.init(root)
+    cache = ReadCache()
+
+    def kept(message: str) -> dict[str, object]:
+        repo.git.add(A=True)
+        sha = repo.index.commit(message).hexsha
+        loaded, read = load(GitSource(root, sha), cache=cache)
+        assert validate(loaded, read, cache=cache) == []
+        env = loaded.environments["studio-a"]
+        found = cache.get(("service-rules", service_context(loaded, env)))
+        assert isinstance(found, dict)
+        return {file: made for (file, _blob), made in found.items()}
+
+    first = kept("one")
+    _edit(root / "environments/studio-a/services/mixer.yaml", "mixer:3.1.0", "mixer:3.2.0")
+    second = kept("two")
+    mixer = "environments/studio-a/services/mixer.yaml"
+    assert sorted(first) == sorted(second) and len(first) == 6
+    assert all(second[f] is first[f] for f in first if f != mixer) and second[mixer] is not first[mixer]
