@@ -117,7 +117,7 @@ class Syncer:
             errors = [p.to_dict() for p in validate(repo, read_problems, cache=self.read_cache)]
             made = None if errors else render(repo, commit=sha)
             rendered = made.topics(self.topics) if made is not None else None
-            rules = policies(repo) if not errors else {}
+            rules = policies(repo, self.read_cache) if not errors else {}
             reading = Reading(
                 sha, _tracks(repo, self.default_ref), errors, rendered, frozenset(repo.nodes), rules,
                 tuple(made.unassigned) if made is not None else (),

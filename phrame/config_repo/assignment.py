@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from phrame.config_repo.cache import ReadCache
+from phrame.config_repo.keys import environment_key, inventory_key
 from phrame.config_repo.model import ConfigRepo, Document, Environment
 
 
@@ -69,3 +71,25 @@ def replicas(repo: ConfigRepo, *, partial: bool = False) -> list[Replica]:
                     node = None
                 out.append(Replica(env_name, name, i, node, doc))
     return out
+
+
+def environment_replicas(
+    repo: ConfigRepo, env: Environment, *, partial: bool = False, cache: ReadCache | None = None
+) -> list[Replica]:
+    """:func:`replicas` of one environment (with ``repo``'s inventory). With ``cache``, kept
+    by the environment's and the inventory's files: the rules' (``partial``) and the
+    renderer's are one list when every service and the placement passed their schemas."""
+    view = ConfigRepo(nodes=repo.nodes, environments={env.name: env}, commit=repo.commit)
+    nodes = inventory_key(repo) if cache is not None else None
+    key = environment_key(env) if nodes is not None else None
+    if cache is None or key is None:
+        return replicas(view, partial=partial)
+    sound = all(d.schema_ok for d in env.services.values()) and (
+        env.placement is None or env.placement.schema_ok
+    )
+    cache_key = ("environment-replicas", nodes, key, "sound" if sound else partial)
+    made: list[Replica] | None = cache.get(cache_key)
+    if made is None:
+        made = replicas(view, partial=partial)
+        cache.put(cache_key, made)
+    return list(made)

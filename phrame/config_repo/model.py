@@ -26,8 +26,8 @@ class Document:
     # where the schema errors are (set by validate): the semantic rules still read the
     # other parts of a file with a schema error, so one typo does not hide the rest
     unsound: frozenset[tuple[PathPart, ...]] = frozenset({()})
-    # (schema name, its problems) once validate checked it: a document loaded again from a
-    # reading before (its folder unchanged) is not looked up again
+    # (kind, its schema problems) once validate checked it: a document shared with a reading
+    # before (the same path and blob) is not looked up again
     checked: tuple[str, tuple[Problem, ...]] | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from phrame.config_repo.assignment import Replica, replicas
+from phrame.config_repo.assignment import Replica, environment_replicas
 from phrame.config_repo.cache import ReadCache
 from phrame.config_repo.container_fields import container_fields
+from phrame.config_repo.keys import environment_key, inventory_key
 from phrame.config_repo.model import ConfigRepo, Environment
 from phrame.config_repo.problems import ConfigError
 from phrame.config_repo.quantities import memory_bytes, parse_ports
-from phrame.config_repo.rules import environment_key, inventory_key
 from phrame.config_repo.secrets import item_secrets
 from schemas import Topics, canonical_json, digest
 
@@ -253,8 +253,7 @@ class _EnvironmentItems:
 
 
 def _environment_items(repo: ConfigRepo, env: Environment, cache: ReadCache | None) -> _EnvironmentItems:
-    view = ConfigRepo(nodes=repo.nodes, environments={env.name: env}, commit=repo.commit)
-    env_replicas = replicas(view)
+    env_replicas = environment_replicas(repo, env, cache=cache)
     index = ReplicaIndex(env_replicas)  # depends_on and replaces resolve within the environment
     env_ids = _environment_ids(env)
     items: list[tuple[str, str, dict[str, Any], int]] = []

@@ -14,10 +14,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from phrame.config_repo.assignment import Replica, replicas
+from phrame.config_repo.assignment import Replica, environment_replicas
 from phrame.config_repo.cache import ReadCache
 from phrame.config_repo.freeze import FreezeError, instant, parse_cron, zone_of
 from phrame.config_repo.image_policy import image_policy_problems
+from phrame.config_repo.keys import environment_key, inventory_key
 from phrame.config_repo.model import ConfigRepo, Document, Environment, PathPart
 from phrame.config_repo.preview_rules import preview_problems
 from phrame.config_repo.problems import Problem
@@ -385,29 +386,6 @@ class EnvironmentCheck:
     uses: ResourceUses
 
 
-def _documents_key(docs: Iterable[Document]) -> tuple[tuple[str, str], ...] | None:
-    """The files and blobs of ``docs``; None when one has no content id (not from git, or
-    unreadable): nothing is kept then."""
-    out = []
-    for doc in docs:
-        if doc.content_id is None:
-            return None
-        out.append((doc.file, doc.content_id))
-    return tuple(out)
-
-
-def environment_key(env: Environment) -> tuple[Any, ...] | None:
-    """Every file of ``env`` by path and blob (None: not all from git)."""
-    docs = [d for d in (env.doc, env.placement) if d is not None]
-    key = _documents_key([*docs, *env.networks.values(), *env.services.values(), *env.secrets.values()])
-    return None if key is None else (env.name, env.doc is not None, env.placement is not None, key)
-
-
-def inventory_key(repo: ConfigRepo) -> tuple[tuple[str, str], ...] | None:
-    """Every node file by path and blob (None: not all from git)."""
-    return _documents_key(repo.nodes.values())
-
-
 def check_environment(repo: ConfigRepo, env: Environment, cache: ReadCache | None = None) -> EnvironmentCheck:
     """Every rule that reads one environment and the inventory only, over ``env``. With
     ``cache``, what the rules of one service file make of it (its name, references,
@@ -441,7 +419,7 @@ def check_environment(repo: ConfigRepo, env: Environment, cache: ReadCache | Non
         cache.put(("service-rules", context), now)  # the services of this commit only
     problems += dedupe_update_problems(updates)
     problems += cycles(env)
-    env_replicas = replicas(view, partial=True)
+    env_replicas = environment_replicas(repo, env, partial=True, cache=cache)
     port_problems, published = port_specs(env, cache)
     problems += port_problems
     problems += replacements(view, env_replicas)

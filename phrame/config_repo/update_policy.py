@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from phrame.config_repo.cache import ReadCache
+from phrame.config_repo.keys import environment_key
 from phrame.config_repo.model import ConfigRepo, Document, Environment
 from phrame.config_repo.problems import Problem
 from schemas.registry import pointer
@@ -76,14 +78,24 @@ def update_policy(env: Environment, doc: Document) -> UpdatePolicy | None:
     return policy_from(update) if update is not None else None
 
 
-def policies(repo: ConfigRepo) -> dict[tuple[str, str], UpdatePolicy]:
-    """(environment, service) -> policy, for the services that have one."""
+def policies(repo: ConfigRepo, cache: ReadCache | None = None) -> dict[tuple[str, str], UpdatePolicy]:
+    """(environment, service) -> policy, for the services that have one; with ``cache``, an
+    environment's are kept by the paths and blobs of its files."""
     out = {}
     for env_name, env in sorted(repo.environments.items()):
-        for name, doc in sorted(env.services.items()):
-            policy = update_policy(env, doc)
-            if policy is not None:
-                out[(env_name, name)] = policy
+        key = environment_key(env) if cache is not None else None
+        found: dict[tuple[str, str], UpdatePolicy] | None = (
+            cache.get(("update-policies", key)) if cache is not None and key is not None else None
+        )
+        if found is None:
+            found = {}
+            for name, doc in sorted(env.services.items()):
+                policy = update_policy(env, doc)
+                if policy is not None:
+                    found[(env_name, name)] = policy
+            if cache is not None and key is not None:
+                cache.put(("update-policies", key), found)
+        out.update(found)
     return out
 
 

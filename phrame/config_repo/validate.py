@@ -105,15 +105,15 @@ def _unsound(error: ValidationError) -> list[tuple[Any, ...]]:
 
 
 def schema_problems(kind: str, doc: Document, cache: ReadCache | None = None) -> list[Problem]:
+    if doc.checked is not None and doc.checked[0] == kind:
+        return list(doc.checked[1])  # its marks were set with it (the schema: the kind's, by content)
     name = schema_name(kind, doc)
-    if doc.checked is not None and doc.checked[0] == name:
-        return list(doc.checked[1])  # its marks were set with it
     key = ("schema", name, doc.file, doc.content_id)
     cached = cache.get(key) if cache is not None and doc.content_id else None
     if cached is not None:
         problems, doc.unsound = cached
         doc.schema_ok = not problems
-        doc.checked = (name, tuple(problems))
+        doc.checked = (kind, tuple(problems))
         return list(problems)
     found, unsound = [], set()
     errors = () if surely_valid(name, doc.data) else schemas.validator(name).iter_errors(doc.data)
@@ -124,7 +124,7 @@ def schema_problems(kind: str, doc: Document, cache: ReadCache | None = None) ->
         found.append(Problem(doc.file, line, col, "schema", message, pointer(path)))
         unsound.update(_unsound(error))
     doc.schema_ok, doc.unsound = not found, frozenset(unsound)
-    doc.checked = (name, tuple(found))
+    doc.checked = (kind, tuple(found))
     if cache is not None and doc.content_id:
         cache.put(key, (tuple(found), doc.unsound))
     return found

@@ -11,8 +11,9 @@ from pathlib import Path
 import git
 
 from phrame.config_repo import ReadCache, load, render, validate
-from phrame.config_repo.rules import environment_key, inventory_key
+from phrame.config_repo.keys import environment_key, inventory_key
 from phrame.config_repo.sources import GitSource
+from phrame.config_repo.update_policy import policies
 from schemas import canonical_json
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
@@ -103,6 +104,7 @@ def test_rules_kept_per_environment_equal_a_fresh_check_over_a_series_of_commits
         fresh, read_fresh = load(GitSource(root, sha))
         problems = validate(cached, read_cached, cache=cache)
         assert problems == validate(fresh, read_fresh), i
+        assert policies(cached, cache) == policies(fresh), i  # the rollouts' update policies
         assert sorted({p.rule for p in problems}) == (rule.split() if rule else []), (i, problems)
         if problems:
             continue

@@ -172,9 +172,9 @@ def test_read_cache_reparses_only_changed_blobs_and_gives_the_same_result(tmp_pa
     problems = validate(second, read2, cache=cache)
     # only the two changed files were parsed and schema-checked again, the changed
     # service's ports read again (the node's file has none), and its environment's folder
-    # loaded and its rules run again (one environment; its services' own rules under a
-    # changed inventory)
-    assert cache.misses - misses == 2 * 2 + 1 + 3
+    # loaded, its rules run and its replicas placed again (one environment; its services'
+    # own rules under a changed inventory)
+    assert cache.misses - misses == 2 * 2 + 1 + 4
     uncached, read3 = load(GitSource(root, c2))
     assert problems == validate(uncached, read3) and [p.rule for p in problems] == ["schema"]
     # a cached reading renders exactly like a fresh one

@@ -1,0 +1,32 @@
+"""What a reading's parts are made of, by file path and blob: the keys under which the read
+cache keeps what the rules and the renderer make of an environment (and the inventory)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from phrame.config_repo.model import ConfigRepo, Document, Environment
+
+
+def _documents_key(docs: Iterable[Document]) -> tuple[tuple[str, str], ...] | None:
+    """The files and blobs of ``docs``; None when one has no content id (not from git, or
+    unreadable): nothing is kept then."""
+    out = []
+    for doc in docs:
+        if doc.content_id is None:
+            return None
+        out.append((doc.file, doc.content_id))
+    return tuple(out)
+
+
+def environment_key(env: Environment) -> tuple[Any, ...] | None:
+    """Every file of ``env`` by path and blob (None: not all from git)."""
+    docs = [d for d in (env.doc, env.placement) if d is not None]
+    key = _documents_key([*docs, *env.networks.values(), *env.services.values(), *env.secrets.values()])
+    return None if key is None else (env.name, env.doc is not None, env.placement is not None, key)
+
+
+def inventory_key(repo: ConfigRepo) -> tuple[tuple[str, str], ...] | None:
+    """Every node file by path and blob (None: not all from git)."""
+    return _documents_key(repo.nodes.values())
