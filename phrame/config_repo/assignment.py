@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from phrame.config_repo.cache import ReadCache
-from phrame.config_repo.keys import environment_key, inventory_key
+from phrame.config_repo.keys import per_environment
 from phrame.config_repo.model import ConfigRepo, Document, Environment
 
 
@@ -80,16 +80,14 @@ def environment_replicas(
     by the environment's and the inventory's files: the rules' (``partial``) and the
     renderer's are one list when every service and the placement passed their schemas."""
     view = ConfigRepo(nodes=repo.nodes, environments={env.name: env}, commit=repo.commit)
-    nodes = inventory_key(repo) if cache is not None else None
-    key = environment_key(env) if nodes is not None else None
-    if cache is None or key is None:
-        return replicas(view, partial=partial)
-    sound = all(d.schema_ok for d in env.services.values()) and (
-        env.placement is None or env.placement.schema_ok
+    placement_ok = env.placement is None or env.placement.schema_ok
+    sound = placement_ok and all(d.schema_ok for d in env.services.values())
+    made = per_environment(
+        cache,
+        "environment-replicas",
+        repo,
+        env,
+        lambda _e: replicas(view, partial=partial),
+        "sound" if sound else partial,
     )
-    cache_key = ("environment-replicas", nodes, key, "sound" if sound else partial)
-    made: list[Replica] | None = cache.get(cache_key)
-    if made is None:
-        made = replicas(view, partial=partial)
-        cache.put(cache_key, made)
     return list(made)

@@ -3,10 +3,13 @@ cache keeps what the rules and the renderer make of an environment (and the inve
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, TypeVar
 
+from phrame.config_repo.cache import ReadCache
 from phrame.config_repo.model import ConfigRepo, Document, Environment
+
+T = TypeVar("T")
 
 
 def _documents_key(docs: Iterable[Document]) -> tuple[tuple[str, str], ...] | None:
@@ -30,3 +33,27 @@ def environment_key(env: Environment) -> tuple[Any, ...] | None:
 def inventory_key(repo: ConfigRepo) -> tuple[tuple[str, str], ...] | None:
     """Every node file by path and blob (None: not all from git)."""
     return _documents_key(repo.nodes.values())
+
+
+def per_environment(
+    cache: ReadCache | None,
+    kind: str,
+    repo: ConfigRepo,
+    env: Environment,
+    make: Callable[[Environment], T],
+    *extra: Hashable,
+) -> T:
+    """``make(env)``, kept in ``cache`` as ``kind`` by the paths and blobs of the
+    environment's files and the inventory's (and ``extra``): what the rules and the renderer
+    make of an environment is a function of those files alone. Made each time without a
+    cache, or when a file has no content id."""
+    nodes = inventory_key(repo) if cache is not None else None
+    key = environment_key(env) if nodes is not None else None
+    if cache is None or key is None:
+        return make(env)
+    cache_key = (kind, nodes, key, *extra)
+    made: T | None = cache.get(cache_key)
+    if made is None:
+        made = make(env)
+        cache.put(cache_key, made)
+    return made

@@ -18,7 +18,7 @@ from typing import Any
 from phrame.config_repo.assignment import Replica, environment_replicas
 from phrame.config_repo.cache import ReadCache
 from phrame.config_repo.container_fields import container_fields
-from phrame.config_repo.keys import environment_key, inventory_key
+from phrame.config_repo.keys import per_environment
 from phrame.config_repo.model import ConfigRepo, Environment
 from phrame.config_repo.problems import ConfigError
 from phrame.config_repo.quantities import memory_bytes, parse_ports
@@ -291,22 +291,6 @@ def _environment_items(repo: ConfigRepo, env: Environment, cache: ReadCache | No
     return _EnvironmentItems(tuple(items), tuple(unassigned), services)
 
 
-def _environment_items_once(
-    repo: ConfigRepo, env: Environment, nodes: tuple[Any, ...] | None, cache: ReadCache | None
-) -> _EnvironmentItems:
-    """:func:`_environment_items`, from ``cache`` when the environment's files and the
-    inventory are the very blobs rendered before."""
-    key = environment_key(env) if cache is not None and nodes is not None else None
-    if cache is None or key is None:
-        return _environment_items(repo, env, cache)
-    cache_key = ("environment-items", nodes, key)
-    made: _EnvironmentItems | None = cache.get(cache_key)
-    if made is None:
-        made = _environment_items(repo, env, cache)
-        cache.put(cache_key, made)
-    return made
-
-
 def render(repo: ConfigRepo, *, commit: str | None = None) -> Rendered:
     """Each inventory node's items and manifest at ``commit`` (generation 1 everywhere;
     :func:`carry_forward` continues an earlier rendering's generations and commits)."""
@@ -329,13 +313,15 @@ def render_checked(repo: ConfigRepo, sha: str, cache: ReadCache | None = None) -
     inputs are unchanged is not rendered nor digested again: equal by construction
     (tested against a rendering without it). Each payload gets ``sha`` as its commit."""
     nodes = {n: NodeDesired(n) for n in sorted(repo.nodes)}
-    inventory = inventory_key(repo) if cache is not None else None
     unassigned: list[str] = []
     sizes: dict[tuple[str, str], int] = {}
     services: dict[tuple[str, str], dict[str, Any]] = {}
     sha_size = len(canonical_json(sha)) - 2  # items are measured with a sha of 40 characters
     for env_name in sorted(repo.environments):
-        made = _environment_items_once(repo, repo.environments[env_name], inventory, cache)
+        env = repo.environments[env_name]
+        made = per_environment(
+            cache, "environment-items", repo, env, lambda e: _environment_items(repo, e, cache)
+        )
         for node, key, payload, size in made.items:
             nodes[node].items[key] = {**payload, "commit": sha}
             sizes[(node, key)] = size + sha_size - 40

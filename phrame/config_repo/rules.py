@@ -18,7 +18,7 @@ from phrame.config_repo.assignment import Replica, environment_replicas
 from phrame.config_repo.cache import ReadCache
 from phrame.config_repo.freeze import FreezeError, instant, parse_cron, zone_of
 from phrame.config_repo.image_policy import image_policy_problems
-from phrame.config_repo.keys import environment_key, inventory_key
+from phrame.config_repo.keys import inventory_key, per_environment
 from phrame.config_repo.model import ConfigRepo, Document, Environment, PathPart
 from phrame.config_repo.preview_rules import preview_problems
 from phrame.config_repo.problems import Problem
@@ -453,34 +453,19 @@ def service_context(repo: ConfigRepo, env: Environment) -> tuple[Any, ...] | Non
             services, secrets, nodes)  # fmt: skip
 
 
-def _environment_once(
-    repo: ConfigRepo, env: Environment, nodes: tuple[Any, ...] | None, cache: ReadCache | None
-) -> EnvironmentCheck:
-    """:func:`check_environment`, from ``cache`` when the environment's files and the
-    inventory are the very blobs checked before (a function of those files alone: their
-    schema verdicts too)."""
-    key = environment_key(env) if cache is not None and nodes is not None else None
-    if cache is None or key is None:
-        return check_environment(repo, env, cache)
-    cache_key = ("environment-rules", nodes, key)
-    made: EnvironmentCheck | None = cache.get(cache_key)
-    if made is None:
-        made = check_environment(repo, env, cache)
-        cache.put(cache_key, made)
-    return made
-
-
 def semantic_problems(repo: ConfigRepo, cache: ReadCache | None = None) -> list[Problem]:
     """Every rule's problems: per environment (with the inventory), then what spans them
     (host ports and capacity per node). With ``cache`` (``validate``'s), an environment
     whose files and the inventory are unchanged since a check before is not checked
     again, and what a rule makes of one file alone is kept by the file's path and content."""
     problems = list(node_names(repo))
-    nodes = inventory_key(repo) if cache is not None else None
     ports: list[tuple[Replica, list[tuple[int, PortMapping]]]] = []
     used: ResourceUses = defaultdict(list)
     for name in sorted(repo.environments):
-        checked = _environment_once(repo, repo.environments[name], nodes, cache)
+        env = repo.environments[name]
+        checked = per_environment(
+            cache, "environment-rules", repo, env, lambda e: check_environment(repo, e, cache)
+        )
         problems += checked.problems
         ports += checked.ports
         for node, uses in checked.uses.items():

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from phrame.config_repo.cache import ReadCache
-from phrame.config_repo.keys import environment_key
+from phrame.config_repo.keys import per_environment
 from phrame.config_repo.model import ConfigRepo, Document, Environment
 from phrame.config_repo.problems import Problem
 from schemas.registry import pointer
@@ -82,21 +82,18 @@ def policies(repo: ConfigRepo, cache: ReadCache | None = None) -> dict[tuple[str
     """(environment, service) -> policy, for the services that have one; with ``cache``, an
     environment's are kept by the paths and blobs of its files."""
     out = {}
-    for env_name, env in sorted(repo.environments.items()):
-        key = environment_key(env) if cache is not None else None
-        found: dict[tuple[str, str], UpdatePolicy] | None = (
-            cache.get(("update-policies", key)) if cache is not None and key is not None else None
-        )
-        if found is None:
-            found = {}
-            for name, doc in sorted(env.services.items()):
-                policy = update_policy(env, doc)
-                if policy is not None:
-                    found[(env_name, name)] = policy
-            if cache is not None and key is not None:
-                cache.put(("update-policies", key), found)
-        out.update(found)
+    for _name, env in sorted(repo.environments.items()):
+        out.update(per_environment(cache, "update-policies", repo, env, _policies))
     return out
+
+
+def _policies(env: Environment) -> dict[tuple[str, str], UpdatePolicy]:
+    found = {}
+    for name, doc in sorted(env.services.items()):
+        policy = update_policy(env, doc)
+        if policy is not None:
+            found[(env.name, name)] = policy
+    return found
 
 
 def _where(env: Environment, doc: Document, key: str) -> tuple[Document, list[str | int]]:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import git
 
-from phrame.config_repo import ReadCache, load, render, validate
+from phrame.config_repo import ReadCache, render, validate
 from phrame.config_repo.keys import environment_key, inventory_key
-from phrame.config_repo.sources import GitSource
 from phrame.config_repo.update_policy import policies
 from schemas import canonical_json
+from tests.support.readings import commit_and_read
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
 STUDIO_B = {
@@ -31,6 +31,13 @@ def _write(root: Path, files: dict[str, str]) -> None:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
+
+
+def _sample(tmp_path: Path, more: dict[str, str]) -> tuple[Path, git.Repo]:
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    _write(root, more)
+    return root, git.Repo.init(root)
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -50,10 +57,7 @@ def _ptp_legacy_as_a_process(env: Path) -> None:
 
 
 def test_rules_kept_per_environment_equal_a_fresh_check_over_a_series_of_commits(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    shutil.copytree(SAMPLE, root)
-    _write(root, STUDIO_B)
-    repo = git.Repo.init(root)
+    root, repo = _sample(tmp_path, STUDIO_B)
     a, b = root / "environments/studio-a", root / "environments/studio-b"
     originals = {p: p.read_text() for p in root.rglob("*.yaml") if ".git" not in p.parts}
 
@@ -98,10 +102,7 @@ def test_rules_kept_per_environment_equal_a_fresh_check_over_a_series_of_commits
     cache = ReadCache()
     for i, (change, rule) in enumerate(changes):
         change()
-        repo.git.add(A=True)
-        sha = repo.index.commit(f"commit {i}").hexsha
-        cached, read_cached = load(GitSource(root, sha), cache=cache)
-        fresh, read_fresh = load(GitSource(root, sha))
+        sha, (cached, read_cached), (fresh, read_fresh) = commit_and_read(repo, f"commit {i}", cache)
         problems = validate(cached, read_cached, cache=cache)
         assert problems == validate(fresh, read_fresh), i
         assert policies(cached, cache) == policies(fresh), i  # the rollouts' update policies
@@ -115,16 +116,11 @@ def test_rules_kept_per_environment_equal_a_fresh_check_over_a_series_of_commits
 
 
 def test_an_environment_unchanged_since_a_check_is_not_checked_again(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    shutil.copytree(SAMPLE, root)
-    _write(root, STUDIO_B)
-    repo = git.Repo.init(root)
+    root, repo = _sample(tmp_path, STUDIO_B)
     cache = ReadCache()
 
     def check(message: str) -> tuple[object, ...]:
-        repo.git.add(A=True)
-        sha = repo.index.commit(message).hexsha
-        loaded, read = load(GitSource(root, sha), cache=cache)
+        _sha, (loaded, read), _fresh = commit_and_read(repo, message, cache)
         assert validate(loaded, read, cache=cache) == []  # and rendered, for the payload sizes
         nodes = inventory_key(loaded)
         return tuple(
@@ -143,17 +139,11 @@ def test_an_environment_unchanged_since_a_check_is_not_checked_again(tmp_path: P
 
 
 def test_an_environment_folder_of_the_same_blobs_is_loaded_once(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    shutil.copytree(SAMPLE, root)
-    _write(root, STUDIO_B)
-    repo = git.Repo.init(root)
+    root, repo = _sample(tmp_path, STUDIO_B)
     cache = ReadCache()
 
     def loaded(message: str) -> dict[str, object]:
-        repo.git.add(A=True)
-        sha = repo.index.commit(message).hexsha
-        read, problems = load(GitSource(root, sha), cache=cache)
-        fresh, fresh_problems = load(GitSource(root, sha))
+        _sha, (read, problems), (fresh, fresh_problems) = commit_and_read(repo, message, cache)
         assert problems == fresh_problems and sorted(read.environments) == sorted(fresh.environments)
         return dict(read.environments)
 
@@ -171,15 +161,11 @@ def test_an_environment_folder_of_the_same_blobs_is_loaded_once(tmp_path: Path) 
 def test_in_a_changed_environment_only_the_changed_service_files_are_checked_again(tmp_path: Path) -> None:
     from phrame.config_repo.rules import service_context
 
-    root = tmp_path / "repo"
-    shutil.copytree(SAMPLE, root)
-    repo = git.Repo.init(root)
+    root, repo = _sample(tmp_path, {})
     cache = ReadCache()
 
     def kept(message: str) -> dict[str, object]:
-        repo.git.add(A=True)
-        sha = repo.index.commit(message).hexsha
-        loaded, read = load(GitSource(root, sha), cache=cache)
+        _sha, (loaded, read), _fresh = commit_and_read(repo, message, cache)
         assert validate(loaded, read, cache=cache) == []
         env = loaded.environments["studio-a"]
         found = cache.get(("service-rules", service_context(loaded, env)))

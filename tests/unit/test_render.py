@@ -12,6 +12,7 @@ import git
 from phrame.config_repo import load_directory, load_git, render, validate
 from phrame.config_repo.render import carry_forward
 from schemas import Topics, canonical_json, check_payload, digest
+from tests.support.readings import commit_and_read
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "phrame-config"
 T = Topics()
@@ -214,9 +215,8 @@ def test_incremental_validate_and_render_equal_a_fresh_reading_over_a_series_of_
     payload sizes equal those of a reading without a cache, whatever changed: a service,
     the environment's defaults, a dependency's node, the placement, an invalid commit, a
     return to the first commit's content."""
-    from phrame.config_repo import ReadCache, load
+    from phrame.config_repo import ReadCache
     from phrame.config_repo.render import render_checked
-    from phrame.config_repo.sources import GitSource
 
     root = tmp_path / "repo"
     shutil.copytree(SAMPLE, root)
@@ -250,10 +250,7 @@ def test_incremental_validate_and_render_equal_a_fresh_reading_over_a_series_of_
     rendered = 0
     for i, change in enumerate(changes):
         change()
-        repo.git.add(A=True)
-        sha = repo.index.commit(f"commit {i}").hexsha
-        cached, read_cached = load(GitSource(root, sha), cache=cache)
-        fresh, read_fresh = load(GitSource(root, sha))
+        sha, (cached, read_cached), (fresh, read_fresh) = commit_and_read(repo, f"commit {i}", cache)
         problems = validate(cached, read_cached, cache=cache)
         assert problems == validate(fresh, read_fresh), i
         assert bool(problems) == (i in (5, 6)), (i, problems)
