@@ -18,7 +18,7 @@ from typing import Any
 from phrame.config_repo.assignment import Replica, environment_replicas
 from phrame.config_repo.cache import ReadCache
 from phrame.config_repo.container_fields import container_fields
-from phrame.config_repo.keys import per_environment
+from phrame.config_repo.keys import inventory_key, per_environment
 from phrame.config_repo.model import ConfigRepo, Environment
 from phrame.config_repo.problems import ConfigError
 from phrame.config_repo.quantities import memory_bytes, parse_ports
@@ -252,21 +252,94 @@ class _EnvironmentItems:
     services: tuple[tuple[tuple[str, str], dict[str, Any]], ...]
 
 
-def _environment_items(repo: ConfigRepo, env: Environment, cache: ReadCache | None) -> _EnvironmentItems:
+def _service_items(
+    repo: ConfigRepo, env: Environment, names: set[str], cache: ReadCache | None
+) -> dict[str, _ServiceItems]:
+    """The items of the services ``names`` of ``env`` (their replicas, in order)."""
     env_replicas = environment_replicas(repo, env, cache=cache)
     index = ReplicaIndex(env_replicas)  # depends_on and replaces resolve within the environment
     env_ids = _environment_ids(env)
-    items: list[tuple[str, str, dict[str, Any], int]] = []
-    unassigned = []
-    used_networks: dict[str, set[str]] = defaultdict(set)
+    items: dict[str, list[tuple[str, str, dict[str, Any], int]]] = defaultdict(list)
+    unassigned: dict[str, list[str]] = defaultdict(list)
+    networks: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for rep in env_replicas:
+        if rep.service not in names:
+            continue
         if rep.node is None:
-            unassigned.append(rep.item_id)
+            unassigned[rep.service].append(rep.item_id)
             continue
         key = f"{'processes' if rep.spec.get('kind') == 'process' else 'containers'}/{rep.item_id}"
-        items.append((rep.node, key, *_item(rep, env, env_ids, index, cache)))
+        items[rep.service].append((rep.node, key, *_item(rep, env, env_ids, index, cache)))
         if key.startswith("containers/"):
-            used_networks[rep.node].update(rep.spec.get("networks", []))
+            networks[rep.service][rep.node].update(rep.spec.get("networks", []))
+    return {
+        name: (
+            tuple(items[name]),
+            tuple(unassigned[name]),
+            tuple((node, tuple(sorted(nets))) for node, nets in sorted(networks[name].items())),
+        )
+        for name in names
+    }
+
+
+def _placement_context(repo: ConfigRepo, env: Environment) -> tuple[Any, ...] | None:
+    """What a service's items are made of besides its own file: the environment's files
+    (:func:`_environment_ids`), its placement file, the inventory, and where every service
+    of it runs (replicas, pin, kind: what ``depends_on`` and ``replaces`` resolve to). None
+    when a file has no content id."""
+    env_ids = _environment_ids(env)
+    nodes = inventory_key(repo)
+    placement = env.placement
+    if env_ids is None or nodes is None or (placement is not None and placement.content_id is None):
+        return None
+    where = []
+    for name, doc in sorted(env.services.items()):
+        data = doc.data if isinstance(doc.data, dict) else {}
+        pin = data.get("placement", {}).get("node") if isinstance(data.get("placement"), dict) else None
+        where.append((name, doc.schema_ok, data.get("replicas", 1), pin, data.get("kind", "container")))
+    placed = None if placement is None else (placement.file, placement.content_id)
+    return (env_ids, nodes, placed, tuple(where))
+
+
+# a service's items: (node, key, payload without commit, size) each, its unassigned item ids
+# and, per node, the networks its containers join
+_ServiceItems = tuple[
+    tuple[tuple[str, str, dict[str, Any], int], ...], tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]
+]
+
+
+def _environment_items(repo: ConfigRepo, env: Environment, cache: ReadCache | None) -> _EnvironmentItems:
+    """What ``env`` renders to. With ``cache``, a service's items are kept by its file while
+    the rest they are made of is unchanged (:func:`_placement_context`)."""
+    context = _placement_context(repo, env) if cache is not None else None
+    kept: dict[tuple[str, str], _ServiceItems] = (
+        (cache.get(("service-items", context)) or {}) if cache is not None and context is not None else {}
+    )
+    now: dict[tuple[str, str], _ServiceItems] = {}
+    made: dict[str, _ServiceItems] = {}
+    missing = []
+    for name, doc in sorted(env.services.items()):
+        key = (doc.file, doc.content_id) if doc.content_id is not None else None
+        found = kept.get(key) if key is not None else None
+        if found is None:
+            missing.append(name)
+        else:
+            made[name] = found
+    if missing:
+        made.update(_service_items(repo, env, set(missing), cache))
+    items: list[tuple[str, str, dict[str, Any], int]] = []
+    unassigned: list[str] = []
+    used_networks: dict[str, set[str]] = defaultdict(set)
+    for name, doc in sorted(env.services.items()):
+        service_items, service_unassigned, networks = made[name]
+        items += service_items
+        unassigned += service_unassigned
+        for node, joined in networks:
+            used_networks[node].update(joined)
+        if doc.content_id is not None:
+            now[(doc.file, doc.content_id)] = made[name]
+    if cache is not None and context is not None:
+        cache.put(("service-items", context), now)  # the services of this commit only
     stamped_networks: dict[str, tuple[dict[str, Any], int]] = {}
     for node, nets in sorted(used_networks.items()):
         for net in sorted(nets):

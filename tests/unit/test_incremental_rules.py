@@ -158,7 +158,10 @@ def test_an_environment_folder_of_the_same_blobs_is_loaded_once(tmp_path: Path) 
     assert loaded("four")["studio-b"] is third["studio-b"]  # the same folder again
 
 
-def test_in_a_changed_environment_only_the_changed_service_files_are_checked_again(tmp_path: Path) -> None:
+def test_in_a_changed_environment_only_the_changed_service_files_are_checked_and_rendered_again(
+    tmp_path: Path,
+) -> None:
+    from phrame.config_repo.render import _placement_context
     from phrame.config_repo.rules import service_context
 
     root, repo = _sample(tmp_path, {})
@@ -168,13 +171,20 @@ def test_in_a_changed_environment_only_the_changed_service_files_are_checked_aga
         _sha, (loaded, read), _fresh = commit_and_read(repo, message, cache)
         assert validate(loaded, read, cache=cache) == []
         env = loaded.environments["studio-a"]
-        found = cache.get(("service-rules", service_context(loaded, env)))
-        assert isinstance(found, dict)
-        return {file: made for (file, _blob), made in found.items()}
+        out = {}
+        for kept, context in (
+            ("service-rules", service_context(loaded, env)),
+            ("service-items", _placement_context(loaded, env)),  # rendered for the payload sizes
+        ):
+            found = cache.get((kept, context))
+            assert isinstance(found, dict)
+            out.update({(kept, file): made for (file, _blob), made in found.items()})
+        return out
 
     first = kept("one")
     _edit(root / "environments/studio-a/services/mixer.yaml", "mixer:3.1.0", "mixer:3.2.0")
     second = kept("two")
     mixer = "environments/studio-a/services/mixer.yaml"
-    assert sorted(first) == sorted(second) and len(first) == 6
-    assert all(second[f] is first[f] for f in first if f != mixer) and second[mixer] is not first[mixer]
+    assert sorted(first) == sorted(second) and len(first) == 2 * 6
+    assert all(second[k] is first[k] for k in first if k[1] != mixer)
+    assert all(second[k] is not first[k] for k in first if k[1] == mixer)
