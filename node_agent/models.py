@@ -30,6 +30,8 @@ REPLICA = "io.phrame.replica"
 DIGEST = "io.phrame.digest"
 COMMIT = "io.phrame.commit"
 NETWORK = "io.phrame.network"
+# on containers: the StopTimeout (whole seconds) given at creation, "" for none of its own
+STOP_TIMEOUT = "io.phrame.stop-timeout"
 
 
 @dataclass(frozen=True)
