@@ -449,8 +449,6 @@ class Agent:
         if converged and desired.manifest is not None:
             self.applied = (desired.manifest.generation, desired.manifest.commit)
             self.store.applied(desired.manifest.generation)
-            if offline is None:  # the broker's view, complete and applied: what a start without it uses
-                self._save(desired)
         item_errors = dict(result.plan.refused) | {
             o.action.target: o.error for o in result.outcomes if o.error
         }
@@ -478,6 +476,10 @@ class Agent:
             self.reporter.report_status("online", applied=self.applied, converged=converged, errors=errors)
         except MqttError as e:
             log.warning("node %s: cannot publish actual state: %s", self.node, e)
+        if converged and desired.manifest is not None:
+            # the broker's view, complete and applied: what a start without it uses. Saved
+            # after the reports: its fsync need not delay the status a push waits for
+            self._save(desired)
         if result.plan.actions:
             log.info(
                 "node %s: pass %d ran %d actions, %d failed",
