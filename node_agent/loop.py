@@ -29,7 +29,7 @@ from node_agent.errors import AgentError, DockerError
 from node_agent.handover import wanted
 from node_agent.log_commands import LogCommands
 from node_agent.metrics import AgentMetrics
-from node_agent.models import NODE, Clock, DesiredState, ObservedProcess, Op
+from node_agent.models import NETWORK_OPS, NODE, Clock, DesiredState, ObservedProcess, Op
 from node_agent.ports import AgentRuntime
 from node_agent.prefetch import Prefetcher, PullSlots
 from node_agent.processes import ProcessSupervisor
@@ -431,7 +431,13 @@ class Agent:
         self._check_soon = bool(result.plan.pending) or any(
             o.action.op is Op.CREATE_NETWORK for o in result.outcomes
         )
-        actual = self.reconciler.observe() if result.outcomes else result.actual
+        # what the reports show: looked at again after acting; the networks only if it acted on one
+        networks_unchanged = not any(o.action.op in NETWORK_OPS for o in result.outcomes)
+        actual = (
+            self.reconciler.observe(networks_from=result.actual if networks_unchanged else None)
+            if result.outcomes
+            else result.actual
+        )
         self._processes = dict(actual.processes)
         mine = [c for c in actual.containers.values() if c.labels.get(NODE) == self.node]
         self._counts = {

@@ -159,6 +159,10 @@ class Op(StrEnum):
     REMOVE_NETWORK = "remove_network"
 
 
+# the actions that change the networks a pass observed (nothing else changes their listing)
+NETWORK_OPS = (Op.CREATE_NETWORK, Op.REMOVE_DUPLICATE_NETWORK, Op.REMOVE_NETWORK)
+
+
 @dataclass(frozen=True)
 class Action:
     op: Op

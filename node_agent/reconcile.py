@@ -91,11 +91,16 @@ class NodeReconciler:
             docker, supervisor, parallelism=parallelism, ready_timeout=ready_timeout, pull_slots=pull_slots
         )
 
-    def observe(self) -> ActualState:
-        """Two Docker list calls (containers, networks) and a local process check."""
+    def observe(self, *, networks_from: ActualState | None = None) -> ActualState:
+        """Two Docker list calls (containers, networks) and a local process check;
+        ``networks_from``: the networks as that observation saw them, not listed again (a
+        pass that ran no network action looks again at its containers and processes only)."""
         try:
             containers = {c.name: c for c in self.docker.list_containers()}
-            networks, duplicates = split_duplicates(self.docker.list_networks())
+            if networks_from is not None:
+                networks, duplicates = dict(networks_from.networks), networks_from.duplicate_networks
+            else:
+                networks, duplicates = split_duplicates(self.docker.list_networks())
         except DockerError:
             if self.docker.unavailable is None:
                 raise
