@@ -29,7 +29,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from fleet_repo import write_files  # noqa: E402
 
-from dev_stack.git_host import HOOK  # noqa: E402
+from dev_stack.git_host import hook_script  # noqa: E402
 from phrame.mqtt import Message, MqttClient, MqttSettings  # noqa: E402
 from phrame.mqtt.broker_config import MAX_INFLIGHT_MESSAGES, MAX_QUEUED_MESSAGES  # noqa: E402
 from tests.support.mosquitto import Mosquitto  # noqa: E402
@@ -154,13 +154,8 @@ class Fleet:
         git("add", "-A", cwd=self.work)
         git("commit", "--quiet", "-m", "the simulated fleet", cwd=self.work)
         git("push", "--quiet", "origin", "HEAD:refs/heads/main", cwd=self.work)
-        config = {
-            "url": f"http://127.0.0.1:{self.listen_port}/webhooks/gitlab",
-            "secret_file": str(self.secret),
-        }
-        (self.bare / "phrame-hook.json").write_text(json.dumps(config | {"project": "phrame-config"}))
         hook = self.bare / "hooks" / "post-receive"
-        hook.write_text(HOOK.format(python=sys.executable, root=str(ROOT)))
+        hook.write_text(hook_script([f"http://127.0.0.1:{self.listen_port}/webhooks/gitlab"], self.secret))
         hook.chmod(0o755)
 
     def head(self) -> str:

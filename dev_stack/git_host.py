@@ -8,7 +8,6 @@ the repository's history and never touches a repository that already exists beyo
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import stat
@@ -18,17 +17,17 @@ import tempfile
 from pathlib import Path
 
 from dev_stack.errors import DevError
-from dev_stack.files import write_private
 from dev_stack.settings import DevSettings
 
-# -S: the hook is standard library only, and a push waits for it: no site-packages to set up
+# -S: the hook is standard library only, and a push waits for it: no site-packages to set up.
+# Its configuration is written into it (a file to read would need ``json``, ``re`` and all).
 HOOK = """#!{python} -S
 # Installed by `phrame dev` (rewritten at every start): posts a GitLab-shaped Push Hook
 # to config-sync for every updated branch; never fails or holds a push.
 import sys
 sys.path.insert(0, {root!r})
 from dev_stack.hook import main
-sys.exit(main())
+sys.exit(main({config!r}))
 """
 AUTHOR = {
     "GIT_AUTHOR_NAME": "phrame dev",
@@ -115,20 +114,23 @@ def create_repo(settings: DevSettings, files: dict[str, str]) -> str:
     return _git("rev-parse", "main", env={**os.environ, "GIT_DIR": str(repo)}).strip()
 
 
-def install_hook(settings: DevSettings) -> None:
-    """(Re)write ``hooks/post-receive`` and the configuration it reads."""
-    config = {
-        "url": f"{settings.config_sync_url}/webhooks/gitlab",
-        # --ha: every config-sync hears each push (the standby queues it: see config-sync's HA)
-        "urls": [f"{url}/webhooks/gitlab" for url in settings.config_sync_urls],
-        "secret_file": str(settings.secret_file),
-        "project": "phrame-config",
-    }
-    write_private(settings.repo / "phrame-hook.json", json.dumps(config, indent=2) + "\n")
+def hook_script(urls: list[str], secret_file: Path, *, project: str = "phrame-config") -> str:
+    """The ``post-receive`` hook's text: it posts to each of ``urls`` with the secret read
+    from ``secret_file`` (strings only: written as a Python literal)."""
+    config = {"urls": [str(u) for u in urls], "secret_file": str(secret_file), "project": str(project)}
     root = str(Path(__file__).resolve().parent.parent)
+    return HOOK.format(python=sys.executable, root=root, config=config)
+
+
+def install_hook(settings: DevSettings) -> None:
+    """(Re)write ``hooks/post-receive`` with its configuration."""
+    # --ha: every config-sync hears each push (the standby queues it: see config-sync's HA)
+    urls = [f"{url}/webhooks/gitlab" for url in settings.config_sync_urls]
+    script = hook_script(urls, settings.secret_file)
+    (settings.repo / "phrame-hook.json").unlink(missing_ok=True)  # where an older hook read it
     hook = settings.repo / "hooks" / "post-receive"
     hook.parent.mkdir(exist_ok=True)
-    hook.write_text(HOOK.format(python=sys.executable, root=root))
+    hook.write_text(script)
     hook.chmod(0o700)
     # a repository made before it was private: git keeps new files 0600 from now on
     _git("--git-dir", str(settings.repo), "config", "core.sharedRepository", "0600")

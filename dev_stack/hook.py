@@ -1,32 +1,63 @@
 """The local git host's ``post-receive`` hook: a GitLab-shaped Push Hook per updated branch
 and a Tag Push Hook per created, moved or deleted tag (as GitLab sends them).
 
-git runs it (installed by :mod:`dev_stack.git_host`) after every push to the dev stack's bare
-repository, placement's own pushes included. It reads its URL and secret from
-``phrame-hook.json`` beside the hooks (``urls``: every config-sync, the standby's too, with
-``phrame dev --ha``), posts each delivery with a fresh ``Idempotency-Key``
+git runs it (installed by :mod:`dev_stack.git_host`, which writes the hook's configuration
+into the hook itself: ``urls``, every config-sync, the standby's too, with ``phrame dev
+--ha``; ``secret_file``; ``project``) after every push to the dev stack's bare repository,
+placement's own pushes included. It posts each delivery with a fresh ``Idempotency-Key``
 and a short timeout, and must never fail or hold a push: config-sync being down only means
-the push is deployed at its next poll. Standard library only.
+the push is deployed at its next poll. Standard library only, and only what Python has
+loaded at its start (``os``, ``sys``) plus the C modules ``_socket`` and ``_json``: every
+push waits for the hook, and the imports of ``json`` (``re``), ``subprocess``, ``socket``
+(``enum``, ``selectors``), ``pathlib``, ``typing`` and ``uuid`` were most of its time.
 """
 
 from __future__ import annotations
 
-import json
+import _json  # the C string encoder that ``json`` uses, without importing ``re``
+import _socket  # ``socket`` without its Python layer (``enum``, ``selectors``)
 import os
-import socket
-import subprocess
 import sys
-import uuid
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # ``typing`` is not imported at run time (mypy reads this as True)
+if TYPE_CHECKING:
+    from typing import Any
 
 ZERO = "0" * 40
 MAX_COMMITS = 20  # as GitLab: a push hook carries the newest 20 commits
 TIMEOUT_S = 2.0
 
 
+class GitFailed(OSError):
+    """A git command of the hook exited with an error."""
+
+
 def _git(*args: str) -> str:
-    return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout
+    """git's output (undecodable bytes replaced); its errors are not shown to the pusher."""
+    out, err = os.pipe()
+    try:
+        pid = os.posix_spawnp(
+            "git",
+            ["git", *args],
+            os.environ,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, err, 1),
+                (os.POSIX_SPAWN_CLOSE, out),
+                (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+            ],
+        )
+    finally:
+        os.close(err)
+    chunks = []
+    try:
+        while chunk := os.read(out, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(out)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    if code != 0:
+        raise GitFailed(f"git {args[0]} exited with {code}")
+    return b"".join(chunks).decode(errors="replace")
 
 
 # one record per commit: its fields, NUL-separated, then git's --name-status lines
@@ -69,7 +100,7 @@ def push_event(old: str, new: str, ref: str, *, project: str) -> dict[str, Any]:
         span = new if old == ZERO else f"{old}..{new}"
         commits = _commits(f"--max-count={MAX_COMMITS}", span)
     author = commits[-1]["author"] if commits else {"name": "", "email": ""}
-    url = f"file://{Path(os.environ.get('GIT_DIR', '.')).resolve()}"
+    url = f"file://{os.path.realpath(os.environ.get('GIT_DIR', '.'))}"
     return {
         "object_kind": "push",
         "event_name": "push",
@@ -137,11 +168,11 @@ def deliver(url: str, secret: str, body: dict[str, Any], *, event: str = "Push H
         "Content-Type": "application/json",
         "X-Gitlab-Event": event,
         "X-Gitlab-Token": secret,
-        "Idempotency-Key": str(uuid.uuid4()),
+        "Idempotency-Key": uuid4(),
         "User-Agent": "phrame-dev-hook",
     }
     try:
-        status, text = post(url, json.dumps(body).encode(), headers)
+        status, text = post(url, json_text(body).encode(), headers)
     except (OSError, ValueError) as e:
         return f"config-sync at {url} did not answer ({e}); it picks the push up at its next poll"
     if 200 <= status < 300:
@@ -168,11 +199,17 @@ def post(url: str, data: bytes, headers: dict[str, str]) -> tuple[int, str]:
     head = [f"POST /{path} HTTP/1.1", f"Host: {authority}", "Connection: close"]
     head.append(f"Content-Length: {len(data)}")
     head += [f"{name}: {value}" for name, value in headers.items()]
-    with socket.create_connection((host, port), timeout=TIMEOUT_S) as sock:
+    family, kind, proto, _, address = _socket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM)[0]
+    sock = _socket.socket(family, kind, proto)
+    try:
+        sock.settimeout(TIMEOUT_S)
+        sock.connect(address)
         sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
         reply = bytearray()
         while chunk := sock.recv(65536):  # the server closes after its answer
             reply += chunk
+    finally:
+        sock.close()
     status_line, _, rest_of_reply = bytes(reply).partition(b"\r\n")
     parts = status_line.split(b" ", 2)
     if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
@@ -192,12 +229,39 @@ def _post_urllib(url: str, data: bytes, headers: dict[str, str]) -> tuple[int, s
         return int(e.code), e.read()[:200].decode(errors="replace")
 
 
-def main() -> int:
+def json_text(value: Any) -> str:
+    """``json.dumps(value)`` (the same text) for what a delivery holds: dicts with string
+    keys, lists, strings, integers, booleans and None."""
+    if isinstance(value, str):
+        return str(_json.encode_basestring_ascii(value))
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json_text(str(k))}: {json_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(json_text(v) for v in value) + "]"
+    raise TypeError(f"{type(value).__name__} is not part of a delivery")
+
+
+def uuid4() -> str:
+    """A random (version 4) UUID as text, as ``str(uuid.uuid4())``."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def main(config: dict[str, Any]) -> int:
+    """``config``: ``urls`` (or ``url``), ``secret_file`` and ``project``, as
+    :func:`dev_stack.git_host.hook_script` writes them into the hook."""
     try:
-        config = json.loads((Path(os.environ.get("GIT_DIR", ".")) / "phrame-hook.json").read_text())
-        secret = Path(config["secret_file"]).read_text().strip()
-    except (OSError, ValueError, KeyError) as e:
-        print(f"phrame: hook not configured ({e}); config-sync will poll", file=sys.stderr)
+        with open(config["secret_file"]) as f:
+            secret = f.read().strip()
+    except (OSError, KeyError) as e:
+        print(f"phrame: hook not configured ({e!r}); config-sync will poll", file=sys.stderr)
         return 0
     for line in sys.stdin:
         parts = line.split()
@@ -205,7 +269,7 @@ def main() -> int:
             continue
         try:
             described = describe(*parts, project=config.get("project", "phrame-config"))
-        except (OSError, subprocess.CalledProcessError) as e:
+        except OSError as e:
             print(f"phrame: cannot describe the push of {parts[2]} ({e})", file=sys.stderr)
             continue
         if described is None:
@@ -214,7 +278,3 @@ def main() -> int:
         for url in config.get("urls") or [config["url"]]:  # active + standby: each hears it
             print(f"phrame: {deliver(url, secret, body, event=event)}", file=sys.stderr)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from node_agent.errors import SpecError
-from node_agent.models import COMMIT, DIGEST, ENVIRONMENT, MANAGED, NODE, REPLICA, SERVICE, Spec
+from node_agent.models import COMMIT, DIGEST, ENVIRONMENT, MANAGED, NODE, REPLICA, SERVICE, STOP_TIMEOUT, Spec
 from node_agent.secret_files import DEFAULT_SECRETS_DIR, read_secret
 from node_agent.sops_secrets import NO_SOPS, SopsSecrets
 
@@ -178,6 +178,9 @@ def create_params(
     """``name`` is the Docker name (``naming.container_name``), by default the item id;
     ``{file: ...}`` env values are read from ``secrets_dir``."""
     name = name or spec["name"]
+    stop_timeout = stop_timeout_s(spec.get("stop_grace_period"))
+    # the stop timeout in a label too: a stop reads it from the container list, no inspect
+    labels = managed_labels(spec, node) | {STOP_TIMEOUT: "" if stop_timeout is None else str(stop_timeout)}
     exposed: list[tuple[int, str]] = []
     bindings: dict[str, list[tuple[str, int | None]]] = {}
     for p in spec.get("ports") or ():
@@ -198,7 +201,7 @@ def create_params(
         entrypoint=spec.get("entrypoint"),
         environment=resolve_env(spec.get("env"), name, secrets_dir, sops=sops, encrypted=spec.get("secrets"))
         | runtime_env(spec, node),
-        labels=managed_labels(spec, node),
+        labels=labels,
         exposed=exposed,
         bindings=bindings,
         binds=binds,
@@ -210,7 +213,7 @@ def create_params(
         memory=resources.get("memory"),
         healthcheck=healthcheck(spec.get("healthcheck")),
         stop_signal=_signal(spec.get("stop_signal")),
-        stop_timeout=stop_timeout_s(spec.get("stop_grace_period")),
+        stop_timeout=stop_timeout,
         user=spec.get("user"),
         working_dir=spec.get("working_dir"),
         hostname=spec.get("hostname"),

@@ -25,7 +25,7 @@ from node_agent.container_config import create_params
 from node_agent.docker_networks import NetworkCalls
 from node_agent.docker_refs import auth_for, detect_own_container_id, observed_container, root_upperdir
 from node_agent.errors import DockerBusy, DockerError, DockerUnreachable, NameConflict, NotFound
-from node_agent.models import MANAGED, NODE, ObservedContainer, Spec
+from node_agent.models import MANAGED, NODE, STOP_TIMEOUT, ObservedContainer, Spec
 from node_agent.secret_files import DEFAULT_SECRETS_DIR
 from node_agent.sops_secrets import NO_SOPS, SopsSecrets
 from phrame.runtime import backoff, is_temporary
@@ -89,6 +89,9 @@ class DockerPort(NetworkCalls):
         self.registry = registry
         self.stop_timeout = stop_timeout
         self.calls: Counter[str] = Counter()
+        # container id -> its own StopTimeout (None: none of its own), from the label the
+        # agent sets at creation, as the last list gave it: a container's labels never change
+        self._own_stop_timeouts: dict[str, int | None] = {}
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
         # the last call found no daemon (a restart): the next are tried once each, not with
@@ -145,7 +148,11 @@ class DockerPort(NetworkCalls):
         rows = self._call(
             "list containers", self.api.containers, all=True, filters={"label": f"{MANAGED}=true"}
         )
-        return [observed_container(r) for r in rows]
+        found = [observed_container(r) for r in rows]
+        self._own_stop_timeouts = {
+            c.id: _whole_seconds(c.labels[STOP_TIMEOUT]) for c in found if STOP_TIMEOUT in c.labels
+        }
+        return found
 
     def inspect_container(self, name: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call(f"inspect {name}", self.api.inspect_container, name)
@@ -278,6 +285,7 @@ class DockerPort(NetworkCalls):
                 ) from e
             raise
         cid: str = created["Id"]
+        self._own_stop_timeouts[cid] = p.stop_timeout
         for net in p.networks[1:]:
             self._call(
                 f"connect {p.name} to {net}",
@@ -298,9 +306,14 @@ class DockerPort(NetworkCalls):
     def _grace(self, ref: str) -> int:
         """How long a stop of ``ref`` waits before SIGKILL: its own StopTimeout (the
         service's ``stop_grace_period``), else ``stop_timeout`` (containers created before
-        phrame set one). Passing a timeout to stop would override the container's."""
-        config = self._call(f"inspect {ref}", self.api.inspect_container, ref).get("Config") or {}
-        own = config.get("StopTimeout")
+        phrame set one). Passing a timeout to stop would override the container's. Read
+        from its label in the last list (no inspect), or by an inspect of a container listed
+        without it (created by an older agent) or named by its name."""
+        if ref in self._own_stop_timeouts:
+            own: Any = self._own_stop_timeouts[ref]
+        else:
+            config = self._call(f"inspect {ref}", self.api.inspect_container, ref).get("Config") or {}
+            own = config.get("StopTimeout")
         return int(own) if isinstance(own, int) and own >= 0 else self.stop_timeout
 
     def remove_container(self, ref: str) -> None:
@@ -343,6 +356,10 @@ class DockerPort(NetworkCalls):
         self._check_available("watch events")
         stream: Iterator[dict[str, Any]] = self.api.events(decode=True, filters=filters)
         return stream
+
+
+def _whole_seconds(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
 
 
 def _same_upper(theirs: str, ours: str) -> bool:

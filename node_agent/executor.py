@@ -48,12 +48,15 @@ class Executor:
         self.parallelism = max(1, parallelism)
         self.ready_timeout = ready_timeout
 
-    def apply(self, plan: Plan, *, containers: Collection[str] = ()) -> list[ActionOutcome]:
+    def apply(
+        self, plan: Plan, *, containers: Collection[str] = (), ready: Collection[str] = ()
+    ) -> list[ActionOutcome]:
         """Execute ``plan``; return one outcome per action, in the plan's order.
 
         ``containers`` names this node's desired containers: an item depending on one
         waits until it runs (and is healthy, with a healthcheck), acted on in this pass
-        or not.
+        or not; ``ready``, those of them the pass's container list showed running (and
+        healthy), is not asked again unless this pass acted on it.
         """
         by_op = {op: [a for a in plan.actions if a.op is op] for op in Op}
         results: dict[Action, ActionOutcome] = {}
@@ -69,7 +72,7 @@ class Executor:
             failed_images = {a.target: results[a].error for a in by_op[Op.PULL_IMAGE] if results[a].error}
             items = [a for a in plan.actions if a.op in _ITEM_OPS]
             for level in dependency_levels(items):
-                run(level, lambda a: self._item(a, results, failed_images, containers, plan.names))
+                run(level, lambda a: self._item(a, results, failed_images, containers, ready, plan.names))
             run(by_op[Op.REMOVE], lambda a: self.docker.remove_container(a.ref or a.target))
             run(by_op[Op.STOP_PROCESS], lambda a: self._process_runtime().stop(a.target))
             run(by_op[Op.REMOVE_NETWORK], self._remove_network)
@@ -103,6 +106,7 @@ class Executor:
         results: dict[Action, ActionOutcome],
         failed_images: dict[str, str | None],
         containers: Collection[str],
+        ready: Collection[str],
         names: Mapping[str, str],
     ) -> None:
         spec = _spec(action)
@@ -112,7 +116,10 @@ class Executor:
             if outcome is not None and outcome.error:
                 raise AgentError(f"dependency {dep} failed: {outcome.error}")
             # A container dependency is waited for even when this pass left it alone: it
-            # may be starting or unhealthy. One inspect when it is ready.
+            # may be starting or unhealthy. One inspect when it is ready; none when the
+            # list this pass began with showed it ready and the pass left it alone.
+            if outcome is None and dep in ready:
+                continue
             if dep in containers or (outcome is not None and outcome.action.op in _CONTAINER_OPS):
                 try:
                     self.docker.wait_ready(names.get(dep, dep), timeout=self.ready_timeout)

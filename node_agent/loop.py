@@ -29,7 +29,7 @@ from node_agent.errors import AgentError, DockerError
 from node_agent.handover import wanted
 from node_agent.log_commands import LogCommands
 from node_agent.metrics import AgentMetrics
-from node_agent.models import NODE, Clock, DesiredState, ObservedProcess, Op
+from node_agent.models import NETWORK_OPS, NODE, Clock, DesiredState, ObservedProcess, Op
 from node_agent.ports import AgentRuntime
 from node_agent.prefetch import Prefetcher, PullSlots
 from node_agent.processes import ProcessSupervisor
@@ -431,7 +431,13 @@ class Agent:
         self._check_soon = bool(result.plan.pending) or any(
             o.action.op is Op.CREATE_NETWORK for o in result.outcomes
         )
-        actual = self.reconciler.observe() if result.outcomes else result.actual
+        # what the reports show: looked at again after acting; the networks only if it acted on one
+        networks_unchanged = not any(o.action.op in NETWORK_OPS for o in result.outcomes)
+        actual = (
+            self.reconciler.observe(networks_from=result.actual if networks_unchanged else None)
+            if result.outcomes
+            else result.actual
+        )
         self._processes = dict(actual.processes)
         mine = [c for c in actual.containers.values() if c.labels.get(NODE) == self.node]
         self._counts = {
@@ -449,8 +455,6 @@ class Agent:
         if converged and desired.manifest is not None:
             self.applied = (desired.manifest.generation, desired.manifest.commit)
             self.store.applied(desired.manifest.generation)
-            if offline is None:  # the broker's view, complete and applied: what a start without it uses
-                self._save(desired)
         item_errors = dict(result.plan.refused) | {
             o.action.target: o.error for o in result.outcomes if o.error
         }
@@ -478,6 +482,10 @@ class Agent:
             self.reporter.report_status("online", applied=self.applied, converged=converged, errors=errors)
         except MqttError as e:
             log.warning("node %s: cannot publish actual state: %s", self.node, e)
+        if converged and desired.manifest is not None:
+            # the broker's view, complete and applied: what a start without it uses. Saved
+            # after the reports: its fsync need not delay the status a push waits for
+            self._save(desired)
         if result.plan.actions:
             log.info(
                 "node %s: pass %d ran %d actions, %d failed",

@@ -30,6 +30,8 @@ REPLICA = "io.phrame.replica"
 DIGEST = "io.phrame.digest"
 COMMIT = "io.phrame.commit"
 NETWORK = "io.phrame.network"
+# on containers: the StopTimeout (whole seconds) given at creation, "" for none of its own
+STOP_TIMEOUT = "io.phrame.stop-timeout"
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,10 @@ class Op(StrEnum):
     REMOVE = "remove"
     STOP_PROCESS = "stop_process"
     REMOVE_NETWORK = "remove_network"
+
+
+# the actions that change the networks a pass observed (nothing else changes their listing)
+NETWORK_OPS = (Op.CREATE_NETWORK, Op.REMOVE_DUPLICATE_NETWORK, Op.REMOVE_NETWORK)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,15 @@ from typing import Any, Protocol
 from node_agent.errors import DockerError, printable
 from node_agent.executor import Executor
 from node_agent.handover import wanted
-from node_agent.models import ActionOutcome, ActualState, DesiredState, ObservedProcess, Plan, Spec
+from node_agent.models import (
+    ActionOutcome,
+    ActualState,
+    DesiredState,
+    ObservedContainer,
+    ObservedProcess,
+    Plan,
+    Spec,
+)
 from node_agent.networks import split_duplicates
 from node_agent.plan import compute_plan
 from node_agent.policy import item_violations
@@ -83,11 +91,16 @@ class NodeReconciler:
             docker, supervisor, parallelism=parallelism, ready_timeout=ready_timeout, pull_slots=pull_slots
         )
 
-    def observe(self) -> ActualState:
-        """Two Docker list calls (containers, networks) and a local process check."""
+    def observe(self, *, networks_from: ActualState | None = None) -> ActualState:
+        """Two Docker list calls (containers, networks) and a local process check;
+        ``networks_from``: the networks as that observation saw them, not listed again (a
+        pass that ran no network action looks again at its containers and processes only)."""
         try:
             containers = {c.name: c for c in self.docker.list_containers()}
-            networks, duplicates = split_duplicates(self.docker.list_networks())
+            if networks_from is not None:
+                networks, duplicates = dict(networks_from.networks), networks_from.duplicate_networks
+            else:
+                networks, duplicates = split_duplicates(self.docker.list_networks())
         except DockerError:
             if self.docker.unavailable is None:
                 raise
@@ -126,6 +139,13 @@ class NodeReconciler:
         if dry_run:
             outcomes: tuple[ActionOutcome, ...] = ()
         else:  # dependants wait for every desired container of this node, not only changed ones
-            outcomes = tuple(self.executor.apply(plan, containers=wanted(desired, actual).containers))
+            containers = wanted(desired, actual).containers
+            ready = [i for i in containers if _is_ready(actual.containers.get(plan.names.get(i, i)))]
+            outcomes = tuple(self.executor.apply(plan, containers=containers, ready=ready))
         errors = (*plan.errors, *(f"{o.action.describe()}: {o.error}" for o in outcomes if o.error))
         return PassResult(plan, outcomes, actual, tuple(errors))
+
+
+def _is_ready(c: ObservedContainer | None) -> bool:
+    """Running, and healthy if it has a healthcheck, as the container list says."""
+    return c is not None and c.state == "running" and c.health in (None, "healthy")

@@ -8,8 +8,10 @@ broker restart without persistence, and SIGTERM.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -268,3 +270,43 @@ def test_reports_of_items_removed_while_the_agent_was_down_are_cleared(
         assert watcher.item("containers", web["name"])["state"] == "running"
     finally:
         assert proc.terminate() == 0
+
+
+def test_after_a_pass_that_touched_no_network_the_networks_are_not_listed_again(
+    env: AgentEnv, watcher: ActualWatcher, mosquitto, tmp_path: Path
+):
+    """The look after a pass (what its reports show) lists the containers again, and the
+    networks only when the pass created or removed one: nothing else changes them."""
+    url = MqttSettings(url=mosquitto.url)
+    settings = AgentSettings(node=env.node, state_dir=tmp_path / "state")
+    port = DockerPort(env.node, client=env.client, stop_timeout=1)
+    agent = Agent(
+        settings,
+        docker=port,
+        supervisor=ProcessSupervisor(settings.state_dir),
+        desired_mqtt=url,
+        actual_mqtt=url,
+    )
+    agent.actual_client.start()
+
+    def pass_on(specs: list[dict[str, Any]]) -> Counter[str]:
+        for topic, payload in spec.topic_messages(spec.topics_doc(env.node, specs)).items():
+            agent._on_desired(Message(topic, payload, True))
+        port.calls.clear()
+        agent.run_pass()
+        return Counter(port.calls)
+
+    try:
+        net = env.network("back")
+        created = pass_on([net, env.container("web", networks=[net["name"]])])
+        assert created["create_network"] == 1, created
+        # the network it created is reported: the look after that pass listed the networks
+        net_topic = T.actual_item(env.node, "networks", net["name"])
+        present = lambda: (watcher.latest.get(net_topic) or {}).get("state") == "present"  # noqa: E731
+        watcher.wait_for(lambda: converged_on(watcher) and present(), what="the network reported present")
+        replaced = pass_on([net, env.container("web", networks=[net["name"]], command=["sleep", "3601"])])
+        assert replaced["create_container"] == 1, replaced
+        assert (replaced["containers"], replaced["networks"]) == (2, 1), replaced
+        watcher.wait_for(lambda: present() and watcher.status()["converged"], what="still present")
+    finally:
+        agent.actual_client.stop()

@@ -8,6 +8,8 @@ the saved file, and reports once the broker returns. A damaged file is refused.
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,3 +128,31 @@ def test_sigterm_while_running_on_the_saved_state_ends_the_agent_at_once(
     assert second.terminate() == 0, second.log()
     assert time.monotonic() - began < 4, "SIGTERM waited for a broker it never reached"
     assert running(env, [specs[0]["name"]])  # left running, as on any stop
+
+
+def test_the_status_is_reported_before_the_desired_state_is_saved(
+    env: AgentEnv, mosquitto, watcher: ActualWatcher, tmp_path: Path, agents: list[AgentProcess]
+):
+    """A push waits for the node's status, not for the saved file's fsync: the converged
+    status leaves while the save is held (its temporary file is a FIFO nobody reads, so
+    opening it blocks), and the save follows once it can."""
+    specs = [env.container("web")]
+    folder = tmp_path / "state" / "desired"
+    folder.mkdir(parents=True, mode=0o700)
+    held = folder / f"{env.node}.json.tmp"
+    os.mkfifo(held, 0o600)
+    agent = start_agent(env, mosquitto, tmp_path, agents, 1)
+    try:
+        watcher.publish(spec.topics_doc(env.node, specs))
+        watcher.wait_for(lambda: (watcher.status() or {}).get("converged") is True, 40, "converged")
+    finally:  # let the held save go on (it fails on the FIFO; the next pass saves the file)
+        reader = os.open(held, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            wait_for(
+                lambda: not held.exists() or not stat.S_ISFIFO(held.stat().st_mode), "the save let go", 20
+            )
+        finally:
+            os.close(reader)
+    assert "cannot save the desired state" in agent.log()
+    watcher.publish(spec.topics_doc(env.node, [env.container("web", command=["sleep", "3601"])]))
+    wait_for((folder / f"{env.node}.json").exists, "the saved desired state", 40)

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from node_agent.container_config import create_params
 from node_agent.docker_port import DockerPort
+from node_agent.models import STOP_TIMEOUT
 from node_agent.reconcile import NodeReconciler
 from tests.support import agent_support as spec
 from tests.support.agent_support import AgentEnv as Env
@@ -98,3 +100,66 @@ def test_without_the_fields_docker_keeps_its_defaults_and_the_agent_its_stop_tim
     new = env.container("web", command=[*IGNORES_TERM[:2], IGNORES_TERM[2] + " # v2"])
     seconds = _converge(reconciler, [new])
     assert seconds < 5, f"replacing took {seconds:.1f}s: the agent's 1 s was not used"
+
+
+# ends at once on SIGTERM (a plain ``sleep`` as pid 1 ignores it and waits out the grace)
+ENDS_ON_TERM = ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.1; done"]
+
+
+def _counting(env: Env) -> tuple[DockerPort, NodeReconciler]:
+    port = DockerPort(env.node, client=env.client, stop_timeout=1)
+    return port, NodeReconciler(env.node, port)
+
+
+def test_a_replace_reads_the_stop_timeout_from_the_listed_label_not_an_inspect(env: Env) -> None:
+    """The agent labels each container with its own StopTimeout ("" for none): a stop reads it
+    from the list the pass began with, not from one inspect per stop."""
+    port, reconciler = _counting(env)
+    web = env.container("web", command=ENDS_ON_TERM, stop_grace_period="1500ms")
+    plain = env.container("plain", command=ENDS_ON_TERM)
+    _converge(reconciler, [web, plain])
+    assert env.get(web["name"]).labels[STOP_TIMEOUT] == "2"  # rounded up, as StopTimeout
+    assert env.get(plain["name"]).labels[STOP_TIMEOUT] == ""  # none of its own: the agent's
+    port.calls.clear()
+    changed = [
+        env.container(s["service"], command=[*ENDS_ON_TERM[:2], ENDS_ON_TERM[2] + " # v2"])
+        for s in (web, plain)
+    ]
+    _converge(reconciler, changed)
+    assert port.calls["stop"] == 2 and port.calls["inspect_container"] == 0, port.calls
+
+
+def test_a_container_listed_without_the_label_is_inspected_for_its_stop_timeout(env: Env) -> None:
+    """A container an older agent created (no stop timeout label) is stopped with the
+    StopTimeout an inspect finds, as before."""
+    port, reconciler = _counting(env)
+    web = env.container("web", command=ENDS_ON_TERM, stop_grace_period="1s")
+    params = create_params(web, env.node)
+    older = env.client.api.create_container(
+        env.image,
+        ENDS_ON_TERM,
+        name=params.name,
+        labels={k: v for k, v in params.labels.items() if k != STOP_TIMEOUT},
+        stop_timeout=1,
+    )
+    env.client.api.start(older["Id"])
+    port.calls.clear()
+    new = env.container("web", command=[*ENDS_ON_TERM[:2], ENDS_ON_TERM[2] + " # v2"], stop_grace_period="1s")
+    _converge(reconciler, [new])
+    assert port.calls["stop"] == 1 and port.calls["inspect_container"] == 1, port.calls
+    assert env.get(new["name"]).labels[STOP_TIMEOUT] == "1"
+
+
+def test_a_dependency_the_list_shows_running_is_not_inspected_again(env: Env) -> None:
+    """Replacing an item whose dependency runs (no healthcheck, or healthy) and is left alone
+    by the pass asks Docker nothing more about the dependency: the pass's list said it."""
+    port, reconciler = _counting(env)
+    db = env.container("db", command=ENDS_ON_TERM)
+    web = env.container("web", command=ENDS_ON_TERM, depends_on=[db["name"]])
+    _converge(reconciler, [db, web])
+    port.calls.clear()
+    new = env.container(
+        "web", command=[*ENDS_ON_TERM[:2], ENDS_ON_TERM[2] + " # v2"], depends_on=[db["name"]]
+    )
+    _converge(reconciler, [db, new])
+    assert port.calls["stop"] == 1 and port.calls["inspect_container"] == 0, port.calls

@@ -4,10 +4,13 @@ GitLab-shaped Push Hook to an HTTP server (uvicorn on 127.0.0.1), and never bloc
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -197,36 +200,45 @@ def test_the_hook_describes_a_push_in_one_git_process(tmp_path: Path, monkeypatc
     head = git("rev-parse", "HEAD", cwd=work).stdout.strip()
     shas = git("rev-list", "--reverse", "HEAD", cwd=work).stdout.split()
 
-    runs: list[list[str]] = []
-    real_run = subprocess.run
+    # every git process the hook starts leaves a line in ``runs`` (a git first on PATH)
+    runs_file = tmp_path / "runs"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    real_git = shutil.which("git")
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {runs_file}\nexec {real_git} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ['PATH']}")
 
-    def counted(args: list[str], **kwargs: Any) -> Any:
-        runs.append(list(args))
-        return real_run(args, **kwargs)
+    def runs() -> list[str]:
+        return runs_file.read_text().split("\n")[:-1] if runs_file.exists() else []
 
     monkeypatch.chdir(work)
-    monkeypatch.setattr(hook.subprocess, "run", counted)
     first_push = hook.push_event("0" * 40, head, "refs/heads/main", project="p")
-    assert len(runs) == 1, runs
+    assert len(runs()) == 1, runs()
     assert first_push["commits"] == [_described_commit(sha, work) for sha in shas]
     assert first_push["commits"][0]["added"] == ["a.yaml", '"odd name \\303\\251.yaml"']
     assert first_push["commits"][2]["removed"] == ["c.yaml"] and first_push["commits"][2]["added"] == [
         "d.yaml"
     ]
-    runs.clear()
+    runs_file.unlink()
     later = hook.push_event(root, head, "refs/heads/main", project="p")
-    assert len(runs) == 1, runs
+    assert len(runs()) == 1, runs()
     assert later["commits"] == first_push["commits"][1:]
     assert later["user_name"] == "Ada" and later["total_commits_count"] == 3
 
 
-def test_the_hook_imports_no_http_library() -> None:
+HEAVY_IMPORTS = ("urllib.request", "http.client", "email", "json", "re", "subprocess", "socket", "pathlib")
+HEAVY_IMPORTS += ("typing", "uuid", "enum", "selectors", "threading")
+
+
+def test_the_hook_imports_no_http_library_and_nothing_python_does_not_start_with() -> None:
     """The pusher waits for the hook: it posts over a plain socket, without urllib's imports
-    (``http.client``, ``email``), which were most of its own time after Python's start."""
+    (``http.client``, ``email``), and imports none of the modules that were most of its
+    own time after Python's start (``json`` and its ``re``, ``subprocess``, ``socket``, ...)."""
     root = Path(__file__).resolve().parents[2]
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1]); import dev_stack.hook; "
-        "print(sorted(m for m in ('urllib.request', 'http.client', 'email') if m in sys.modules))"
+        f"print(sorted(m for m in {HEAVY_IMPORTS!r} if m in sys.modules))"
     )
     out = subprocess.run(
         [sys.executable, "-S", "-c", probe, str(root)], capture_output=True, text=True, check=True
@@ -265,3 +277,19 @@ def test_a_refused_delivery_says_the_status_and_the_answer() -> None:
         server.server_close()
     assert said == 'config-sync answered 401 for refs/heads/main: {"detail": "bad token"}'
     assert seen == [("/webhooks/gitlab", "s3cret", b'{"ref": "refs/heads/main"}')]
+
+
+def test_the_hook_writes_json_as_the_json_module_does() -> None:
+    """The hook encodes its deliveries without ``json``: the same text, escapes included."""
+    from dev_stack import hook
+
+    body = {
+        "a": "plain",
+        'quote " and \\ back': ["tab\tnewline\n\x00\x1f", "é ü 日本 \U0001f600", "\u2028"],
+        "n": [0, -3, 12345678901234567890, True, False, None],
+        "nested": {"empty": {}, "list": [], "s": ""},
+    }
+    assert hook.json_text(body) == json.dumps(body)
+    assert json.loads(hook.json_text(body)) == body
+    ids = {hook.uuid4() for _ in range(50)}
+    assert len(ids) == 50 and all(uuid.UUID(i).version == 4 and str(uuid.UUID(i)) == i for i in ids)
