@@ -1,6 +1,7 @@
 """Benchmark: ``git push`` of a one-container change → the node reports it converged, through
 the whole dev stack (``phrame dev``: local git host hook, config-sync, mosquitto, the agent),
-against a bare docker-py ``create`` + ``start`` of the same container in the same run.
+against a bare docker-py ``create`` + ``start`` of the same container (image, command,
+environment, published port, Docker networks) in the same run.
 
 Prints one JSON object: medians over BENCH_PUSHES pushes (default 7, at least 5), the
 pipeline overhead (total minus bare Docker; target < 1 s), and the time from starting
@@ -64,8 +65,11 @@ FIGURES = [
 
 
 def bare_create_start(client: Any, spec: dict[str, Any]) -> tuple[float, float]:
-    """(create + start, stop + remove) of the web container as docker-py does it, seconds."""
+    """(create + start, stop + remove) of the web container as docker-py does it, seconds:
+    the same image, command, environment and published port, on the same Docker networks
+    (joining a user network is part of Docker's start: 50-70 ms here)."""
     port = free_port()
+    networks = spec["networks"]
     start = time.monotonic()
     c = client.containers.create(
         spec["image"],
@@ -74,7 +78,10 @@ def bare_create_start(client: Any, spec: dict[str, Any]) -> tuple[float, float]:
         ports={"8080/tcp": ("127.0.0.1", port)},
         labels=docker_support.labels(LABEL),
         name=f"{LABEL}-{uuid.uuid4().hex[:6]}",
+        network=networks[0] if networks else None,
     )
+    for net in networks[1:]:
+        client.networks.get(net).connect(c)
     c.start()
     created = time.monotonic() - start
     start = time.monotonic()
@@ -125,6 +132,8 @@ def main() -> int:
             "command": web.attrs["Config"]["Cmd"],
             "env": dict(e.split("=", 1) for e in web.attrs["Config"]["Env"]),
             "commit": web.labels["io.phrame.commit"],
+            # the environment's networks the agent made (the stack's: left to it)
+            "networks": sorted(web.attrs["NetworkSettings"]["Networks"]),
         }
         push_page(stack, "warm-up")  # the first recreate pays for cold caches
         for i in range(PUSHES):
