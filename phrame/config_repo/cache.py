@@ -16,30 +16,37 @@ from typing import Any
 
 
 class ReadCache:
-    """Least-recently-used map, safe to share between threads."""
+    """Least-recently-used maps, safe to share between threads: one of ``max_entries`` for
+    what is made of one file or item, one of ``max_large`` for what is made of a whole
+    environment or folder (``put(..., large=True)``: each of those holds a part of the
+    repository, so they are kept by the hundred, not by the ten thousand)."""
 
-    def __init__(self, max_entries: int = 50_000) -> None:
+    def __init__(self, max_entries: int = 50_000, max_large: int = 1024) -> None:
         self.max_entries = max_entries
+        self.max_large = max_large
         self._entries: OrderedDict[Hashable, Any] = OrderedDict()
+        self._large: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
     def get(self, key: Hashable) -> Any | None:
         with self._lock:
-            value = self._entries.get(key)
-            if value is None:
-                self.misses += 1
-                return None
-            self._entries.move_to_end(key)
-            self.hits += 1
-            return value
+            for entries in (self._entries, self._large):
+                value = entries.get(key)
+                if value is not None:
+                    entries.move_to_end(key)
+                    self.hits += 1
+                    return value
+            self.misses += 1
+            return None
 
-    def put(self, key: Hashable, value: Any) -> None:
+    def put(self, key: Hashable, value: Any, *, large: bool = False) -> None:
+        entries, limit = (self._large, self.max_large) if large else (self._entries, self.max_entries)
         with self._lock:
-            self._entries[key] = value
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+            entries[key] = value
+            entries.move_to_end(key)
+            while len(entries) > limit:
+                entries.popitem(last=False)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._entries) + len(self._large)

@@ -55,5 +55,5 @@ def per_environment(
     made: T | None = cache.get(cache_key)
     if made is None:
         made = make(env)
-        cache.put(cache_key, made)
+        cache.put(cache_key, made, large=True)
     return made

@@ -183,7 +183,9 @@ def load(source: Source, *, cache: ReadCache | None = None) -> tuple[ConfigRepo,
             reader.read(path, size)
         key = _environment_key(reader, group, members) if group is not None else None
         if key is not None and reader.cache is not None:
-            reader.cache.put(key, (reader.repo.environments.get(str(group)), reader.problems[start:]))
+            reader.cache.put(
+                key, (reader.repo.environments.get(str(group)), reader.problems[start:]), large=True
+            )
     for env in reader.repo.environments.values():
         if env.doc is None:
             reader.problem(

@@ -339,7 +339,7 @@ def _environment_items(repo: ConfigRepo, env: Environment, cache: ReadCache | No
         if doc.content_id is not None:
             now[(doc.file, doc.content_id)] = made[name]
     if cache is not None and context is not None:
-        cache.put(("service-items", context), now)  # the services of this commit only
+        cache.put(("service-items", context), now, large=True)  # the services of this commit only
     stamped_networks: dict[str, tuple[dict[str, Any], int]] = {}
     for node, nets in sorted(used_networks.items()):
         for net in sorted(nets):

@@ -416,7 +416,7 @@ def check_environment(repo: ConfigRepo, env: Environment, cache: ReadCache | Non
         updates += found[0]
         problems += found[1]
     if cache is not None and context is not None:
-        cache.put(("service-rules", context), now)  # the services of this commit only
+        cache.put(("service-rules", context), now, large=True)  # the services of this commit only
     problems += dedupe_update_problems(updates)
     problems += cycles(env)
     env_replicas = environment_replicas(repo, env, partial=True, cache=cache)
