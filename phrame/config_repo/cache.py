@@ -29,16 +29,17 @@ class ReadCache:
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
-    def get(self, key: Hashable) -> Any | None:
+    def get(self, key: Hashable, *, large: bool = False) -> Any | None:
+        """The value kept under ``key`` (in the bound ``put`` kept it in), or None."""
+        entries = self._large if large else self._entries
         with self._lock:
-            for entries in (self._entries, self._large):
-                value = entries.get(key)
-                if value is not None:
-                    entries.move_to_end(key)
-                    self.hits += 1
-                    return value
-            self.misses += 1
-            return None
+            value = entries.get(key)
+            if value is None:
+                self.misses += 1
+                return None
+            entries.move_to_end(key)
+            self.hits += 1
+            return value
 
     def put(self, key: Hashable, value: Any, *, large: bool = False) -> None:
         entries, limit = (self._large, self.max_large) if large else (self._entries, self.max_entries)

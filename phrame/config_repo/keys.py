@@ -52,7 +52,7 @@ def per_environment(
     if cache is None or key is None:
         return make(env)
     cache_key = (kind, nodes, key, *extra)
-    made: T | None = cache.get(cache_key)
+    made: T | None = cache.get(cache_key, large=True)
     if made is None:
         made = make(env)
         cache.put(cache_key, made, large=True)

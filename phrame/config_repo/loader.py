@@ -228,6 +228,6 @@ def _kept_environment(
         return None
     key = _environment_key(reader, group, members)
     found: tuple[Environment | None, list[Problem]] | None = (
-        reader.cache.get(key) if key is not None else None
+        reader.cache.get(key, large=True) if key is not None else None
     )
     return found

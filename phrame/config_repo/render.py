@@ -313,7 +313,9 @@ def _environment_items(repo: ConfigRepo, env: Environment, cache: ReadCache | No
     the rest they are made of is unchanged (:func:`_placement_context`)."""
     context = _placement_context(repo, env) if cache is not None else None
     kept: dict[tuple[str, str], _ServiceItems] = (
-        (cache.get(("service-items", context)) or {}) if cache is not None and context is not None else {}
+        (cache.get(("service-items", context), large=True) or {})
+        if cache is not None and context is not None
+        else {}
     )
     now: dict[tuple[str, str], _ServiceItems] = {}
     made: dict[str, _ServiceItems] = {}

@@ -402,7 +402,9 @@ def check_environment(repo: ConfigRepo, env: Environment, cache: ReadCache | Non
     updates: list[Problem] = []
     context = service_context(repo, env) if cache is not None else None
     kept: dict[tuple[str, str], tuple[tuple[Problem, ...], tuple[Problem, ...]]] = (
-        (cache.get(("service-rules", context)) or {}) if cache is not None and context is not None else {}
+        (cache.get(("service-rules", context), large=True) or {})
+        if cache is not None and context is not None
+        else {}
     )
     now: dict[tuple[str, str], tuple[tuple[Problem, ...], tuple[Problem, ...]]] = {}
     for name in sorted(env.services):

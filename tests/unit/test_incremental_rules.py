@@ -124,7 +124,7 @@ def test_an_environment_unchanged_since_a_check_is_not_checked_again(tmp_path: P
         assert validate(loaded, read, cache=cache) == []  # and rendered, for the payload sizes
         nodes = inventory_key(loaded)
         return tuple(
-            cache.get((kept, nodes, environment_key(loaded.environments[env])))
+            cache.get((kept, nodes, environment_key(loaded.environments[env])), large=True)
             for kept in ("environment-rules", "environment-items")
             for env in ("studio-a", "studio-b")
         )
@@ -176,7 +176,7 @@ def test_in_a_changed_environment_only_the_changed_service_files_are_checked_and
             ("service-rules", service_context(loaded, env)),
             ("service-items", _placement_context(loaded, env)),  # rendered for the payload sizes
         ):
-            found = cache.get((kept, context))
+            found = cache.get((kept, context), large=True)
             assert isinstance(found, dict)
             out.update({(kept, file): made for (file, _blob), made in found.items()})
         return out

@@ -22,11 +22,13 @@ def test_large_entries_have_their_own_bound() -> None:
     for i in range(10):
         cache.put(("environment", i), [i] * 1000, large=True)
     assert len(cache) == 50 + 3
-    assert [cache.get(("environment", i)) is not None for i in range(10)] == [False] * 7 + [True] * 3
+    assert [cache.get(("environment", i), large=True) is not None for i in range(10)] == [False] * 7 + [
+        True
+    ] * 3
     assert all(cache.get(("file", i)) == i for i in range(50))  # not pushed out by the large ones
     for i in range(200):
         cache.put(("file", 100 + i), i)
-    assert cache.get(("environment", 9)) is not None and len(cache) == 100 + 3
+    assert cache.get(("environment", 9), large=True) is not None and len(cache) == 100 + 3
 
 
 def test_reading_many_commits_keeps_environment_entries_bounded(tmp_path: Path) -> None:
