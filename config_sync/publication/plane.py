@@ -35,7 +35,7 @@ def owned_topic(topics: Topics, topic: str) -> Topic | None:
 
 
 class _CachedTopics(Topics):
-    """``Topics`` whose ``parse`` is memoized: ``carry_forward`` parses every topic twice a pass."""
+    """``Topics`` whose ``parse`` is memoized: ``carry_forward`` parses each manifest every pass."""
 
     def parse(self, topic: str) -> Topic:
         return _parse_any(self.prefix, topic)

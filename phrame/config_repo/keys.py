@@ -57,3 +57,34 @@ def per_environment(
         made = make(env)
         cache.put(cache_key, made, large=True)
     return made
+
+
+def per_service(
+    cache: ReadCache | None,
+    kind: str,
+    context: Hashable | None,
+    env: Environment,
+    make: Callable[[set[str]], dict[str, T]],
+) -> dict[str, T]:
+    """Per service of ``env`` (by name), what ``make(names)`` makes of the services
+    ``names``: kept in ``cache`` as ``kind`` by each service file's path and blob while
+    ``context`` (everything else it is made of) is unchanged, so only the services whose
+    files changed are made again. Only this reading's services stay kept. Made for every
+    service without a cache or a context (a file without a content id)."""
+    kept: dict[tuple[str, str], T] = {}
+    if cache is not None and context is not None:
+        kept = cache.get((kind, context), large=True) or {}
+    made: dict[str, T] = {}
+    missing = set()
+    for name, doc in env.services.items():
+        found = kept.get((doc.file, doc.content_id)) if doc.content_id is not None else None
+        if found is None:
+            missing.add(name)
+        else:
+            made[name] = found
+    if missing:
+        made.update(make(missing))
+    if cache is not None and context is not None:
+        now = {(d.file, d.content_id): made[n] for n, d in env.services.items() if d.content_id is not None}
+        cache.put((kind, context), now, large=True)
+    return made

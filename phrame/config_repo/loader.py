@@ -171,7 +171,10 @@ def load(source: Source, *, cache: ReadCache | None = None) -> tuple[ConfigRepo,
     one after loading; validation marks its documents the same way again)."""
     reader = _Reader(source, cache)
     for group, members in _folders(source.files()).items():
-        kept = _kept_environment(reader, group, members)
+        key = _environment_key(reader, group, members) if group is not None else None
+        kept: tuple[Environment | None, list[Problem]] | None = (
+            reader.cache.get(key, large=True) if key is not None and reader.cache is not None else None
+        )
         if kept is not None:
             env, problems = kept
             if env is not None:
@@ -181,7 +184,6 @@ def load(source: Source, *, cache: ReadCache | None = None) -> tuple[ConfigRepo,
         start = len(reader.problems)
         for path, size in members:
             reader.read(path, size)
-        key = _environment_key(reader, group, members) if group is not None else None
         if key is not None and reader.cache is not None:
             reader.cache.put(
                 key, (reader.repo.environments.get(str(group)), reader.problems[start:]), large=True
@@ -219,15 +221,3 @@ def _environment_key(
             return None  # a link, a gitlink or a file on disk: read it every time
         ids.append((path, size, cid))
     return ("loaded-environment", group, tuple(ids))
-
-
-def _kept_environment(
-    reader: _Reader, group: str | None, members: list[tuple[str, int]]
-) -> tuple[Environment | None, list[Problem]] | None:
-    if group is None or reader.cache is None:
-        return None
-    key = _environment_key(reader, group, members)
-    found: tuple[Environment | None, list[Problem]] | None = (
-        reader.cache.get(key, large=True) if key is not None else None
-    )
-    return found

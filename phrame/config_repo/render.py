@@ -18,7 +18,7 @@ from typing import Any
 from phrame.config_repo.assignment import Replica, environment_replicas
 from phrame.config_repo.cache import ReadCache
 from phrame.config_repo.container_fields import container_fields
-from phrame.config_repo.keys import inventory_key, per_environment
+from phrame.config_repo.keys import inventory_key, per_environment, per_service
 from phrame.config_repo.model import ConfigRepo, Environment
 from phrame.config_repo.problems import ConfigError
 from phrame.config_repo.quantities import memory_bytes, parse_ports
@@ -235,11 +235,17 @@ def _item(
     if made is None:
         make = process_spec if rep.spec.get("kind") == "process" else container_spec
         spec = make(rep, env, index)
-        stamped = {**spec, "digest": digest(spec)}
-        made = (stamped, len(canonical_json({**stamped, "commit": "0" * 40})))
+        made = _stamped(spec)
         if cache is not None and key is not None:
             cache.put(key, made)
     return made
+
+
+def _stamped(spec: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """``spec`` with its digest, and the size of its canonical JSON with a commit (a sha has
+    40 characters whatever the commit)."""
+    stamped = {**spec, "digest": digest(spec)}
+    return stamped, len(canonical_json({**stamped, "commit": "0" * 40}))
 
 
 @dataclass(frozen=True)
@@ -312,43 +318,23 @@ def _environment_items(repo: ConfigRepo, env: Environment, cache: ReadCache | No
     """What ``env`` renders to. With ``cache``, a service's items are kept by its file while
     the rest they are made of is unchanged (:func:`_placement_context`)."""
     context = _placement_context(repo, env) if cache is not None else None
-    kept: dict[tuple[str, str], _ServiceItems] = (
-        (cache.get(("service-items", context), large=True) or {})
-        if cache is not None and context is not None
-        else {}
+    made = per_service(
+        cache, "service-items", context, env, lambda names: _service_items(repo, env, names, cache)
     )
-    now: dict[tuple[str, str], _ServiceItems] = {}
-    made: dict[str, _ServiceItems] = {}
-    missing = []
-    for name, doc in sorted(env.services.items()):
-        key = (doc.file, doc.content_id) if doc.content_id is not None else None
-        found = kept.get(key) if key is not None else None
-        if found is None:
-            missing.append(name)
-        else:
-            made[name] = found
-    if missing:
-        made.update(_service_items(repo, env, set(missing), cache))
     items: list[tuple[str, str, dict[str, Any], int]] = []
     unassigned: list[str] = []
     used_networks: dict[str, set[str]] = defaultdict(set)
-    for name, doc in sorted(env.services.items()):
+    for name in sorted(env.services):
         service_items, service_unassigned, networks = made[name]
         items += service_items
         unassigned += service_unassigned
         for node, joined in networks:
             used_networks[node].update(joined)
-        if doc.content_id is not None:
-            now[(doc.file, doc.content_id)] = made[name]
-    if cache is not None and context is not None:
-        cache.put(("service-items", context), now, large=True)  # the services of this commit only
     stamped_networks: dict[str, tuple[dict[str, Any], int]] = {}
     for node, nets in sorted(used_networks.items()):
         for net in sorted(nets):
             if net not in stamped_networks:
-                spec = network_spec(env, net)
-                stamped = {**spec, "digest": digest(spec)}
-                stamped_networks[net] = (stamped, len(canonical_json({**stamped, "commit": "0" * 40})))
+                stamped_networks[net] = _stamped(network_spec(env, net))
             items.append((node, f"networks/{env.name}.{net}", *stamped_networks[net]))
     services = tuple(
         (

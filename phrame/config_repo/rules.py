@@ -18,7 +18,7 @@ from phrame.config_repo.assignment import Replica, environment_replicas
 from phrame.config_repo.cache import ReadCache
 from phrame.config_repo.freeze import FreezeError, instant, parse_cron, zone_of
 from phrame.config_repo.image_policy import image_policy_problems
-from phrame.config_repo.keys import inventory_key, per_environment
+from phrame.config_repo.keys import inventory_key, per_environment, per_service
 from phrame.config_repo.model import ConfigRepo, Document, Environment, PathPart
 from phrame.config_repo.preview_rules import preview_problems
 from phrame.config_repo.problems import Problem
@@ -399,26 +399,24 @@ def check_environment(repo: ConfigRepo, env: Environment, cache: ReadCache | Non
     problems += secret_file_problems(env)
     problems += preview_problems(view)
     problems += image_policy_problems(view)
-    updates: list[Problem] = []
     context = service_context(repo, env) if cache is not None else None
-    kept: dict[tuple[str, str], tuple[tuple[Problem, ...], tuple[Problem, ...]]] = (
-        (cache.get(("service-rules", context), large=True) or {})
-        if cache is not None and context is not None
-        else {}
+    checked = per_service(
+        cache,
+        "service-rules",
+        context,
+        env,
+        lambda names: {
+            name: (
+                tuple(service_update_problems(env, env.services[name])),
+                tuple(_service_rules(repo, env, name, env.services[name])),
+            )
+            for name in names
+        },
     )
-    now: dict[tuple[str, str], tuple[tuple[Problem, ...], tuple[Problem, ...]]] = {}
+    updates: list[Problem] = []
     for name in sorted(env.services):
-        doc = env.services[name]
-        key = (doc.file, doc.content_id) if doc.content_id is not None else None
-        found = kept.get(key) if key is not None else None
-        if found is None:
-            found = (tuple(service_update_problems(env, doc)), tuple(_service_rules(repo, env, name, doc)))
-        if key is not None:
-            now[key] = found
-        updates += found[0]
-        problems += found[1]
-    if cache is not None and context is not None:
-        cache.put(("service-rules", context), now, large=True)  # the services of this commit only
+        updates += checked[name][0]
+        problems += checked[name][1]
     problems += dedupe_update_problems(updates)
     problems += cycles(env)
     env_replicas = environment_replicas(repo, env, partial=True, cache=cache)
