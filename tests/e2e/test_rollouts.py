@@ -169,6 +169,25 @@ def deploy_text(stack: DevStackProcess, sha: str) -> tuple[str | None, str]:
     return None, ""
 
 
+def held(stack: DevStackProcess, sha: str, state: str, deploy: str, says: str, timeout: float = 90) -> str:
+    """Wait until ``sha``'s rollout is in ``state`` and its ``phrame/deploy`` is ``deploy``
+    saying ``says``; that status's text. config-sync shows a rollout's new state before it
+    reports it (the report is a call to GitLab, made after), so the one is no proof of the
+    other: both are waited for."""
+    stack.wait(
+        lambda: (
+            rollout(stack).get("commit") == sha
+            and rollout(stack).get("state") == state
+            and deploy_text(stack, sha)[0] == deploy
+            and says in deploy_text(stack, sha)[1]
+        ),
+        f"the rollout {state} and phrame/deploy {deploy} saying {says!r}",
+        timeout,
+        observe=lambda: (rollout(stack).get("state"), deploy_text(stack, sha)),
+    )
+    return deploy_text(stack, sha)[1]
+
+
 def restarted(stack: DevStackProcess, pid: int) -> bool:
     """config-sync runs again, as another process than ``pid``, and answers."""
     try:
@@ -210,11 +229,8 @@ def test_1_a_good_change_goes_in_waves_of_one(stack: DevStackProcess, sampler: S
 def test_2_a_failing_healthcheck_stops_after_the_first_wave(stack: DevStackProcess, sampler: Sampler) -> None:
     before = sampler.now()
     sha = push(stack, spec("bad", healthy=False), "rollouts: a healthcheck that fails")
-    stack.wait(
-        lambda: rollout(stack).get("commit") == sha and rollout(stack).get("state") == "paused", "pause", 90
-    )
-    state, text = deploy_text(stack, sha)
-    assert state == "failed" and f"{stack.environment}.{SERVICE}.0" in text and "unhealthy" in text, text
+    text = held(stack, sha, "paused", "failed", f"{SERVICE}: paused at wave 1/")
+    assert f"{stack.environment}.{SERVICE}.0" in text and "unhealthy" in text, text
     reason = rollout(stack)["reasons"][0]
     assert reason["replica"] == f"{stack.environment}.{SERVICE}.0" and reason["node"] in stack.nodes
     after = sampler.now()
@@ -236,9 +252,7 @@ def test_3_rollback_returns_the_first_replica_to_the_old_spec(
     sha = push(
         stack, spec("bad2", healthy=False, update="  on_failure: rollback\n"), "rollouts: bad, rollback"
     )
-    stack.wait(
-        lambda: rollout(stack).get("commit") == sha and rollout(stack).get("state") == "rolled-back", "rb", 90
-    )
+    held(stack, sha, "rolled-back", "failed", f"{SERVICE}: rolled-back at wave 1/")
     stack.wait(
         lambda: sampler.now().get("0", ("", "", ""))[1] == before["0"][1], "replica 0 back on its spec", 60
     )
@@ -252,12 +266,7 @@ def test_3_rollback_returns_the_first_replica_to_the_old_spec(
 def test_4_a_canary_waits_for_a_promotion(stack: DevStackProcess, sampler: Sampler) -> None:
     before = sampler.now()
     sha = push(stack, spec("4", update="  canary: 1\n"), "rollouts: canary")
-    stack.wait(
-        lambda: rollout(stack).get("commit") == sha and rollout(stack).get("state") == "waiting-promotion",
-        "the canary to be healthy and the rollout to wait",
-        90,
-    )
-    assert "waiting for promotion" in deploy_text(stack, sha)[1]
+    held(stack, sha, "waiting-promotion", "running", "waiting for promotion")
     assert all(sampler.now()[r][:2] == before[r][:2] for r in ("1", "2", "3"))
 
 
