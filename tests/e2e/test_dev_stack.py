@@ -53,7 +53,9 @@ def stack(
     try:
         ready = s.wait_ready()
         print(f"\nphrame dev ready after {ready:.1f} s")
-        s.wait(lambda: all(s.is_converged(n) for n in s.nodes), "both nodes converged on the sample", 120)
+        # and placement done with it: its commit of the sample's node.json comes after the
+        # nodes are up, and a test that pushed meanwhile would see its own commit superseded
+        s.wait_settled(120)
         yield s
     finally:
         down = s.close()
@@ -131,8 +133,13 @@ def test_0_the_topic_api_shows_both_nodes_online_and_converged(stack: DevStackPr
         )
 
     stack.wait(both, "both nodes online, converged and without drift in /api/nodes", 30)
-    env = stack.api(f"api/environments/{stack.environment}")
-    assert env["ok"] is True and env["commit"] == stack.remote_head()
+    # the desired plane reaches the API through its own mirror: waited for, not read once
+    stack.wait(
+        lambda: stack.api(f"api/environments/{stack.environment}")["commit"] == stack.remote_head(),
+        "the topic API on the head of main",
+        30,
+    )
+    assert stack.api(f"api/environments/{stack.environment}")["ok"] is True
     token = stack.state / "api-token"
     assert token.stat().st_mode & 0o777 == 0o600 and len(stack.api_token()) >= 32
 

@@ -87,12 +87,12 @@ def test_loop_converges_reports_repairs_and_exits_cleanly(
     watcher.client.publish(T.restart(env.node, db["name"]), spec.restart_payload(), False)
     wait_until(lambda: env.get(db["name"]).attrs["State"]["StartedAt"] != started, "restart", 15)
     watcher.client.publish(f"phrame/cmd/nodes/{env.node}/containers/{db['name']}/stop", b"{}", False)
+    wait_until(lambda: "refused command" in agent.log(), "the stop verb refused", 15)  # before SIGTERM
 
     # SIGTERM: offline published, exit 0, containers left running
     assert agent.terminate() == 0, agent.log()
     watcher.wait_for(lambda: watcher.status()["state"] == "offline", 10, "offline status")
     assert running(env, web["name"]) and running(env, db["name"])
-    assert "refused command" in agent.log()
 
 
 @pytest.mark.slow

@@ -123,7 +123,8 @@ def test_a_crash_looping_replica_is_degraded_never_converged(
             first = record["reasons"][0]
             assert (first["node"], first["replica"]) == (env.node, f"{env.env}.web.0")
             assert first["reason"].startswith("crash-looping: restarted"), record
-            assert (deploy_status(service, sha) or ("",))[0] == "failed"
+            # the deployment is judged in its own step of the watcher's tick: waited for too
+            assert eventually(lambda: (deploy_status(service, sha) or ("",))[0] == "failed", 10)
     finally:
         agent.terminate()
         for c in env.managed():
@@ -160,7 +161,9 @@ def test_an_unassignable_label_placed_service_is_degraded_never_converged(
         (record,) = records(client, "lab")
         assert (record["state"], record["health"]) == ("degraded", "degraded")
         assert record["reasons"] == [{"node": "", "replica": "lab.gpu.0", "reason": f"unassigned: {why}"}]
-        assert deploy_status(service, sha) == ("failed", f"degraded: lab.gpu.0: unassigned: {why}")
+        assert eventually(
+            lambda: deploy_status(service, sha) == ("failed", f"degraded: lab.gpu.0: unassigned: {why}"), 10
+        ), deploy_status(service, sha)
         client.publish_batch([(T.env_placement("lab"), None)])
 
 

@@ -231,12 +231,16 @@ def test_a_wave_waits_for_a_slow_pull_with_its_old_replicas_running_and_a_failed
             assert state["commit"] == v3 and state["wave"] == 0
             (reason,) = state["reasons"]
             assert reason["node"] == s.nodes[0] and f"pull of {s.repo}:missing failed" in reason["reason"]
-            deploy = [
-                x
-                for x in service.reporter.snapshot()["statuses"]
-                if x["name"] == "phrame/deploy" and x["sha"] == v3
-            ]
-            assert deploy and deploy[-1]["state"] == "failed"
+
+            def deploy_v3() -> list[dict]:  # reported after the rollout's state is published
+                return [
+                    x
+                    for x in service.reporter.snapshot()["statuses"]
+                    if x["name"] == "phrame/deploy" and x["sha"] == v3
+                ]
+
+            wait_for(lambda: deploy_v3() and deploy_v3()[-1]["state"] == "failed", "phrame/deploy failed", 30)
+            deploy = deploy_v3()
             assert f"{s.nodes[0]} lab.web.0: pull of {s.repo}:missing failed" in deploy[-1]["description"]
             assert _running_ids(s) == before
     finally:

@@ -232,9 +232,12 @@ def test_unhealthy_first_wave_pauses_the_rest_untouched(
             ]
             for node, item in REPLICAS[1:]:
                 assert broker[item_topic(node, item)] == first[item_topic(node, item)]
+            # reported to GitLab after the rollout's state is published: waited for too
+            assert eventually(lambda: (_deploy(service, bad) or ("",))[0] == "failed", 10), _deploy(
+                service, bad
+            )
             deploy = _deploy(service, bad)
-            assert deploy is not None and deploy[0] == "failed"
-            assert "n1 lab.web.0: healthcheck unhealthy" in deploy[1]
+            assert deploy is not None and "n1 lab.web.0: healthcheck unhealthy" in deploy[1]
             sync = json.loads(broker[T.env_sync("lab")])
             check_payload("desired-sync", sync)
             assert sync["ok"] is True and sync["rollouts"][0]["state"] == "paused"

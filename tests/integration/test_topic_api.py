@@ -103,6 +103,17 @@ def stack(
             lambda d: len(d["nodes"]) == 2 and all(n["online"] for n in d["nodes"]),
             "both nodes online",
         )
+        # the desired plane comes through a mirror of its own: waited for too
+        s.wait_json(
+            "/api/environments/demo",
+            lambda d: bool(d.get("deploys")) and "web" in (d.get("services") or {}),
+            "the desired plane",
+        )
+        s.wait_json(
+            "/api/nodes",
+            lambda d: all(n["generation"]["desired"] == 1 for n in d["nodes"]),
+            "both nodes' desired generation",
+        )
         yield s
     finally:
         s.stop()

@@ -86,6 +86,8 @@ def test_both_nodes_online_and_the_environment_synced(stack: DevStackProcess, op
         "the environment shown valid",
         arg=stack.environment,
     )
+    # live once the event stream's hello arrives, which the REST replies above do not wait for
+    page.wait_for_selector("#live.live-live")
     assert page.locator("#live").get_attribute("class") == "live live-live"
     summary = page.text_content("#nodes-summary") or ""
     assert f"{len(stack.nodes)} nodes: {len(stack.nodes)} online" in summary, summary
