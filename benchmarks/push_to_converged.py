@@ -5,8 +5,8 @@ environment, published port, Docker networks) in the same run.
 
 Prints one JSON object: medians over BENCH_PUSHES pushes (default 7, at least 5), the
 pipeline overhead (total minus bare Docker; target at most 0.3 s, against both baselines
-below), and the time from starting
-``phrame dev`` to its ready banner, first start (new state) and second start (state reused).
+below), and the time from starting ``phrame dev`` to its ready banner, first start (new
+state) and second start (state reused).
 Everything it creates is removed (``phrame dev --down --purge``, the bare containers by
 label). Exit 0 whenever it measured, 2 without Docker or mosquitto.
 Baseline (same run): the bare docker-py ``create`` + ``start``, on the container's own
