@@ -174,18 +174,20 @@ def held(stack: DevStackProcess, sha: str, state: str, deploy: str, says: str, t
     saying ``says``; that status's text. config-sync shows a rollout's new state before it
     reports it (the report is a call to GitLab, made after), so the one is no proof of the
     other: both are waited for."""
+    seen: list[tuple[dict[str, Any], tuple[str | None, str]]] = []
+
+    def both() -> bool:
+        seen[:] = [(rollout(stack), deploy_text(stack, sha))]
+        now, (found, text) = seen[0]
+        return now.get("commit") == sha and now.get("state") == state and found == deploy and says in text
+
     stack.wait(
-        lambda: (
-            rollout(stack).get("commit") == sha
-            and rollout(stack).get("state") == state
-            and deploy_text(stack, sha)[0] == deploy
-            and says in deploy_text(stack, sha)[1]
-        ),
+        both,
         f"the rollout {state} and phrame/deploy {deploy} saying {says!r}",
         timeout,
-        observe=lambda: (rollout(stack).get("state"), deploy_text(stack, sha)),
+        observe=lambda: seen and (seen[0][0].get("state"), seen[0][1]),
     )
-    return deploy_text(stack, sha)[1]
+    return seen[0][1][1]
 
 
 def restarted(stack: DevStackProcess, pid: int) -> bool:
